@@ -1,0 +1,17 @@
+"""streamnb: streaming Bayesian network classifiers with exact, mergeable statistics."""
+
+from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
+from streamnb.naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BernoulliNB",
+    "CategoricalNB",
+    "GaussianNB",
+    "InvalidEventError",
+    "MixedNB",
+    "MultinomialNB",
+    "StateError",
+    "StreamnbError",
+]

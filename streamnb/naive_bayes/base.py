@@ -1,0 +1,355 @@
+"""What every naive Bayes learner shares: class counts, one posterior, batches, merge, decay, state.
+
+A learner is a class prior plus one or more *parts*: a part owns the statistics of some
+features and returns their log-likelihood per class (see :class:`Part`). ``GaussianNB`` has one
+Gaussian part, ``MixedNB`` a Gaussian and a categorical part; the posterior is computed once,
+here, with a max-shifted log-sum-exp.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from river import base
+
+from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.stats import Counts, Index
+from streamnb.stats.base import Statistic
+
+__all__ = ["BaseNB", "Part", "Explanation", "posterior"]
+
+
+def posterior(jll: np.ndarray) -> np.ndarray:
+    """Normalize joint log-likelihoods (last axis = classes) into probabilities.
+
+    Non-finite values follow limits, never floors: ``+inf`` classes (point masses) share the
+    mass, ``-inf`` classes get 0, and a row where every class is ``-inf`` (no class can have
+    produced the event) is returned as NaN for the caller to resolve.
+
+    >>> posterior(np.log([[0.25, 0.5]])).round(6).tolist()
+    [[0.333333, 0.666667]]
+    >>> posterior(np.array([-1e6, -1e6 - math.log(3)])).round(6).tolist()
+    [0.75, 0.25]
+    """
+    jll = np.asarray(jll, dtype=float)
+    top = jll.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        shifted = np.where(np.isposinf(top), np.where(np.isposinf(jll), 0.0, -np.inf), jll - top)
+        p = np.exp(shifted)
+        return p / p.sum(axis=-1, keepdims=True)
+
+
+def clean_features(jll_parts: np.ndarray) -> np.ndarray:
+    """Sum per-feature log-likelihoods ``[..., features, classes]`` when some are not finite.
+
+    Per feature: if some class has ``+inf`` (a zero-variance Gaussian hit exactly) those classes
+    get 0 and the others ``-inf``; a feature for which every class is ``-inf`` tells nothing
+    apart and is dropped. Finite features are shifted by their maximum (which leaves the
+    posterior unchanged).
+    """
+    top = jll_parts.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        out = np.where(
+            np.isposinf(top),
+            np.where(np.isposinf(jll_parts), 0.0, -np.inf),
+            np.where(np.isneginf(top), 0.0, jll_parts - top),
+        )
+    return out.sum(axis=-2)
+
+
+class Part:
+    """The statistics of one family of features and their log-likelihood per class.
+
+    Subclasses implement :meth:`prepare`, :meth:`learn`, :meth:`log_likelihoods`,
+    :meth:`learn_frame`, :meth:`log_likelihood_frame`, :meth:`stats` and :meth:`tables`.
+    ``prepare`` validates an event without touching any state, so a rejected event leaves the
+    model as it was.
+    """
+
+    kind = "part"
+
+    def __init__(self, classes: Index, class_counts: Counts) -> None:
+        self.classes = classes
+        self.class_counts = class_counts
+
+    def prepare(self, x: Mapping) -> Any:
+        raise NotImplementedError
+
+    def learn(self, prepared: Any, k: int, w: float) -> None:
+        raise NotImplementedError
+
+    def log_likelihoods(self, prepared: Any) -> tuple[list, np.ndarray]:
+        """Features used and their log-likelihoods, an array ``[features, classes]``."""
+        raise NotImplementedError
+
+    def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
+        """Summed log-likelihoods ``[rows, classes]``; missing values contribute nothing."""
+        raise NotImplementedError
+
+    def check_frame(self, X: pd.DataFrame) -> None:
+        """Raise :class:`InvalidEventError` if ``X`` cannot be learned (no state is touched)."""
+
+    def stats(self) -> dict[str, Statistic]:
+        raise NotImplementedError
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        raise NotImplementedError
+
+    def changed(self) -> None:
+        """Drop anything derived from the statistics (they were updated)."""
+
+
+class Explanation(dict):
+    """Per-feature log-likelihood contributions per class, plus the log prior.
+
+    ``explanation[feature][cls]`` is ``log P(x_feature | cls)``; ``.log_prior[cls]`` is
+    ``log P(cls)``; ``.joint()`` sums them, and ``.log_odds(a, b)`` breaks the log-odds of two
+    classes down by feature.
+    """
+
+    def __init__(self, log_prior: dict, contributions: dict) -> None:
+        super().__init__(contributions)
+        self.log_prior = log_prior
+
+    def joint(self) -> dict:
+        return {c: lp + sum(f[c] for f in self.values()) for c, lp in self.log_prior.items()}
+
+    def log_odds(self, a: Hashable, b: Hashable) -> dict:
+        """``{feature: contribution to log P(a|x) - log P(b|x)}``, plus ``'(prior)'``."""
+        out = {f: v[a] - v[b] for f, v in self.items()}
+        out["(prior)"] = self.log_prior[a] - self.log_prior[b]
+        return out
+
+
+class BaseNB(base.MiniBatchClassifier):
+    """Base of the naive Bayes learners: class counts and the parts' statistics."""
+
+    def __init__(self) -> None:
+        self._classes = Index()
+        self._class_counts = Counts([self._classes])
+        self._parts: dict[str, Part] = self._make_parts()
+
+    # -- to be provided by each learner ----------------------------------------------------
+    def _make_parts(self) -> dict[str, Part]:
+        raise NotImplementedError
+
+    def _split(self, x: Mapping) -> dict[str, Any]:
+        """Validate ``x`` and hand each part its prepared features (no state is touched)."""
+        ((name, part),) = self._parts.items()
+        return {name: part.prepare(x)}
+
+    def _split_frame(self, X: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        ((name, _),) = self._parts.items()
+        return {name: X}
+
+    # -- River API -------------------------------------------------------------------------
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    @property
+    def classes(self) -> list:
+        """Classes seen so far, in order of first appearance."""
+        return list(self._classes.keys)
+
+    @property
+    def n_seen(self) -> float:
+        """Total (decayed) weight of the events learned."""
+        return self._class_counts.total()
+
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
+        """Learn one event with weight ``w``; a rejected event changes nothing."""
+        _check_label(y)
+        w = _check_weight(w)
+        prepared = self._split(x)
+        if w == 0.0:
+            return
+        k = self._classes.add(y)
+        self._class_counts.add((k,), w)
+        for name, part in self._parts.items():
+            part.learn(prepared[name], k, w)
+            part.changed()
+
+    def joint_log_likelihood(self, x: Mapping) -> dict:
+        """``log P(y) + log P(x | y)`` per class (unnormalized log posterior)."""
+        return self.explain_one(x).joint()
+
+    def predict_proba_one(self, x: Mapping) -> dict:
+        if not self._classes.keys:
+            return {}
+        prepared = self._split(x)
+        log_prior = self._log_prior()
+        jll = log_prior.copy()
+        for name, part in self._parts.items():
+            _, ll = part.log_likelihoods(prepared[name])
+            if len(ll):
+                with np.errstate(invalid="ignore"):
+                    s = ll.sum(axis=0)
+                jll += s if np.isfinite(s).all() else clean_features(ll)
+        p = posterior(jll)
+        if p[0] != p[0]:  # every class impossible: fall back on the prior
+            p = posterior(log_prior)
+        return dict(zip(self._classes.keys, p.tolist()))
+
+    def predict_one(self, x: Mapping) -> Any:
+        proba = self.predict_proba_one(x)
+        return max(proba, key=proba.__getitem__) if proba else None
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0) -> None:
+        """Learn a batch; the statistics equal those of learning each row in turn."""
+        if len(X) != len(y):
+            raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
+        if not len(X):
+            return
+        labels = list(y)
+        for label in labels:
+            _check_label(label)
+        weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),)).copy()
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise InvalidEventError("weights must be finite and non-negative")
+        frames = self._split_frame(X)
+        for name, part in self._parts.items():
+            part.check_frame(frames[name])
+        keep = weights > 0
+        if not keep.all():
+            frames = {name: f[keep] for name, f in frames.items()}
+            labels = [label for label, ok in zip(labels, keep) if ok]
+            weights = weights[keep]
+        k = self._classes.lookup(labels, add=True)
+        self._class_counts.add_at((k,), weights)
+        for name, part in self._parts.items():
+            part.learn_frame(frames[name], k, weights)
+            part.changed()
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        if not self._classes.keys:
+            return pd.DataFrame(index=X.index)
+        frames = self._split_frame(X)
+        for name, part in self._parts.items():
+            part.check_frame(frames[name])
+        log_prior = self._log_prior()
+        jll = np.tile(log_prior, (len(X), 1))
+        for name, part in self._parts.items():
+            jll += part.log_likelihood_frame(frames[name])
+        p = posterior(jll)
+        bad = np.isnan(p[:, 0])
+        if bad.any():
+            p[bad] = posterior(log_prior)
+        return pd.DataFrame(p, index=X.index, columns=list(self._classes.keys))
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        proba = self.predict_proba_many(X)
+        if proba.empty:
+            return pd.Series([None] * len(X), index=X.index, dtype=object)
+        classes = np.array(proba.columns, dtype=object)
+        return pd.Series(classes[proba.to_numpy().argmax(axis=1)], index=X.index)
+
+    # -- inspection ------------------------------------------------------------------------
+    def explain_one(self, x: Mapping) -> Explanation:
+        """Why this prediction: ``log P(x_f | y)`` per feature and class, and ``log P(y)``.
+
+        Features that are missing, unknown or (by the smoothing policy) ignored are absent.
+        """
+        prepared = self._split(x)
+        classes = self._classes.keys
+        contributions: dict = {}
+        for name, part in self._parts.items():
+            features, ll = part.log_likelihoods(prepared[name])
+            for f, row in zip(features, ll.tolist()):
+                contributions[f] = dict(zip(classes, row))
+        return Explanation(dict(zip(classes, self._log_prior().tolist())), contributions)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The learned parameters as readable tables (one DataFrame per statistic)."""
+        out = {"class_counts": pd.DataFrame({"n": self._class_counts.n}, index=self.classes)}
+        for part in self._parts.values():
+            out.update(part.tables())
+        return out
+
+    def _log_prior(self) -> np.ndarray:
+        n = self._class_counts.n
+        with np.errstate(divide="ignore"):
+            return np.log(n) - math.log(n.sum())
+
+    # -- merge, decay, state ---------------------------------------------------------------
+    def _stats(self) -> dict[str, Statistic]:
+        out: dict[str, Statistic] = {"class_counts": self._class_counts}
+        for name, part in self._parts.items():
+            out.update({f"{name}.{k}": s for k, s in part.stats().items()})
+        return out
+
+    def merge(self, other: BaseNB) -> BaseNB:
+        """Add what ``other`` learned to this model (same learner and parameters)."""
+        if type(other) is not type(self) or other._get_params() != self._get_params():
+            raise TypeError("can only merge a learner of the same type and parameters")
+        self._merge_extra(other)
+        mine, theirs = self._stats(), other._stats()
+        for name, stat in mine.items():
+            stat += theirs[name]
+        for part in self._parts.values():
+            part.changed()
+        return self
+
+    def _merge_extra(self, other: BaseNB) -> None:
+        """Merge anything kept outside the statistics (e.g. MixedNB's feature kinds)."""
+
+    def decay(self, factor: float) -> None:
+        """Forget: multiply the weight of everything learned so far by ``factor`` in (0, 1]."""
+        if not 0.0 < factor <= 1.0:
+            raise ValueError(f"decay factor must be in (0, 1], got {factor}")
+        for stat in self._stats().values():
+            stat.decay(factor)
+        for part in self._parts.values():
+            part.changed()
+
+    def to_state(self) -> dict[str, Any]:
+        """Plain data (JSON-able values and numpy arrays); see :mod:`streamnb.persistence`."""
+        return {
+            "classes": self._classes.to_state(),
+            "stats": {name: s.to_state() for name, s in self._stats().items()},
+            **self._extra_state(),
+        }
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`_extra_state` saved (before the statistics are loaded)."""
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Replace this model's state by ``state`` (from :meth:`to_state`); all or nothing."""
+        fresh = self.clone()
+        fresh._classes.load_state(state["classes"])
+        fresh._load_extra_state(state)
+        saved, stats = state["stats"], fresh._stats()
+        if set(saved) != set(stats):
+            raise StateError(f"{type(self).__name__}: saved statistics {sorted(saved)} do not match")
+        for name, stat in stats.items():
+            stat.load_state(saved[name])
+        self.__dict__.update(fresh.__dict__)
+
+
+def _check_label(y: object) -> None:
+    if y is None or (isinstance(y, float) and y != y):
+        raise InvalidEventError("the label is missing (None or NaN)")
+    try:
+        hash(y)
+    except TypeError as exc:
+        raise InvalidEventError(f"a label of type {type(y).__name__} is not hashable") from exc
+
+
+def _check_weight(w: Any) -> float:
+    try:
+        w = float(w)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEventError(f"the weight {w!r} is not a number") from exc
+    if not (math.isfinite(w) and w >= 0.0):
+        raise InvalidEventError(f"the weight must be finite and non-negative, got {w}")
+    return w

@@ -1,0 +1,200 @@
+"""Categorical naive Bayes: per-class category counts with open vocabularies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamnb.exceptions import InvalidEventError
+from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.values import check_hashable, drop_impossible, is_missing
+from streamnb.stats import Counts, Index
+
+__all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone"]
+
+#: What an unseen category does at prediction time.
+UNSEEN_POLICIES = ("ignore", "smooth")
+
+
+def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any) -> np.ndarray:
+    """``log((num + alpha) / (den + alpha * n_values))``; for ``alpha = 0`` the limit alpha -> 0+.
+
+    The limit is ``num / den`` where ``den > 0`` and ``1 / n_values`` where nothing was counted.
+
+    >>> np.exp(lidstone(np.array([0.0, 3.0]), np.array([4.0, 4.0]), 1.0, 3)).round(12).tolist()
+    [0.142857142857, 0.571428571429]
+    >>> np.exp(lidstone(np.array([0.0, 0.0]), np.array([0.0, 2.0]), 0.0, 4)).tolist()
+    [0.25, 0.0]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if alpha > 0:
+            return np.log(num + alpha) - np.log(den + alpha * n_values)
+        return np.where(den > 0, np.log(num) - np.log(den), -np.log(n_values))
+
+
+class CategoricalPart(Part):
+    """Features whose values are categories (any hashable value; None/NaN are missing).
+
+    ``P(x_f = v | y) = (n[y, f, v] + alpha) / (n[y, f] + alpha * |X_f|)`` where ``n[y, f]``
+    counts the class's events in which ``f`` was observed and ``|X_f|`` is the number of
+    categories of ``f`` seen so far (by any class). A category never seen is, by ``unseen``:
+    ``"ignore"`` (default): skipped like a missing value, so it favours no class;
+    ``"smooth"``: scored ``alpha / (n[y, f] + alpha * |X_f|)``, which favours smaller classes.
+    """
+
+    kind = "categorical"
+
+    def __init__(self, classes: Index, class_counts: Counts, alpha: float, unseen: str) -> None:
+        super().__init__(classes, class_counts)
+        if unseen not in UNSEEN_POLICIES:
+            raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
+        self.alpha = alpha
+        self.unseen = unseen
+        self.cells = Index()  # (feature, category)
+        self.features = Index()
+        self.counts = Counts([classes, self.cells])
+        self.totals = Counts([classes, self.features])
+        self._n_values: np.ndarray | None = None
+
+    # -- learning --------------------------------------------------------------------------
+    def prepare(self, x: Mapping) -> tuple[list, list]:
+        feats, cells = [], []
+        for f, v in x.items():
+            if is_missing(v):
+                continue
+            check_hashable(v, f)
+            feats.append(f)
+            cells.append((f, v))
+        return feats, cells
+
+    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        feats, cells = prepared
+        if feats:
+            self.counts.add((k, self.cells.lookup(cells, add=True)), w)
+            self.totals.add((k, self.features.lookup(feats, add=True)), w)
+
+    def check_frame(self, X: pd.DataFrame) -> None:
+        for f in X.columns:
+            _factorize(X[f], f)
+
+    def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        coded = [_factorize(X[f], f) for f in X.columns]
+        # register new cells and features in the order a row-by-row reader meets them
+        firsts = []
+        for pos, (f, (codes, uniques)) in enumerate(zip(X.columns, coded)):
+            seen = (codes >= 0) & (w > 0)
+            _, first = np.unique(np.where(seen, codes, -1), return_index=True)
+            firsts += [(r, pos, f, uniques[codes[r]]) for r in first if seen[r]]
+        firsts.sort(key=lambda t: (t[0], t[1]))
+        self.cells.lookup([(f, u) for _, _, f, u in firsts], add=True)
+        self.features.lookup([f for _, _, f, _ in firsts], add=True)
+        for f, (codes, uniques) in zip(X.columns, coded):
+            rows = np.flatnonzero((codes >= 0) & (w > 0))
+            if not len(rows):
+                continue
+            cell_ids = self.cells.lookup([(f, u) for u in uniques])
+            fid = self.features.get(f)
+            self.counts.add_at((k[rows], cell_ids[codes[rows]]), w[rows])
+            self.totals.add_at((k[rows], np.full(len(rows), fid)), w[rows])
+
+    def changed(self) -> None:
+        self._n_values = None
+
+    # -- prediction ------------------------------------------------------------------------
+    def n_values(self) -> np.ndarray:
+        """Number of categories seen per feature (derived from the cells, cached)."""
+        if self._n_values is None:
+            fids = self.features.lookup([c[0] for c in self.cells.keys])
+            self._n_values = np.bincount(fids, minlength=len(self.features)).astype(float)
+        return self._n_values
+
+    def _log_p(self, fids: np.ndarray, cids: np.ndarray) -> np.ndarray:
+        """``log P(category | class)`` as ``[len(fids), classes]``; ``cids < 0`` are unseen."""
+        n = self.counts.raw("n")[: len(self.classes)]
+        num = np.where(cids >= 0, n[:, np.maximum(cids, 0)], 0.0)
+        den = self.totals.n[:, fids]
+        return lidstone(num, den, self.alpha, self.n_values()[fids]).T
+
+    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
+        feats, cells = prepared
+        fids = self.features.lookup(feats)
+        cids = self.cells.lookup(cells)
+        keep = (fids >= 0) & ((cids >= 0) | (self.unseen == "smooth"))
+        if not keep.all():
+            feats = [f for f, ok in zip(feats, keep) if ok]
+            fids, cids = fids[keep], cids[keep]
+        return feats, self._log_p(fids, cids)
+
+    def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
+        out = np.zeros((len(X), len(self.classes)))
+        for f in X.columns:
+            fid = self.features.get(f)
+            if fid < 0:
+                continue
+            codes, uniques = _factorize(X[f], f)
+            cids = self.cells.lookup([(f, u) for u in uniques])
+            table = drop_impossible(self._log_p(np.full(len(uniques), fid), cids).T).T
+            if self.unseen == "ignore":
+                table[cids < 0] = 0.0
+            out += np.where((codes >= 0)[:, None], table[np.maximum(codes, 0)], 0.0)
+        return out
+
+    # -- statistics and tables -------------------------------------------------------------
+    def stats(self) -> dict[str, Counts]:
+        return {"counts": self.counts, "totals": self.totals}
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        cells = self.cells.keys
+        fids = self.features.lookup([c[0] for c in cells])
+        p = np.exp(self._log_p(fids, np.arange(len(cells))))
+        index = pd.MultiIndex.from_tuples(cells, names=["feature", "value"]) if cells else None
+        return {
+            "p_category": pd.DataFrame(p, index=index, columns=list(self.classes.keys)),
+            "category_counts": pd.DataFrame(self.counts.n.T, index=index, columns=list(self.classes.keys)),
+        }
+
+
+def _factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
+    try:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    except TypeError as exc:
+        raise InvalidEventError("categories must be hashable", feature) from exc
+    return codes, list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
+
+
+class CategoricalNB(BaseNB):
+    """Naive Bayes over categorical features with Laplace/Lidstone smoothing.
+
+    Parameters
+    ----------
+    alpha
+        Additive smoothing; 0 gives maximum-likelihood estimates (with limits where 0/0).
+    unseen
+        ``"ignore"`` (neutral, default) or ``"smooth"``: how a category never seen is scored.
+
+    Examples
+    --------
+    The seeds' example: ``P(Y=1 | X=1) = 2/3`` without smoothing.
+
+    >>> model = CategoricalNB(alpha=0)
+    >>> for x, y in [(1, 1), (1, 0), (1, 1), (0, 0)]:
+    ...     model.learn_one({"X": x}, y)
+    >>> round(model.predict_proba_one({"X": 1})[1], 12)
+    0.666666666667
+    """
+
+    def __init__(self, alpha: float = 1.0, unseen: str = "ignore") -> None:
+        self.alpha = alpha
+        self.unseen = unseen
+        super().__init__()
+
+    def _make_parts(self) -> dict[str, Part]:
+        return {"categorical": CategoricalPart(self._classes, self._class_counts, self.alpha, self.unseen)}
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"alpha": 0.0, "unseen": "smooth"}

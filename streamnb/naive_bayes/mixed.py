@@ -1,0 +1,125 @@
+"""Naive Bayes over events that mix numeric, categorical and boolean features."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.categorical import CategoricalPart
+from streamnb.naive_bayes.gaussian import GaussianPart
+from streamnb.naive_bayes.values import is_missing
+
+__all__ = ["MixedNB", "KINDS"]
+
+#: Distributions a feature of a MixedNB can have.
+KINDS = ("gaussian", "categorical")
+
+
+def infer_kind(value: Any) -> str:
+    """``"gaussian"`` for numbers, ``"categorical"`` for anything else (bools included).
+
+    >>> [infer_kind(v) for v in (1.5, 3, True, "red", np.int64(2))]
+    ['gaussian', 'gaussian', 'categorical', 'categorical', 'gaussian']
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return "categorical"
+    if isinstance(value, (Real, np.number)) and not isinstance(value, complex):
+        return "gaussian"
+    return "categorical"
+
+
+class MixedNB(BaseNB):
+    """Naive Bayes with a distribution chosen per feature: Gaussian or categorical.
+
+    A feature's kind is fixed the first time it is seen with a value: numbers are Gaussian,
+    strings, booleans and other hashable values categorical; ``kinds`` overrides this per
+    feature. A later value of the wrong type for its feature is rejected with an error that
+    names the feature. Both kinds share the class counts, so the posterior is one naive Bayes.
+
+    Parameters
+    ----------
+    kinds
+        Optional ``{feature: "gaussian" | "categorical"}``.
+    alpha, unseen
+        Smoothing of the categorical features (see :class:`CategoricalNB`).
+    var_smoothing, ddof
+        Of the Gaussian features (see :class:`GaussianNB`).
+
+    Examples
+    --------
+    >>> model = MixedNB()
+    >>> model.learn_one({"temp": 30.0, "sky": "sunny", "windy": False}, "play")
+    >>> model.learn_one({"temp": 12.0, "sky": "rainy", "windy": True}, "stay")
+    >>> model.predict_one({"temp": 28.0, "sky": "sunny"})
+    'play'
+    >>> model.kind_of("windy")
+    'categorical'
+    """
+
+    def __init__(
+        self,
+        kinds: dict | None = None,
+        alpha: float = 1.0,
+        unseen: str = "ignore",
+        var_smoothing: float = 1e-9,
+        ddof: int = 0,
+    ) -> None:
+        self.kinds = kinds
+        self.alpha = alpha
+        self.unseen = unseen
+        self.var_smoothing = var_smoothing
+        self.ddof = ddof
+        if kinds is not None:
+            bad = {f: k for f, k in kinds.items() if k not in KINDS}
+            if bad:
+                raise ValueError(f"unknown kinds {bad}; expected one of {KINDS}")
+        super().__init__()
+
+    def _make_parts(self) -> dict[str, Part]:
+        return {
+            "gaussian": GaussianPart(self._classes, self._class_counts, self.var_smoothing, self.ddof),
+            "categorical": CategoricalPart(self._classes, self._class_counts, self.alpha, self.unseen),
+        }
+
+    def kind_of(self, feature: Any, value: Any = None) -> str | None:
+        """The kind ``feature`` has (or would get with ``value``); None if it cannot tell."""
+        for name, part in self._parts.items():
+            if feature in part.features:  # type: ignore[attr-defined]
+                return name
+        if self.kinds and feature in self.kinds:
+            return self.kinds[feature]
+        return None if value is None else infer_kind(value)
+
+    def _split(self, x: Mapping) -> dict[str, Any]:
+        subs: dict[str, dict] = {name: {} for name in self._parts}
+        for f, v in x.items():
+            if not is_missing(v):
+                subs[self.kind_of(f, v)][f] = v  # type: ignore[index]
+        return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
+
+    def _split_frame(self, X: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        cols: dict[str, list] = {name: [] for name in self._parts}
+        for f in X.columns:
+            kind = self.kind_of(f)
+            if kind is None:
+                s = X[f]
+                if pd.api.types.is_bool_dtype(s.dtype):
+                    kind = "categorical"
+                elif pd.api.types.is_numeric_dtype(s.dtype):
+                    kind = "gaussian"
+                else:
+                    seen = s[~s.map(is_missing)]
+                    kind = infer_kind(seen.iloc[0]) if len(seen) else "categorical"
+            cols[kind].append(f)
+        return {name: X[c] for name, c in cols.items()}
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"alpha": 0.5, "unseen": "smooth", "ddof": 1}
+

@@ -1,0 +1,139 @@
+"""Multinomial naive Bayes: per-class token counts (term frequencies, TF-IDF)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from river.base import tags
+
+from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone
+from streamnb.naive_bayes.values import (
+    class_sums,
+    drop_impossible,
+    first_seen,
+    frame_values,
+    log_dot,
+    numeric_items,
+)
+from streamnb.stats import Counts, Index
+
+__all__ = ["MultinomialNB", "MultinomialPart"]
+
+
+class MultinomialPart(Part):
+    """Non-negative frequencies of tokens from an open vocabulary.
+
+    ``P(t | y) = (n[y, t] + alpha) / (N[y] + alpha * V)`` with ``N[y]`` the class's total
+    frequency and ``V`` the tokens seen so far (also those seen with frequency 0), as in River.
+    The log-likelihood of an event is ``sum_t x_t log P(t | y)``. A token never seen is
+    ignored (``unseen="ignore"``, neutral; scikit-learn's vectorizers drop such tokens) or
+    scored ``alpha / (N[y] + alpha * V)`` (``unseen="smooth"``, River's choice).
+    """
+
+    kind = "multinomial"
+
+    def __init__(self, classes: Index, class_counts: Counts, alpha: float, unseen: str) -> None:
+        super().__init__(classes, class_counts)
+        if unseen not in UNSEEN_POLICIES:
+            raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
+        self.alpha = alpha
+        self.unseen = unseen
+        self.tokens = Index()
+        self.counts = Counts([classes, self.tokens])
+        self.totals = Counts([classes])
+
+    def prepare(self, x: Mapping) -> tuple[list, np.ndarray]:
+        return numeric_items(x, nonnegative=True)
+
+    def learn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
+        keys, v = prepared
+        if keys:
+            self.counts.add((k, self.tokens.lookup(keys, add=True)), w * v)
+            self.totals.add((k,), w * float(v.sum()))
+
+    def check_frame(self, X: pd.DataFrame) -> None:
+        frame_values(X, nonnegative=True)
+
+    def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        v = frame_values(X, nonnegative=True)
+        names = list(X.columns)
+        self.tokens.lookup([names[j] for j in first_seen(v == v)], add=True)
+        cols = self.tokens.lookup(names)
+        known = cols >= 0
+        sums = class_sums(k, w, np.nan_to_num(v[:, known]), len(self.classes))
+        self.counts.raw("n")[: len(self.classes), cols[known]] += sums
+        self.totals.raw("n")[: len(self.classes)] += sums.sum(axis=1)
+
+    def _log_p(self, ids: np.ndarray) -> np.ndarray:
+        """``log P(token | class)`` as ``[classes, len(ids)]``; ``ids < 0`` are unseen."""
+        n = self.counts.raw("n")[: len(self.classes)]
+        num = np.where(ids >= 0, n[:, np.maximum(ids, 0)], 0.0)
+        return lidstone(num, self.totals.n[:, None], self.alpha, len(self.tokens))
+
+    def log_likelihoods(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray]:
+        keys, v = prepared
+        ids = self.tokens.lookup(keys)
+        if self.unseen == "ignore" and (ids < 0).any():
+            known = ids >= 0
+            keys, ids, v = [f for f, ok in zip(keys, known) if ok], ids[known], v[known]
+        with np.errstate(invalid="ignore"):
+            ll = np.where(v == 0, 0.0, v * self._log_p(ids))
+        return keys, ll.T
+
+    def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
+        v = np.nan_to_num(frame_values(X, nonnegative=True))
+        ids = self.tokens.lookup(list(X.columns))
+        if self.unseen == "ignore":
+            v, ids = v[:, ids >= 0], ids[ids >= 0]
+        return log_dot(v, drop_impossible(self._log_p(ids)))
+
+    def stats(self) -> dict[str, Counts]:
+        return {"counts": self.counts, "totals": self.totals}
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        classes = list(self.classes.keys)
+        tokens = list(self.tokens.keys)
+        p = np.exp(self._log_p(np.arange(len(tokens))))
+        return {
+            "p_token": pd.DataFrame(p.T, index=tokens, columns=classes),
+            "token_counts": pd.DataFrame(self.counts.n.T, index=tokens, columns=classes),
+        }
+
+
+class MultinomialNB(BaseNB):
+    """Multinomial naive Bayes over token frequencies (word counts, TF-IDF).
+
+    Parameters
+    ----------
+    alpha
+        Additive (Laplace/Lidstone) smoothing; 0 for none.
+    unseen
+        ``"ignore"`` (default) or ``"smooth"`` (River's behaviour) for tokens never seen.
+
+    Examples
+    --------
+    >>> model = MultinomialNB()
+    >>> model.learn_one({"win": 2, "cash": 1}, "spam")
+    >>> model.learn_one({"lunch": 1, "today": 1}, "ham")
+    >>> model.predict_one({"cash": 1})
+    'spam'
+    """
+
+    def __init__(self, alpha: float = 1.0, unseen: str = "ignore") -> None:
+        self.alpha = alpha
+        self.unseen = unseen
+        super().__init__()
+
+    def _make_parts(self) -> dict[str, Part]:
+        return {"multinomial": MultinomialPart(self._classes, self._class_counts, self.alpha, self.unseen)}
+
+    def _more_tags(self):
+        return {tags.POSITIVE_INPUT}
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"alpha": 0.0, "unseen": "smooth"}

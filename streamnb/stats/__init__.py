@@ -1,0 +1,7 @@
+"""Incremental sufficient statistics: each implemented once, mergeable, decayable, serializable."""
+
+from streamnb.stats.counts import Counts
+from streamnb.stats.index import Index
+from streamnb.stats.welford import Welford, chan
+
+__all__ = ["Counts", "Index", "Welford", "chan"]

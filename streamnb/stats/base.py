@@ -1,0 +1,149 @@
+"""The common frame of every statistic: numpy arrays over open axes.
+
+Each axis is an :class:`~streamnb.stats.index.Index`; arrays are allocated with spare capacity
+and doubled when an axis outgrows them, so a new class, feature or category costs nothing but a
+dictionary insert. Several statistics of one model may share an axis object (the classes); every
+read or write first fits the arrays to the axes' current lengths.
+
+A statistic supports, by interface:
+
+- ``+=`` / ``+``: merge, equal to having learned both streams (keys are aligned by value);
+- ``decay(factor)``: exponential forgetting, every past weight multiplied by ``factor``;
+- ``to_state()`` / ``from_state()``: plain data (lists, numbers, numpy arrays), never pickle.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from streamnb.exceptions import StateError
+from streamnb.stats.index import Index
+
+__all__ = ["Statistic"]
+
+S = TypeVar("S", bound="Statistic")
+
+_MIN_CAPACITY = 4
+
+
+class Statistic:
+    """Arrays named by ``fields`` over the axes ``axes``; subclasses define the arithmetic."""
+
+    fields: ClassVar[tuple[str, ...]] = ()
+    version: ClassVar[int] = 1
+
+    def __init__(self, axes: int | Sequence[Index] = 1) -> None:
+        self.axes: list[Index] = (
+            [Index() for _ in range(axes)] if isinstance(axes, int) else list(axes)
+        )
+        shape = tuple(max(_MIN_CAPACITY, 2 * len(a)) for a in self.axes)
+        self._arrays: dict[str, np.ndarray] = {f: np.zeros(shape) for f in self.fields}
+
+    # -- shape -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Current lengths of the axes."""
+        return tuple(len(a) for a in self.axes)
+
+    def _fit(self) -> None:
+        """Grow the arrays (doubling) until every axis fits."""
+        cap = next(iter(self._arrays.values())).shape
+        want = self.shape
+        if all(w <= c for w, c in zip(want, cap)):
+            return
+        new_cap = tuple(c if w <= c else max(2 * c, w) for w, c in zip(want, cap))
+        for name, old in self._arrays.items():
+            new = np.zeros(new_cap)
+            new[tuple(slice(0, c) for c in old.shape)] = old
+            self._arrays[name] = new
+
+    def raw(self, field: str) -> np.ndarray:
+        """The whole backing array of ``field`` (capacity, not shape); writable, fitted."""
+        self._fit()
+        return self._arrays[field]
+
+    def view(self, field: str) -> np.ndarray:
+        """``field`` cut to the current shape (a view: do not keep it across updates)."""
+        self._fit()
+        return self._arrays[field][tuple(slice(0, n) for n in self.shape)]
+
+    # -- merge -----------------------------------------------------------------------------
+    def _aligned_ids(self, other: Statistic) -> tuple[np.ndarray, ...]:
+        if type(other) is not type(self) or len(other.axes) != len(self.axes):
+            raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
+        ids = tuple(mine.lookup(theirs.keys, add=True) for mine, theirs in zip(self.axes, other.axes))
+        self._fit()
+        return np.ix_(*ids)
+
+    def _merge(self, cells: tuple[np.ndarray, ...], other: dict[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def __iadd__(self: S, other: S) -> S:
+        cells = self._aligned_ids(other)
+        self._merge(cells, {f: other.view(f) for f in self.fields})
+        return self
+
+    def __add__(self: S, other: S) -> S:
+        new = self.copy()
+        new += other
+        return new
+
+    # -- forgetting ------------------------------------------------------------------------
+    def decay(self, factor: float) -> None:
+        """Multiply the weight of everything learned so far by ``factor`` (0 < factor <= 1)."""
+        raise NotImplementedError
+
+    # -- copies and state ------------------------------------------------------------------
+    def copy(self: S) -> S:
+        """A deep copy (shared axes are copied too)."""
+        return copy.deepcopy(self)
+
+    def to_state(self) -> dict[str, Any]:
+        """Plain data: axes as key lists, arrays cut to shape."""
+        return {
+            "type": type(self).__name__,
+            "version": self.version,
+            "axes": [a.to_state() for a in self.axes],
+            "arrays": {f: self.view(f).copy() for f in self.fields},
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Replace the content by :meth:`to_state`'s output, keeping the axis objects.
+
+        An axis that already holds keys (one shared with another statistic) must hold exactly
+        the saved keys.
+        """
+        if state.get("type") != type(self).__name__ or state.get("version") != self.version:
+            raise StateError(
+                f"expected {type(self).__name__} state version {self.version}, "
+                f"got {state.get('type')} version {state.get('version')}"
+            )
+        if len(state["axes"]) != len(self.axes):
+            raise StateError(f"{type(self).__name__}: wrong number of axes")
+        for i, (axis, keys) in enumerate(zip(self.axes, state["axes"])):
+            if len(axis) and axis.to_state() != keys:
+                raise StateError(f"{type(self).__name__}: axis {i} does not match the shared axis")
+            axis.load_state(keys)
+        shape = self.shape
+        arrays = {}
+        for f in self.fields:
+            arr = np.asarray(state["arrays"][f], dtype=float)
+            if arr.shape != shape:
+                raise StateError(f"{type(self).__name__}.{f}: shape {arr.shape}, expected {shape}")
+            arrays[f] = np.zeros(tuple(max(_MIN_CAPACITY, n) for n in shape))
+            arrays[f][tuple(slice(0, n) for n in shape)] = arr
+        self._arrays = arrays
+
+    @classmethod
+    def from_state(cls: type[S], state: dict[str, Any]) -> S:
+        """A new statistic from :meth:`to_state`'s output."""
+        stat = cls(len(state.get("axes", ())))
+        stat.load_state(state)
+        return stat
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape})"

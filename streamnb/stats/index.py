@@ -1,0 +1,163 @@
+"""Open vocabularies: keys (classes, features, categories, tokens) mapped to dense ids.
+
+A key gets the next free id the first time it is seen and keeps it for ever, so arrays indexed
+by ids only ever grow at the end. Keys are stored as plain Python values (numpy scalars are
+converted) and serialized with a type tag, so a saved state never needs pickle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+import numpy as np
+
+from streamnb.exceptions import InvalidEventError, StateError
+
+__all__ = ["Index", "encode_key", "decode_key"]
+
+
+def _plain(key: Any) -> Any:
+    """numpy scalars to Python scalars; everything else unchanged."""
+    return key.item() if isinstance(key, np.generic) else key
+
+
+class Index:
+    """Keys in order of first appearance, each with a dense integer id.
+
+    >>> idx = Index(["ham", "spam"])
+    >>> idx.add("eggs"), idx.add("ham"), len(idx)
+    (2, 0, 3)
+    >>> idx.lookup(["spam", "toast"]).tolist()
+    [1, -1]
+    >>> Index.from_state(idx.to_state()).keys
+    ['ham', 'spam', 'eggs']
+    """
+
+    __slots__ = ("_ids", "keys")
+
+    def __init__(self, keys: Iterable[Hashable] = ()) -> None:
+        self._ids: dict[Any, int] = {}
+        self.keys: list[Any] = []
+        for key in keys:
+            self.add(key)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return key in self._ids
+        except TypeError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"Index({self.keys!r})"
+
+    def get(self, key: Hashable, default: int = -1) -> int:
+        """The id of ``key``, or ``default`` when it was never added."""
+        return self._ids.get(key, default)
+
+    def add(self, key: Hashable) -> int:
+        """The id of ``key``, giving it the next free id if it is new."""
+        i = self._ids.get(key)
+        if i is None:
+            key = _plain(key)
+            i = self._ids[key] = len(self.keys)
+            self.keys.append(key)
+        return i
+
+    def lookup(self, keys: Iterable[Hashable], add: bool = False) -> np.ndarray:
+        """Ids of ``keys`` as an integer array; unknown keys get -1 unless ``add``."""
+        if add:
+            get = self._ids.get
+            ids = [get(k) for k in keys]
+            if None in ids:
+                ids = [self.add(k) if i is None else i for k, i in zip(keys, ids)]
+            return np.array(ids, dtype=np.intp)
+        get = self._ids.get
+        return np.array([get(k, -1) for k in keys], dtype=np.intp)
+
+    def copy(self) -> Index:
+        new = Index.__new__(Index)
+        new._ids = dict(self._ids)
+        new.keys = list(self.keys)
+        return new
+
+    def to_state(self) -> list:
+        return [encode_key(k) for k in self.keys]
+
+    def load_state(self, state: list) -> None:
+        """Replace the keys, in place, by :meth:`to_state`'s output."""
+        keys = [decode_key(k) for k in state]
+        ids = {k: i for i, k in enumerate(keys)}
+        if len(ids) != len(keys):
+            raise StateError("duplicate keys in a saved index")
+        self.keys[:] = keys
+        self._ids.clear()
+        self._ids.update(ids)
+
+    @classmethod
+    def from_state(cls, state: list) -> Index:
+        idx = cls()
+        idx.load_state(state)
+        return idx
+
+
+def encode_key(key: Any) -> Any:
+    """A JSON-able form of a key that keeps its type.
+
+    Strings stay strings; other keys become ``[tag, value]``.
+
+    >>> [encode_key(k) for k in ["a", 1, 2.5, True, None, ("x", 1)]]
+    ['a', ['i', 1], ['f', 2.5], ['b', True], ['n', None], ['t', ['x', ['i', 1]]]]
+    """
+    key = _plain(key)
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return ["b", key]
+    if isinstance(key, int):
+        return ["i", key]
+    if isinstance(key, float):
+        if not math.isfinite(key):
+            return ["f", repr(key)]
+        return ["f", key]
+    if key is None:
+        return ["n", None]
+    if isinstance(key, tuple):
+        return ["t", [encode_key(k) for k in key]]
+    if isinstance(key, frozenset):
+        return ["fs", sorted((encode_key(k) for k in key), key=repr)]
+    raise InvalidEventError(f"keys of type {type(key).__name__} cannot be saved")
+
+
+def decode_key(obj: Any) -> Any:
+    """Inverse of :func:`encode_key`.
+
+    >>> decode_key(['t', ['x', ['f', 'nan']]])
+    ('x', nan)
+    """
+    if isinstance(obj, str):
+        return obj
+    try:
+        tag, value = obj
+    except (TypeError, ValueError) as exc:
+        raise StateError(f"malformed key {obj!r}") from exc
+    if tag == "b" and isinstance(value, bool):
+        return value
+    if tag == "i" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if tag == "f" and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except ValueError as exc:
+            raise StateError(f"malformed float key {value!r}") from exc
+    if tag == "n" and value is None:
+        return None
+    if tag == "t" and isinstance(value, list):
+        return tuple(decode_key(v) for v in value)
+    if tag == "fs" and isinstance(value, list):
+        return frozenset(decode_key(v) for v in value)
+    raise StateError(f"malformed key {obj!r}")

@@ -1,0 +1,120 @@
+"""Weighted mean and variance per cell (Welford / West), merged with Chan et al.'s formula."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from streamnb.stats.base import Statistic
+
+__all__ = ["Welford", "chan"]
+
+
+def chan(
+    n_a: Any, mean_a: Any, m2_a: Any, n_b: Any, mean_b: Any, m2_b: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Combine two weighted summaries ``(n, mean, M2)`` (Chan, Golub & LeVeque 1979).
+
+    One event is the summary ``(w, x, 0)``, so the same formula serves one event, a batch and
+    a merge. Cells with no weight on either side are left as they are.
+
+    >>> n, mean, m2 = chan(2.0, 1.0, 2.0, 1.0, 4.0, 0.0)   # {0, 2} then {4}
+    >>> float(n), float(mean), float(m2)
+    (3.0, 2.0, 8.0)
+    """
+    n = n_a + n_b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(n > 0, n_b / np.where(n > 0, n, 1.0), 0.0)
+    delta = mean_b - mean_a
+    mean = mean_a + delta * frac
+    m2 = m2_a + m2_b + delta * delta * n_a * frac
+    return n, mean, m2
+
+
+class Welford(Statistic):
+    """Weighted count, mean and sum of squared deviations ``M2`` per cell.
+
+    Axes are usually (class, feature). The variance is ``M2 / (n - ddof)``. Decay multiplies
+    ``n`` and ``M2`` by the factor and leaves the mean: it is exactly the statistic of the same
+    events with every weight multiplied.
+
+    >>> w = Welford(2)
+    >>> for x in [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]:
+    ...     w.update("a", ["x"], [x])
+    >>> float(w.mean()[0, 0]), float(w.var()[0, 0]), float(w.var(ddof=1)[0, 0])
+    (5.0, 4.0, 4.571428571428571)
+    """
+
+    fields = ("n", "mean", "m2")
+
+    def update(self, row: Any, cols: Any, values: Any, w: float = 1.0) -> None:
+        """One event of class ``row``: ``values[i]`` for feature ``cols[i]`` (keys)."""
+        r = self.axes[0].add(row)
+        c = self.axes[1].lookup(cols, add=True)
+        self.update_ids(r, c, np.asarray(values, dtype=float), w)
+
+    def update_ids(self, r: int, c: np.ndarray, values: np.ndarray, w: float = 1.0) -> None:
+        """:meth:`update` with integer ids; ``c`` must hold distinct columns and ``w > 0``."""
+        # chan(n, mean, m2, w, values, 0) written out for w > 0: the same arithmetic, bit for bit
+        self._fit()
+        a = self._arrays
+        n_a = a["n"][r, c]
+        n = n_a + w
+        frac = w / n
+        delta = values - a["mean"][r, c]
+        a["mean"][r, c] += delta * frac
+        a["m2"][r, c] += delta * delta * n_a * frac
+        a["n"][r, c] = n
+
+    def update_many_ids(self, r: np.ndarray, c: np.ndarray, values: np.ndarray, w: Any = 1.0) -> None:
+        """Many observations ``(r[i], c[i], values[i])``; cells may repeat.
+
+        Each cell's batch is summarized exactly (two passes) and merged with :func:`chan`, so
+        the result equals one-by-one updates up to floating-point rounding (about 1e-15).
+        """
+        self._fit()
+        cap = self._arrays["n"].shape
+        flat = np.ravel_multi_index((r, c), cap)
+        cells, inv = np.unique(flat, return_inverse=True)
+        w = np.broadcast_to(np.asarray(w, dtype=float), values.shape)
+        nb = np.bincount(inv, weights=w)
+        mb = np.bincount(inv, weights=w * values) / nb
+        dev = values - mb[inv]
+        m2b = np.bincount(inv, weights=w * dev * dev)
+        n, mean, m2 = (self._arrays[f].reshape(-1) for f in self.fields)
+        n[cells], mean[cells], m2[cells] = chan(n[cells], mean[cells], m2[cells], nb, mb, m2b)
+
+    def count(self) -> np.ndarray:
+        return self.view("n")
+
+    def mean(self) -> np.ndarray:
+        return self.view("mean")
+
+    def m2(self) -> np.ndarray:
+        return self.view("m2")
+
+    def var(self, ddof: int = 0) -> np.ndarray:
+        """Variance per cell; NaN where the weight is not above ``ddof``."""
+        n = self.view("n")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > ddof, self.view("m2") / (n - ddof), np.nan)
+
+    def pooled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(n, mean, M2)`` of each column over all rows (every class merged)."""
+        n, mean, m2 = self.view("n"), self.view("mean"), self.view("m2")
+        tot = n.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu = np.where(tot > 0, (n * mean).sum(axis=0) / np.where(tot > 0, tot, 1.0), 0.0)
+        dev = mean - mu
+        return tot, mu, m2.sum(axis=0) + (n * dev * dev).sum(axis=0)
+
+    def _merge(self, cells: tuple[np.ndarray, ...], other: dict[str, np.ndarray]) -> None:
+        a = self._arrays
+        a["n"][cells], a["mean"][cells], a["m2"][cells] = chan(
+            a["n"][cells], a["mean"][cells], a["m2"][cells], other["n"], other["mean"], other["m2"]
+        )
+
+    def decay(self, factor: float) -> None:
+        self.raw("n")[...] *= factor
+        self.raw("m2")[...] *= factor

@@ -1,0 +1,204 @@
+"""Saving and loading models safely: JSON plus numpy arrays in a zip, never pickle.
+
+A saved model is a zip archive holding ``model.json`` (format name and version, the learner's
+class name and parameters, its state with arrays replaced by references) and one ``.npy``
+file per array, read back with ``allow_pickle=False``. Only learners registered here can be
+built, from their parameters: loading a file can neither import a module nor run code. Every
+member carries the zip CRC-32 and the JSON a SHA-256 of the arrays, so corruption is detected.
+
+>>> import streamnb
+>>> model = streamnb.CategoricalNB()
+>>> model.learn_one({"sky": "sunny"}, "play")
+>>> clone = loads(dumps(model))
+>>> clone.predict_proba_one({"sky": "sunny"}) == model.predict_proba_one({"sky": "sunny"})
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streamnb.exceptions import StateError
+from streamnb.stats.index import decode_key, encode_key
+
+__all__ = ["FORMAT", "VERSION", "register", "dumps", "loads", "save", "load", "to_plain", "from_plain"]
+
+FORMAT = "streamnb-model"
+VERSION = 1
+#: Largest archive :func:`loads` accepts, and largest total of its arrays once unpacked.
+MAX_BYTES = 4 << 30
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Allow ``cls`` (a learner with ``to_state``/``load_state``) to be saved and loaded."""
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def _registry() -> dict[str, type]:
+    if not _REGISTRY:
+        import streamnb  # noqa: F401  (importing registers the learners)
+
+        for name in streamnb.__all__:
+            obj = getattr(streamnb, name)
+            if isinstance(obj, type) and hasattr(obj, "load_state"):
+                register(obj)
+    return _REGISTRY
+
+
+# -- plain data <-> JSON + arrays ------------------------------------------------------------
+def to_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
+    """JSON-able form of ``obj``; numpy arrays are appended to ``arrays`` and referenced."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            raise StateError("object arrays cannot be saved")
+        arrays.append(obj)
+        return {"__array__": len(arrays) - 1}
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) and not k.startswith("__") for k in obj):
+            return {k: to_plain(v, arrays) for k, v in obj.items()}
+        return {"__pairs__": [[encode_key(k), to_plain(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v, arrays) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if obj is None or isinstance(obj, (str, bool, int, float)):
+        return obj
+    raise StateError(f"cannot save a value of type {type(obj).__name__}")
+
+
+def from_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
+    """Inverse of :func:`to_plain`."""
+    if isinstance(obj, dict):
+        if set(obj) == {"__array__"}:
+            i = obj["__array__"]
+            if not isinstance(i, int) or not 0 <= i < len(arrays):
+                raise StateError(f"bad array reference {i!r}")
+            return arrays[i]
+        if set(obj) == {"__pairs__"}:
+            return {decode_key(k): from_plain(v, arrays) for k, v in obj["__pairs__"]}
+        return {k: from_plain(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_plain(v, arrays) for v in obj]
+    return obj
+
+
+def _digest(arrays: list[np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(str(a.dtype).encode() + str(a.shape).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+# -- archives --------------------------------------------------------------------------------
+def dumps(model: Any, extra: dict | None = None) -> bytes:
+    """Serialize a registered learner (and optional plain ``extra`` data) to bytes."""
+    name = type(model).__name__
+    if _registry().get(name) is not type(model):
+        raise StateError(f"{name} is not a registered streamnb learner")
+    arrays: list[np.ndarray] = []
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "class": name,
+        "params": to_plain(model._get_params(), arrays),
+        "state": to_plain(model.to_state(), arrays),
+        "extra": to_plain(extra or {}, arrays),
+    }
+    doc["sha256"] = _digest(arrays)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("model.json", json.dumps(doc, allow_nan=True))
+        for i, a in enumerate(arrays):
+            with z.open(f"arrays/{i}.npy", "w") as f:
+                np.save(f, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def loads(data: bytes, with_extra: bool = False) -> Any:
+    """Rebuild a learner from :func:`dumps` output; never unpickles, never imports.
+
+    Raises :class:`StateError` for anything that is not an intact streamnb archive of a known
+    version. With ``with_extra``, returns ``(model, extra)``.
+    """
+    if len(data) > MAX_BYTES:
+        raise StateError("archive too large")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            doc = json.loads(z.read("model.json"))
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+                raise StateError("not a streamnb model archive")
+            if doc.get("version") != VERSION:
+                raise StateError(
+                    f"model format version {doc.get('version')} is not supported by this streamnb "
+                    f"(reads version {VERSION}); load it with the streamnb release that wrote it"
+                )
+            names = {i.filename for i in z.infolist()}
+            if sum(i.file_size for i in z.infolist()) > MAX_BYTES:
+                raise StateError("archive unpacks too large")
+            arrays = []
+            i = 0
+            while f"arrays/{i}.npy" in names:
+                with z.open(f"arrays/{i}.npy") as f:
+                    arrays.append(np.load(io.BytesIO(f.read()), allow_pickle=False))
+                i += 1
+    except StateError:
+        raise
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as exc:
+        raise StateError(f"corrupt model archive: {exc}") from exc
+    if doc.get("sha256") != _digest(arrays):
+        raise StateError("model archive checksum mismatch")
+    cls = _registry().get(doc.get("class"))
+    if cls is None:
+        raise StateError(f"unknown learner {doc.get('class')!r}")
+    try:
+        params = from_plain(doc["params"], arrays)
+        model = cls(**params)
+        model.load_state(from_plain(doc["state"], arrays))
+        extra = from_plain(doc.get("extra", {}), arrays)
+    except StateError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise StateError(f"invalid {cls.__name__} state: {exc}") from exc
+    return (model, extra) if with_extra else model
+
+
+def save(model: Any, path: str | os.PathLike, extra: dict | None = None) -> None:
+    """Write atomically: temp file in the same folder, fsync, rename, fsync the folder.
+
+    If anything fails (disk full included), the previous file at ``path`` is left intact.
+    """
+    path = Path(path)
+    data = dumps(model, extra)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def load(path: str | os.PathLike, with_extra: bool = False) -> Any:
+    """Read a file written by :func:`save`."""
+    return loads(Path(path).read_bytes(), with_extra=with_extra)

@@ -1,5 +1,6 @@
 """streamnb: streaming Bayesian network classifiers with exact, mergeable statistics."""
 
+from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
 from streamnb.naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB
 

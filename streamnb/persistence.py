@@ -5,6 +5,7 @@ class name and parameters, its state with arrays replaced by references) and one
 file per array, read back with ``allow_pickle=False``. Only learners registered here can be
 built, from their parameters: loading a file can neither import a module nor run code. Every
 member carries the zip CRC-32 and the JSON a SHA-256 of the arrays, so corruption is detected.
+Equal models serialize to equal bytes.
 
 >>> import streamnb
 >>> model = streamnb.CategoricalNB()
@@ -119,12 +120,20 @@ def dumps(model: Any, extra: dict | None = None) -> bytes:
     }
     doc["sha256"] = _digest(arrays)
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        z.writestr("model.json", json.dumps(doc, allow_nan=True))
+    with zipfile.ZipFile(buf, "w") as z:
+        _write(z, "model.json", json.dumps(doc, allow_nan=True).encode())
         for i, a in enumerate(arrays):
-            with z.open(f"arrays/{i}.npy", "w") as f:
-                np.save(f, a, allow_pickle=False)
+            npy = io.BytesIO()
+            np.save(npy, a, allow_pickle=False)
+            _write(z, f"arrays/{i}.npy", npy.getvalue())
     return buf.getvalue()
+
+
+def _write(z: zipfile.ZipFile, name: str, data: bytes) -> None:
+    """A member with a fixed timestamp, so equal models give equal bytes."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    z.writestr(info, data, compresslevel=1)
 
 
 def loads(data: bytes, with_extra: bool = False) -> Any:

@@ -1,0 +1,86 @@
+"""Maximum spanning tree (Prim) with deterministic ties, and orienting a tree from a root.
+
+Pure functions over a symmetric weight matrix; vertices are ``0..F-1``.
+
+Tie-breaking: Prim grows the tree from ``start``; at each step the heaviest edge from the
+tree to a new vertex wins; among equal weights the new vertex with the smaller index wins,
+and for that vertex the tree vertex that joined the tree first keeps it (an edge is only
+replaced by a strictly heavier one). The result therefore depends only on the weights and
+``start``, never on hash order or floating-point noise in a sort.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["maximum_spanning_tree", "orient"]
+
+
+def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int, int]]:
+    """Edges ``(u, v)`` of a maximum spanning tree, ``u`` already in the tree when ``v`` joined.
+
+    The edges come in the order Prim adds them, so they are already oriented away from
+    ``start``. Non-finite weights (NaN, -inf) are treated as the lightest possible edges.
+
+    >>> w = np.array([[0, 3, 1], [3, 0, 2], [1, 2, 0]], dtype=float)
+    >>> maximum_spanning_tree(w)
+    [(0, 1), (1, 2)]
+    >>> maximum_spanning_tree(np.ones((3, 3)), start=2)     # ties: smaller new vertex first
+    [(2, 0), (2, 1)]
+    """
+    w = np.array(weights, dtype=float)
+    f = w.shape[0]
+    if w.shape != (f, f):
+        raise ValueError(f"weights must be square, got shape {w.shape}")
+    if f == 0:
+        return []
+    if not 0 <= start < f:
+        raise ValueError(f"start {start} is not a vertex of a {f}-vertex graph")
+    w[~np.isfinite(w)] = -np.inf
+    in_tree = np.zeros(f, dtype=bool)
+    best = np.full(f, -np.inf)
+    best_from = np.full(f, start, dtype=np.intp)
+    edges: list[tuple[int, int]] = []
+    u = start
+    for _ in range(f - 1):
+        in_tree[u] = True
+        better = (w[u] > best) & ~in_tree
+        best[better] = w[u][better]
+        best_from[better] = u
+        cand = np.where(in_tree, np.nan, best)
+        # first maximum = smallest index; vertices only reachable by -inf still get picked
+        top = np.nanmax(cand)
+        v = int(np.flatnonzero(cand == top)[0])
+        edges.append((int(best_from[v]), v))
+        u = v
+    return edges
+
+
+def orient(tree: Sequence[tuple[int, int]], root: int, n_vertices: int | None = None) -> np.ndarray:
+    """Parent of each vertex when the undirected ``tree`` is directed away from ``root``.
+
+    Returns an integer array, -1 for the root (and for vertices not connected to it).
+
+    >>> orient([(0, 1), (1, 2)], root=2).tolist()
+    [1, 2, -1]
+    """
+    n = n_vertices if n_vertices is not None else 1 + max([root, *[max(e) for e in tree]])
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for a, b in tree:
+        adj[a].append(b)
+        adj[b].append(a)
+    parent = np.full(n, -1, dtype=np.intp)
+    seen = np.zeros(n, dtype=bool)
+    seen[root] = True
+    queue = deque([root])
+    while queue:
+        u = queue.popleft()
+        for v in sorted(adj[u]):
+            if not seen[v]:
+                seen[v] = True
+                parent[v] = u
+                queue.append(v)
+    return parent

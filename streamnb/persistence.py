@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,10 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
                 i += 1
     except StateError:
         raise
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as exc:
+    except (
+        zipfile.BadZipFile, zlib.error, NotImplementedError, KeyError, ValueError, OSError, EOFError,
+        RecursionError, TypeError,
+    ) as exc:  # fmt: skip
         raise StateError(f"corrupt model archive: {exc}") from exc
     if doc.get("sha256") != _digest(arrays):
         raise StateError("model archive checksum mismatch")
@@ -179,7 +183,7 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
         extra = from_plain(doc.get("extra", {}), arrays)
     except StateError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
         raise StateError(f"invalid {cls.__name__} state: {exc}") from exc
     return (model, extra) if with_extra else model
 

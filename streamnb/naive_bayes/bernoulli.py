@@ -31,8 +31,9 @@ class BernoulliPart(Part):
 
     ``P(f present | y) = (n[y, f] + alpha) / (n[y] + 2 alpha)``. Every feature seen so far takes
     part in every prediction: a known feature absent from the event counts as absent (as in
-    River and scikit-learn); a missing value (None, NaN) is skipped. Features never seen are
-    ignored.
+    River and scikit-learn); a missing value (None, NaN) is skipped when predicting, and counts
+    as absent when learning (presence counts share the class count as denominator). Features
+    never seen are ignored.
     """
 
     kind = "bernoulli"

@@ -23,6 +23,7 @@ def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any) -> n
     """``log((num + alpha) / (den + alpha * n_values))``; for ``alpha = 0`` the limit alpha -> 0+.
 
     The limit is ``num / den`` where ``den > 0`` and ``1 / n_values`` where nothing was counted.
+    With nothing counted and no value known at all (an empty vocabulary) the answer is ``log 1``.
 
     >>> np.exp(lidstone(np.array([0.0, 3.0]), np.array([4.0, 4.0]), 1.0, 3)).round(12).tolist()
     [0.142857142857, 0.571428571429]
@@ -31,8 +32,13 @@ def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any) -> n
     """
     with np.errstate(divide="ignore", invalid="ignore"):
         if alpha > 0:
-            return np.log(num + alpha) - np.log(den + alpha * n_values)
-        return np.where(den > 0, np.log(num) - np.log(den), -np.log(n_values))
+            total = den + alpha * n_values
+            out = np.log(num + alpha) - np.log(total)
+        else:
+            total = np.broadcast_to(n_values, np.shape(den))
+            out = np.where(den > 0, np.log(num) - np.log(den), -np.log(n_values))
+    # nothing counted and no value known (an empty vocabulary): no information, log 1
+    return np.where(np.asarray(total) > 0, out, 0.0) if np.any(np.asarray(total) == 0) else out
 
 
 class CategoricalPart(Part):
@@ -135,6 +141,8 @@ class CategoricalPart(Part):
             if fid < 0:
                 continue
             codes, uniques = _factorize(X[f], f)
+            if not uniques:
+                continue
             cids = self.cells.lookup([(f, u) for u in uniques])
             table = drop_impossible(self._log_p(np.full(len(uniques), fid), cids).T).T
             if self.unseen == "ignore":

@@ -2,8 +2,8 @@
 
 ``chow_liu`` weighs every feature pair by ``I(Xi; Xj)``, ``tan`` by ``I(Xi; Xj | Y)``; both take
 the maximum spanning tree (:func:`~streamnb.structure.spanning_tree.maximum_spanning_tree`,
-deterministic ties) and direct it away from ``root`` (default: the first feature in the order
-the features were first seen). Nothing here holds state: the same counts give the same tree.
+deterministic ties) and direct it away from ``root`` (default: the first feature in
+:func:`canonical` order, i.e. sorted by type name then ``repr``). Nothing here holds state: the same counts give the same tree.
 
 >>> from streamnb.stats.pairwise import PairCounts
 >>> pc = PairCounts()
@@ -29,7 +29,7 @@ from streamnb.structure.information import (
 )
 from streamnb.structure.spanning_tree import maximum_spanning_tree, orient
 
-__all__ = ["Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "top_features"]
+__all__ = ["Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "top_features", "counted", "canonical"]
 
 
 @dataclass(frozen=True)
@@ -102,27 +102,60 @@ def tree_structure(
     return Structure(parents, w, class_parent)
 
 
+def counted(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+    """The counts restricted to cells counted at least once: ``(n, cell_feature, names)``.
+
+    Cells registered but never counted (weight 0 so far) are dropped, and features left
+    without a cell, so a structure depends on the counts alone; features are numbered in
+    :func:`canonical` order (so the default root and the ties do not depend on the order the
+    features arrived in). ``k`` keeps one class.
+    """
+    n = pairs.n if k is None else pairs.n[k : k + 1]
+    cf = pairs.cell_features()
+    live = np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0
+    used = np.unique(cf[live])
+    used = np.array(sorted(used.tolist(), key=lambda i: canonical(pairs.features.keys[i])), dtype=np.intp)
+    rank = np.full(len(pairs.features), -1, dtype=np.intp)
+    rank[used] = np.arange(len(used))
+    names = [pairs.features.keys[i] for i in used]
+    # cells in canonical order too: the sums, hence the weights, are then bit-identical
+    # whatever order the features and values arrived in
+    cells = pairs.cells.keys
+    keep = sorted(np.flatnonzero(live).tolist(), key=lambda c: (rank[cf[c]], canonical(cells[c][1])))
+    keep_ids = np.array(keep, dtype=np.intp)
+    return n[:, keep_ids][:, :, keep_ids], rank[cf[keep_ids]], names
+
+
+def canonical(feature: Hashable) -> tuple[str, str]:
+    """Sort key of feature names: structures do not depend on the order features arrive in.
+
+    >>> sorted(["b", 2, "a", 10], key=canonical)
+    [10, 2, 'a', 'b']
+    """
+    return (type(feature).__name__, repr(feature))
+
+
 def top_features(pairs: PairCounts, k: int | None) -> list:
-    """The ``k`` features of highest ``I(X; Y)`` (ties: first seen first), in first-seen order."""
-    names = list(pairs.features.keys)
+    """The ``k`` counted features of highest ``I(X; Y)`` (ties: canonical order), in canonical order."""
+    n, cf, names = counted(pairs)
     if k is None or k >= len(names):
         return names
-    mi = class_mutual_information(pairs.n, pairs.cell_features())
+    mi = class_mutual_information(n, cf)
     keep = np.sort(np.argsort(-mi, kind="stable")[:k])
     return [names[i] for i in keep]
 
 
-def _restricted(pairs: PairCounts, weights: np.ndarray, features: Sequence | None) -> tuple[np.ndarray, list]:
-    names = list(pairs.features.keys)
+def _restricted(weights: np.ndarray, names: list, features: Sequence | None) -> tuple[np.ndarray, list]:
     if features is None:
         return weights, names
-    idx = [pairs.features.get(f) for f in features if f in pairs.features]
+    pos = {f: i for i, f in enumerate(names)}
+    idx = [pos[f] for f in features if f in pos]
     return weights[np.ix_(idx, idx)], [names[i] for i in idx]
 
 
 def _with_rest(s: Structure, pairs: PairCounts) -> Structure:
     """Add the features left out of the tree as roots (naive: the class is their only parent)."""
-    parents = {f: s.parents.get(f) for f in pairs.features.keys}
+    parents = {f: s.parents.get(f) for f in sorted(pairs.features.keys, key=canonical)}
     return Structure(parents, s.weights, s.class_parent)
 
 
@@ -130,8 +163,8 @@ def chow_liu(
     pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None
 ) -> Structure:
     """Chow-Liu tree: maximum spanning tree of ``I(Xi; Xj)`` (classes summed out)."""
-    mi = mutual_information(pairs.n, pairs.cell_features(), alpha)
-    w, names = _restricted(pairs, mi, features)
+    n, cf, names = counted(pairs)
+    w, names = _restricted(mutual_information(n, cf, alpha), names, features)
     return _with_rest(tree_structure(w, names, root), pairs)
 
 
@@ -143,8 +176,8 @@ def tan(
     ``features`` restricts the tree (e.g. to :func:`top_features`); the others get no feature
     parent.
     """
-    cmi = conditional_mutual_information(pairs.n, pairs.cell_features(), alpha)
-    w, names = _restricted(pairs, cmi, features)
+    n, cf, names = counted(pairs)
+    w, names = _restricted(conditional_mutual_information(n, cf, alpha), names, features)
     return _with_rest(tree_structure(w, names, root, class_parent=True), pairs)
 
 
@@ -156,6 +189,6 @@ def class_chow_liu(
     k = pairs.classes.get(y)
     if k < 0:
         raise KeyError(y)
-    mi = mutual_information(pairs.n[k : k + 1], pairs.cell_features(), alpha)
-    w, names = _restricted(pairs, mi, features)
+    n, cf, names = counted(pairs, k)
+    w, names = _restricted(mutual_information(n, cf, alpha), names, features)
     return _with_rest(tree_structure(w, names, root), pairs)

@@ -1,0 +1,96 @@
+"""What the tree-augmented learners share: a Gaussian part, a structured categorical part.
+
+A learner here is a :class:`~streamnb.naive_bayes.base.BaseNB` (class counts, one posterior,
+batches, merge, decay, state) with two parts, chosen per feature exactly as
+:class:`~streamnb.naive_bayes.mixed.MixedNB` does (same ``kinds`` rule and code):
+
+- **categorical** features (strings, booleans, any hashable non-number, or numbers declared
+  ``"categorical"`` in ``kinds``) enter the structure: pair counts, tree, CPTs;
+- **numeric** features are conditional Gaussians given the class (the GaussianNB part):
+  leaves with the class as only parent, never parents of anything.
+
+Why numeric features stay out of the tree: a tree edge needs ``P(x_child | x_parent, y)`` and
+``I(Xi; Xj | Y)`` for every pair; for a numeric parent that asks for either a discretization
+whose bins would move as the stream goes on (and then the counts would no longer add up) or
+a parametric family per pair. A Gaussian leaf is exact, bounded (three numbers per class and
+feature), mergeable, and its missing values are marginalized for free (a leaf sums to 1).
+Discretize upstream (e.g. fixed bins) and declare the feature ``"categorical"`` to put a
+numeric feature in the tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.gaussian import GaussianPart
+from streamnb.naive_bayes.mixed import KINDS, MixedNB
+from streamnb.structure import Structure
+
+__all__ = ["TreeAugmentedNB"]
+
+
+class TreeAugmentedNB(BaseNB):
+    """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part."""
+
+    #: Part names double as kinds, as in MixedNB.
+    _split = MixedNB._split
+    _split_frame = MixedNB._split_frame
+    kind_of = MixedNB.kind_of
+
+    def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9) -> None:
+        self.kinds = kinds
+        self.var_smoothing = var_smoothing
+        if kinds is not None:
+            bad = {f: k for f, k in kinds.items() if k not in KINDS}
+            if bad:
+                raise ValueError(f"unknown kinds {bad}; expected one of {KINDS}")
+        super().__init__()
+
+    def _make_parts(self) -> dict[str, Part]:
+        return {
+            "gaussian": GaussianPart(self._classes, self._class_counts, self.var_smoothing, 0),
+            "categorical": self._make_structured_part(),
+        }
+
+    def _make_structured_part(self) -> Part:
+        raise NotImplementedError
+
+    @property
+    def _part(self) -> Any:
+        return self._parts["categorical"]
+
+    # -- structure -------------------------------------------------------------------------
+    def relearn(self) -> None:
+        """Recompute the structure from the counts now (no data is replayed)."""
+        self._part.relearn()
+
+    @property
+    def history(self) -> list[dict]:
+        """Structure changes: ``{"event", "added", "removed"}`` (and ``"class"`` per class),
+        ``event`` being the number of events learned when the change happened. The last
+        :data:`~streamnb.bn.tree_part.HISTORY_SIZE` changes are kept."""
+        return list(self._part.history)
+
+    @property
+    def n_learned(self) -> int:
+        """Events learned (the clock of ``relearn_every``)."""
+        return self._part.n_learned
+
+    # -- BaseNB hooks ----------------------------------------------------------------------
+    def _merge_extra(self, other: BaseNB) -> None:
+        # the merged counts count both streams; the structure stays until the next relearn
+        self._part.n_learned += other._part.n_learned  # type: ignore[attr-defined]
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"structure": self._part.extra_state()}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self._part.load_extra_state(state["structure"])
+
+    def _unit_test_skips(self) -> set:
+        return set()
+
+
+def structure_dot(s: Structure, class_name: str = "class") -> str:
+    return s.to_dot(class_name)

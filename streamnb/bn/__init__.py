@@ -1,5 +1,7 @@
 """Bayesian network classifiers learned on the stream: TAN, per-class Chow-Liu, AODE, given DAG."""
 
+from streamnb.bn.aode import AODE
+from streamnb.bn.network import BayesNetClassifier
 from streamnb.bn.tan import ChowLiuClassifier, TANClassifier
 
-__all__ = ["ChowLiuClassifier", "TANClassifier"]
+__all__ = ["AODE", "BayesNetClassifier", "ChowLiuClassifier", "TANClassifier"]

@@ -33,6 +33,10 @@ __all__ = ["TreeAugmentedNB"]
 class TreeAugmentedNB(BaseNB):
     """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part."""
 
+    #: Fold every event in at once: a feature's kind is read from the parts' statistics (as in
+    #: MixedNB), and the structure clock ticks per event.
+    _buffer_size = 1
+
     #: Part names double as kinds, as in MixedNB.
     _split = MixedNB._split
     _split_frame = MixedNB._split_frame
@@ -58,6 +62,9 @@ class TreeAugmentedNB(BaseNB):
 
     @property
     def _part(self) -> Any:
+        flush = getattr(self, "_flush", None)  # BaseNB may buffer events: fold them in first
+        if flush is not None:
+            flush()
         return self._parts["categorical"]
 
     # -- structure -------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamnb.bn.base import TreeAugmentedNB
+from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.tree_part import TreePart
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.categorical import lidstone
@@ -108,3 +108,4 @@ class AODE(TreeAugmentedNB):
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.5, "min_count": 5}
+        yield {"kinds": PHISHING_KINDS}

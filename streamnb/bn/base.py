@@ -29,6 +29,14 @@ from streamnb.structure import Structure
 
 __all__ = ["TreeAugmentedNB"]
 
+#: River's check datasets: Phishing's features are discrete (0, 0.5, 1): declaring them
+#: categorical makes the checks exercise the structured part (ImageSegments stays Gaussian).
+PHISHING_KINDS = {
+    f: "categorical"
+    for f in ("empty_server_form_handler", "popup_window", "https", "request_from_other_domain",
+              "anchor_from_other_domain", "is_popular", "long_url", "age_of_domain", "ip_in_url")
+}
+
 
 class TreeAugmentedNB(BaseNB):
     """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part."""

@@ -41,8 +41,9 @@ class BayesNetClassifier(base.Classifier):
     Parameters
     ----------
     dag
-        ``(parent, child)`` edges over feature names and ``target`` (the class node). Features
-        of an event that are not nodes are ignored; a node's values are categories.
+        ``(parent, child)`` edges over feature names and ``target`` (the class node); None: the
+        class alone. Features of an event that are not nodes are ignored; a node's values are
+        categories (numbers included: discretize continuous values first).
     target
         The name of the class node in ``dag``.
     alpha
@@ -65,11 +66,13 @@ class BayesNetClassifier(base.Classifier):
     True
     """
 
-    def __init__(self, dag: Sequence[tuple[Hashable, Hashable]] = (), target: Hashable = "y", alpha: float = 1.0):
+    def __init__(
+        self, dag: Sequence[tuple[Hashable, Hashable]] | None = None, target: Hashable = "y", alpha: float = 1.0
+    ) -> None:
         self.dag = dag
         self.target = target
         self.alpha = alpha
-        edges = [tuple(e) for e in dag]
+        edges = [tuple(e) for e in (dag or [])]
         nodes: list = [target]
         for p, c in edges:
             for v in (p, c):
@@ -262,8 +265,8 @@ class BayesNetClassifier(base.Classifier):
         yield {}
         # River's checks feed Phishing (discrete values) and ImageSegments (ignored: not nodes)
         yield {
-            "dag": (("y", "https"), ("y", "long_url"), ("https", "long_url"), ("age_of_domain", "y"),
-                    ("y", "is_popular"), ("is_popular", "ip_in_url")),
+            "dag": [("y", "https"), ("y", "long_url"), ("https", "long_url"), ("age_of_domain", "y"),
+                    ("y", "is_popular"), ("is_popular", "ip_in_url")],
             "alpha": 0.5,
         }
 

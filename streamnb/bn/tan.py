@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from streamnb.bn.base import TreeAugmentedNB
+from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.tree_part import TreePart
 from streamnb.naive_bayes.base import Part
 from streamnb.stats import Counts, Index
@@ -121,6 +121,7 @@ class TANClassifier(TreeAugmentedNB):
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
+        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
 
 
 class ChowLiuClassifier(TreeAugmentedNB):
@@ -183,3 +184,4 @@ class ChowLiuClassifier(TreeAugmentedNB):
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
+        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}

@@ -1,0 +1,135 @@
+"""Service configuration and the learners it can run."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamnb
+
+__all__ = ["ServiceConfig", "MODELS", "make_model", "MODES"]
+
+#: Learners selectable by name.
+MODELS: dict[str, type] = {
+    "categorical": streamnb.CategoricalNB,
+    "gaussian": streamnb.GaussianNB,
+    "multinomial": streamnb.MultinomialNB,
+    "bernoulli": streamnb.BernoulliNB,
+    "mixed": streamnb.MixedNB,
+}
+
+#: ``prequential``: predict every event, learn the labelled ones (and late labels);
+#: ``learn``: learn only (unlabelled events are dead letters); ``predict``: never learn.
+MODES = ("prequential", "learn", "predict")
+
+#: Learners whose ``learn_many`` is bit-for-bit equal to repeated ``learn_one`` on dense events;
+#: for the others (Welford updates, float sums) a batch differs in the last bits.
+EXACT_BATCH = (streamnb.CategoricalNB, streamnb.BernoulliNB)
+
+
+def make_model(name: str, params: dict | None = None) -> Any:
+    """A learner by name (see :data:`MODELS`) or ``"package.module:Class"``.
+
+    >>> make_model("multinomial", {"alpha": 0.1}).alpha
+    0.1
+    """
+    if name in MODELS:
+        cls = MODELS[name]
+    elif ":" in name:
+        module, _, attr = name.partition(":")
+        cls = getattr(importlib.import_module(module), attr)
+    else:
+        raise ValueError(f"unknown model {name!r}; choose one of {sorted(MODELS)} or module:Class")
+    return cls(**(params or {}))
+
+
+@dataclass
+class ServiceConfig:
+    """Everything :class:`~streamnb.kafka.Service` needs; the CLI options map onto these fields.
+
+    Parameters
+    ----------
+    bootstrap
+        ``host:port`` of the Kafka brokers.
+    input_topics, output_topic
+        Events are read from ``input_topics``; predictions written to ``output_topic`` (None:
+        no predictions are published).
+    dead_letter_topic
+        Rejected messages go here; default ``<first input topic>.dead-letter``.
+    model, model_params
+        Learner name (see :data:`MODELS`) and its parameters.
+    label_field, features, ignore_fields, allow_missing, text_field
+        How events become features (see :mod:`streamnb.kafka.featurize`).
+    deserializer, max_message_bytes
+        ``"json"`` (strict) or ``"module:factory"``; larger messages are dead letters.
+    mode
+        One of :data:`MODES`.
+    group_id, partitions, member
+        Consumer group; ``partitions`` assigns those partition numbers of every input topic
+        statically instead of joining the group's rebalancing; ``member`` names this instance's
+        checkpoints (unique per live instance, stable across restarts).
+    checkpoint_dir, checkpoint_every, checkpoint_interval
+        Checkpoint after this many events or seconds (whichever first), and at shutdown.
+    batch_size, batch_learning
+        Records per poll; ``"auto"`` learns a poll's events with ``learn_many`` when that is
+        bit-for-bit equal to one by one and faster (dense events, categorical/Bernoulli),
+        ``"always"``/``"never"`` force it.
+    on_checkpoint_ahead
+        ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
+        ``"reset"`` (learn such a partition again from its first event).
+    """
+
+    bootstrap: str
+    input_topics: list[str]
+    output_topic: str | None = None
+    dead_letter_topic: str | None = None
+    model: str = "categorical"
+    model_params: dict = field(default_factory=dict)
+    label_field: str | None = "y"
+    features: list[str] | None = None
+    ignore_fields: list[str] = field(default_factory=list)
+    allow_missing: bool = False
+    text_field: str | None = None
+    deserializer: str = "json"
+    max_message_bytes: int = 256 * 1024
+    mode: str = "prequential"
+    group_id: str | None = "streamnb"
+    partitions: list[int] | None = None
+    member: str = "main"
+    checkpoint_dir: str = "streamnb-checkpoints"
+    checkpoint_every: int = 10_000
+    checkpoint_interval: float = 10.0
+    batch_size: int = 1000
+    batch_learning: str = "auto"
+    on_checkpoint_ahead: str = "fail"
+    max_pending: int = 100_000
+    idempotent_producer: bool = False
+    create_topics: bool = True
+    output_partitions: int = 1
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    progress: bool | None = None
+    exit_when_idle: float | None = None
+    max_events: int | None = None
+    connect_timeout: float | None = None
+    consumer_config: dict = field(default_factory=dict)
+    producer_config: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.input_topics, str):
+            self.input_topics = [self.input_topics]
+        if not self.input_topics:
+            raise ValueError("at least one input topic is needed")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.batch_learning not in ("auto", "always", "never"):
+            raise ValueError("batch_learning must be auto, always or never")
+        if self.on_checkpoint_ahead not in ("fail", "reset"):
+            raise ValueError("on_checkpoint_ahead must be fail or reset")
+        if self.dead_letter_topic is None:
+            self.dead_letter_topic = f"{self.input_topics[0]}.dead-letter"
+        if self.mode != "learn" and self.output_topic is None:
+            raise ValueError(f"mode {self.mode!r} publishes predictions: an output topic is needed")
+        if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
+            raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")

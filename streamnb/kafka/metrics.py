@@ -1,0 +1,127 @@
+"""Service metrics: Prometheus (on 127.0.0.1 by default) and a live progress line."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from typing import Any, TextIO
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["Metrics", "RollingAccuracy", "Progress"]
+
+
+class RollingAccuracy:
+    """Accuracy over the last ``window`` labelled predictions.
+
+    >>> acc = RollingAccuracy(window=2)
+    >>> for ok in (False, True, True):
+    ...     acc.update(ok)
+    >>> acc.get(), acc.n_total, acc.n_correct
+    (1.0, 3, 2)
+    """
+
+    def __init__(self, window: int = 1000) -> None:
+        self._hits: deque[bool] = deque(maxlen=window)
+        self._sum = 0
+        self.n_total = 0
+        self.n_correct = 0
+
+    def update(self, correct: bool) -> None:
+        if len(self._hits) == self._hits.maxlen:
+            self._sum -= self._hits[0]
+        self._hits.append(correct)
+        self._sum += correct
+        self.n_total += 1
+        self.n_correct += correct
+
+    def get(self) -> float | None:
+        return self._sum / len(self._hits) if self._hits else None
+
+
+class Metrics:
+    """Prometheus metrics of one service, in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.events = Counter("streamnb_events", "Input messages handled, by outcome", ["outcome"], registry=r)
+        self.dead_letters = Counter("streamnb_dead_letters", "Messages sent to the dead-letter topic",
+                                    ["reason"], registry=r)
+        self.checkpoints = Counter("streamnb_checkpoints", "Checkpoints written", registry=r)
+        self.checkpoint_failures = Counter("streamnb_checkpoint_failures", "Checkpoints skipped or failed",
+                                           registry=r)
+        self.checkpoint_seconds = Histogram("streamnb_checkpoint_seconds", "Time to write a checkpoint",
+                                            registry=r)
+        self.commit_failures = Counter("streamnb_commit_failures", "Offset commits that failed", registry=r)
+        self.producer_recreated = Counter("streamnb_producer_recreated", "Producers recreated after errors",
+                                          registry=r)
+        self.lag = Gauge("streamnb_lag", "Messages behind the log end, over owned partitions", registry=r)
+        self.accuracy = Gauge("streamnb_rolling_accuracy", "Accuracy of the last labelled predictions",
+                              registry=r)
+        self.n_seen = Gauge("streamnb_model_n_seen", "Weight of the events the model has learned", registry=r)
+        self.partitions = Gauge("streamnb_partitions", "Partitions owned", registry=r)
+        self._server: Any = None
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> int:
+        """Start the ``/metrics`` endpoint; returns the port (``port=0`` picks a free one)."""
+        from prometheus_client import start_http_server
+
+        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        self._server = server
+        return server.server_port
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class Progress:
+    """A live status line (events/s, lag, rolling accuracy): refreshed in place on a terminal,
+    one line per ``interval`` (at least 1 s) otherwise."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 0.5, enabled: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.interval = interval if self.tty else max(interval, 1.0)
+        self.enabled = self.tty if enabled is None else enabled
+        self._last = 0.0
+        self._last_n = 0
+        self._start = time.monotonic()
+        self._rate = 0.0
+        self._shown = False
+
+    def update(self, n_events: int, lag: int | None, accuracy: float | None, dead: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self.interval:
+            return
+        if self._last:
+            self._rate = (n_events - self._last_n) / max(now - self._last, 1e-9)
+        else:
+            self._rate = n_events / max(now - self._start, 1e-9)
+        self._last, self._last_n = now, n_events
+        if not self.enabled:
+            return
+        acc = "  -  " if accuracy is None else f"{accuracy:6.2%}"
+        lag_s = "?" if lag is None else f"{lag:,}"
+        line = (f"{n_events:>9,} events  {self._rate:>8,.0f} ev/s  lag {lag_s:>7}  "
+                f"accuracy(last 1000) {acc}  dead letters {dead:,}   ")
+        if self.tty:
+            self.stream.write("\r" + line)
+            self._shown = True
+        else:
+            self.stream.write(line.rstrip() + "\n")
+        self.stream.flush()
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    def finish(self) -> None:
+        if self._shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._shown = False

@@ -1,0 +1,542 @@
+"""The service: consume, learn, predict, publish, with exactly-once model state.
+
+Per poll: decode and featurize each record (rejects go to the dead-letter topic), predict,
+learn (one ``learn_many`` per poll where that equals one by one), publish. Every
+``checkpoint_every`` events or ``checkpoint_interval`` seconds, and on shutdown or revocation:
+flush the outputs, write model + next offsets + pending late-label events in one atomic
+checkpoint, then commit the offsets of owned partitions to Kafka (for lag monitoring only).
+On start and on assignment the service seeks to the checkpointed offsets, and it never learns
+a record below them, so after any crash every event is learned exactly once. Outputs
+(predictions, dead letters) are at-least-once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from kafka import TopicPartition
+
+from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.kafka.checkpoint import Checkpointer, tp_key
+from streamnb.kafka.config import EXACT_BATCH, ServiceConfig, make_model
+from streamnb.kafka.decode import Deserializer, get_deserializer
+from streamnb.kafka.errors import BadMessage, CheckpointAheadError
+from streamnb.kafka.featurize import Example, Featurizer, FieldFeaturizer, TextFeaturizer
+from streamnb.kafka.metrics import Metrics, Progress, RollingAccuracy
+from streamnb.kafka.pending import Pending
+from streamnb.kafka.publisher import DeadLetter, Publisher
+from streamnb.kafka.source import Backoff, Source
+from streamnb.kafka.topics import ensure_topics
+
+__all__ = ["Service", "RunSummary", "frame"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSummary:
+    """What one :meth:`Service.run` did."""
+
+    events: int = 0
+    learned: int = 0
+    predicted: int = 0
+    late_labels: int = 0
+    dead_letters: dict = field(default_factory=dict)
+    checkpoints: int = 0
+    checkpoint_id: int = 0
+    n_seen: float = 0.0
+    seconds: float = 0.0
+    accuracy: float | None = None
+    reason: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+
+def frame(xs: list[dict]) -> pd.DataFrame:
+    """Rows as an object DataFrame; columns in first-seen order, so ``learn_many`` adds
+    features in the order ``learn_one`` would, and values keep their Python types."""
+    cols: dict = {}
+    for x in xs:
+        for k in x:
+            cols.setdefault(k, None)
+    return pd.DataFrame({c: pd.Series([x.get(c) for x in xs], dtype=object) for c in cols},
+                        index=range(len(xs)))
+
+
+def _key_text(key: bytes | None) -> str | None:
+    if key is None:
+        return None
+    try:
+        return key.decode("utf-8")
+    except UnicodeDecodeError:
+        return key.hex()
+
+
+class Service:
+    """Consume, learn, predict, publish (see the module docstring).
+
+    Parameters
+    ----------
+    config
+        A :class:`ServiceConfig`.
+    model, featurizer, deserializer
+        Override what the config would build (any streamnb learner; any callables).
+
+    Examples
+    --------
+    ``Service(ServiceConfig("127.0.0.1:9092", ["events"], "predictions")).run()``
+    """
+
+    def __init__(self, config: ServiceConfig, model: Any = None, featurizer: Featurizer | None = None,
+                 deserializer: Deserializer | None = None) -> None:
+        self.config = c = config
+        self._initial_model = model
+        self.featurize: Featurizer = featurizer or (
+            TextFeaturizer(c.text_field, c.label_field) if c.text_field
+            else FieldFeaturizer(c.label_field, c.features, c.ignore_fields, c.allow_missing)
+        )
+        self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
+        self.checkpointer = Checkpointer(c.checkpoint_dir, c.member)
+        self.metrics = Metrics()
+        self.accuracy = RollingAccuracy()
+        self.summary = RunSummary()
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self.model: Any = None
+        self._next: dict[TopicPartition, int] = {}
+        self._checkpointed: dict[TopicPartition, int] = {}
+        self._verify: dict[TopicPartition, tuple[int, float]] = {}
+        self._ahead: dict[TopicPartition, tuple[int, int]] = {}
+        self.pending = Pending(c.max_pending)
+        self._dirty = False
+        self._since_ckpt = 0
+        self._last_ckpt = time.monotonic()
+        self.metrics_port: int | None = None
+        self.source: Source | None = None
+        self.publisher: Publisher | None = None
+        self.dead: DeadLetter | None = None
+
+    # -- control ---------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask :meth:`run` to finish its batch, checkpoint, commit and return (thread-safe)."""
+        self._stop.set()
+
+    @property
+    def batch_learning(self) -> bool:
+        mode = self.config.batch_learning
+        if mode != "auto":
+            return mode == "always"
+        return isinstance(self.model, EXACT_BATCH) and not getattr(self.featurize, "sparse", False)
+
+    # -- state -----------------------------------------------------------------------------------
+    def _restore(self) -> None:
+        ck = self.checkpointer.load()
+        c = self.config
+        if ck is None:
+            self.model = self._initial_model if self._initial_model is not None else make_model(c.model, c.model_params)
+            self._next, self.pending, self._checkpointed = {}, Pending(c.max_pending), {}
+            log.info("no checkpoint: starting with a fresh %s", type(self.model).__name__)
+            return
+        if self._initial_model is not None and type(ck.model) is not type(self._initial_model):
+            raise StateError(f"checkpoint holds a {type(ck.model).__name__}, not a {type(self._initial_model).__name__}")
+        self.model = ck.model
+        self._next = {}
+        for key, off in ck.offsets.items():
+            topic, _, part = key.rpartition(":")
+            self._next[TopicPartition(topic, int(part))] = off
+        self.pending = Pending.from_state(ck.extra.get("pending", {}), c.max_pending)
+        self._checkpointed = dict(self._next)
+        log.info("resumed from checkpoint %d: %s events learned, offsets %s", ck.id, ck.model.n_seen, ck.offsets,
+                 extra={"event": "resume", "checkpoint": ck.id})
+
+    def _checkpoint(self, reason: str) -> bool:
+        """Flush outputs, then write model + offsets atomically; False if it could not."""
+        with self._lock:
+            if not self._dirty:
+                return True
+            assert self.publisher is not None
+            start = time.monotonic()
+            if not self.publisher.flush(timeout=10.0):
+                self.metrics.checkpoint_failures.inc()
+                log.warning("checkpoint (%s) postponed: outputs not acknowledged by the broker", reason)
+                return False
+            offsets = {tp_key(tp.topic, tp.partition): off for tp, off in self._next.items()}
+            extra = {"pending": self.pending.to_state()}
+            try:
+                ck_id = self.checkpointer.save(self.model, offsets, extra)
+            except (OSError, StateError) as exc:
+                self.metrics.checkpoint_failures.inc()
+                log.error("checkpoint (%s) failed: %s", reason, exc)
+                return False
+            self._checkpointed = dict(self._next)
+            self._dirty, self._since_ckpt, self._last_ckpt = False, 0, time.monotonic()
+            self.summary.checkpoints += 1
+            self.summary.checkpoint_id = ck_id
+            self.metrics.checkpoints.inc()
+            self.metrics.checkpoint_seconds.observe(time.monotonic() - start)
+            log.debug("checkpoint %d (%s): offsets %s", ck_id, reason, offsets,
+                      extra={"event": "checkpoint", "checkpoint": ck_id})
+            return True
+
+    def _rollback(self) -> None:
+        """Forget what was learned since the last checkpoint (as if this process had crashed)."""
+        with self._lock:
+            self._restore()
+            self._dirty = False
+            if self.source is not None:
+                for tp in self.source.owned:
+                    if tp in self._next:
+                        self.source.seek(tp, self._next[tp])
+            log.warning("rolled back to the last checkpoint")
+
+    # -- ownership hooks -------------------------------------------------------------------------
+    def _on_assigned(self, tps: set) -> None:
+        with self._lock:
+            claims = self.checkpointer.claims() if self.config.partitions is None else {}
+            for tp in tps:
+                start = max(self._next.get(tp, -1), claims.get(tp_key(tp.topic, tp.partition), -1))
+                if start >= 0:
+                    assert self.source is not None
+                    self.source.seek(tp, start)
+                    self._next[tp] = start
+                    self._verify[tp] = (start, time.monotonic())
+            self.metrics.partitions.set(len(tps))
+
+    def _on_revoked(self, tps: set, lost: bool) -> None:
+        with self._lock:
+            if lost or not self._checkpoint("rebalance"):
+                self._rollback()
+            elif self.source is not None:
+                self.source.commit_async(self._checkpointed, tps)
+
+    # -- processing ------------------------------------------------------------------------------
+    def _accept(self, tp: TopicPartition, offset: int) -> bool:
+        expected = self._next.get(tp)
+        self._verify.pop(tp, None)
+        if expected is None or offset >= expected:
+            return True
+        # the consumer went back below the checkpoint: the log was reset under us
+        if self.config.on_checkpoint_ahead == "reset":
+            log.warning("%s restarted at offset %d below checkpoint %d: learning it again", tp, offset, expected)
+            return True
+        assert self.source is not None
+        self._ahead[tp] = (expected, self.source.highwater(tp) or offset)
+        return False
+
+    def _reject(self, record: Any, reason: str, detail: str) -> None:
+        assert self.dead is not None
+        self.dead.send(record, reason, detail)
+        self.metrics.dead_letters.labels(reason).inc()
+        self.metrics.events.labels("dead_letter").inc()
+        self.summary.dead_letters[reason] = self.summary.dead_letters.get(reason, 0) + 1
+        log.debug("dead letter %s:%d@%d: %s %s", record.topic, record.partition, record.offset, reason, detail)
+
+    def _publish(self, record: Any, ex: Example, proba: dict, n_seen: float) -> None:
+        pred = max(proba, key=proba.__getitem__) if proba else None
+        out: dict[str, Any] = {"prediction": pred, "proba": {str(k) if not isinstance(k, str) else k: v
+                                                              for k, v in proba.items()}}
+        if ex.has_label:
+            out["label"] = ex.y
+            if pred is not None:
+                self.accuracy.update(pred == ex.y)
+        out["n_seen"] = n_seen
+        out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
+                         "key": _key_text(record.key)}
+        assert self.publisher is not None and self.config.output_topic is not None
+        self.publisher.send(self.config.output_topic, json.dumps(out).encode(), key=record.key)
+        self.metrics.events.labels("predicted").inc()
+        self.summary.predicted += 1
+
+    def _process(self, batch: dict) -> None:
+        items: list[tuple[Any, Example]] = []
+        for tp, records in batch.items():
+            for rec in records:
+                if not self._accept(tp, rec.offset):
+                    continue
+                self._next[tp] = rec.offset + 1
+                self._dirty = True
+                self._since_ckpt += 1
+                self.summary.events += 1
+                try:
+                    items.append((rec, self.featurize(self.deserialize(rec.value))))
+                except BadMessage as exc:
+                    self._reject(rec, exc.reason, exc.detail)
+                except Exception as exc:  # noqa: BLE001 - a plug-in failed on this message
+                    self._reject(rec, "deserializer_error", f"{type(exc).__name__}: {exc}")
+        if self.batch_learning:
+            self._run_batch(items)
+        else:
+            self._run_one_by_one(items)
+
+    def _resolve_label(self, rec: Any, ex: Example) -> dict | None:
+        """Features of the earlier event a label event refers to (None: dead-lettered)."""
+        if rec.key is None:
+            self._reject(rec, "missing_key", "a label without features needs the message key of its event")
+            return None
+        x = self.pending.pop(rec.key)
+        if x is None:
+            self._reject(rec, "unknown_key", f"no pending unlabelled event with key {_key_text(rec.key)!r}")
+        return x
+
+    def _learned(self, n: int = 1) -> None:
+        self.summary.learned += n
+        self.metrics.events.labels("learned").inc(n)
+
+    def _run_one_by_one(self, items: list) -> None:
+        mode = self.config.mode
+        for rec, ex in items:
+            if ex.is_label_only:
+                if mode == "predict":
+                    self.metrics.events.labels("ignored").inc()
+                    continue
+                x = self._resolve_label(rec, ex)
+                if x is not None:
+                    try:
+                        self.model.learn_one(x, ex.y)
+                        self._learned()
+                        self.summary.late_labels += 1
+                    except InvalidEventError as exc:
+                        self._reject(rec, "invalid_event", str(exc))
+                continue
+            if mode == "learn":
+                if not ex.has_label:
+                    self._reject(rec, "missing_label", f"no label field {self.config.label_field!r}")
+                    continue
+                try:
+                    self.model.learn_one(ex.x, ex.y)
+                    self._learned()
+                except InvalidEventError as exc:
+                    self._reject(rec, "invalid_event", str(exc))
+                continue
+            n_seen = self.model.n_seen
+            try:
+                proba = self.model.predict_proba_one(ex.x)
+                if mode == "prequential" and ex.has_label:
+                    self.model.learn_one(ex.x, ex.y)
+                    self._learned()
+            except InvalidEventError as exc:
+                self._reject(rec, "invalid_event", str(exc))
+                continue
+            if mode == "prequential" and not ex.has_label and rec.key is not None:
+                self.pending.put(rec.key, ex.x)  # type: ignore[arg-type]
+            self._publish(rec, ex, proba, n_seen)
+
+    def _run_batch(self, items: list) -> None:
+        mode = self.config.mode
+        feats = [(rec, ex) for rec, ex in items if not ex.is_label_only]
+        probas: dict[int, dict] = {}
+        n_seen = self.model.n_seen
+        rejected: set[int] = set()
+        if mode != "learn" and feats:
+            try:
+                if self.model.classes:
+                    P = self.model.predict_proba_many(frame([ex.x for _, ex in feats]))
+                    cols = list(P.columns)
+                    for (rec, _), row in zip(feats, P.to_numpy().tolist()):
+                        probas[id(rec)] = dict(zip(cols, row))
+                else:
+                    probas = {id(rec): {} for rec, _ in feats}
+            except InvalidEventError:
+                for rec, ex in feats:
+                    try:
+                        probas[id(rec)] = self.model.predict_proba_one(ex.x)
+                    except InvalidEventError as exc:
+                        self._reject(rec, "invalid_event", str(exc))
+                        rejected.add(id(rec))
+        to_learn: list[tuple[Any, dict, Any, bool]] = []
+        for rec, ex in items:
+            if id(rec) in rejected:
+                continue
+            if ex.is_label_only:
+                if mode == "predict":
+                    continue
+                x = self._resolve_label(rec, ex)
+                if x is not None:
+                    to_learn.append((rec, x, ex.y, True))
+            elif ex.has_label and mode != "predict":
+                to_learn.append((rec, ex.x, ex.y, False))
+            elif mode == "learn":
+                self._reject(rec, "missing_label", f"no label field {self.config.label_field!r}")
+                rejected.add(id(rec))
+            elif mode == "prequential" and rec.key is not None:
+                self.pending.put(rec.key, ex.x)  # type: ignore[arg-type]
+        if to_learn:
+            try:
+                self.model.learn_many(frame([x for _, x, _, _ in to_learn]), pd.Series([y for _, _, y, _ in to_learn]))
+                self._learned(len(to_learn))
+                self.summary.late_labels += sum(late for *_, late in to_learn)
+            except InvalidEventError:
+                for rec, x, y, late in to_learn:
+                    try:
+                        self.model.learn_one(x, y)
+                        self._learned()
+                        self.summary.late_labels += late
+                    except InvalidEventError as exc:
+                        self._reject(rec, "invalid_event", str(exc))
+                        rejected.add(id(rec))
+        if mode != "learn":
+            for rec, ex in feats:
+                if id(rec) not in rejected:
+                    self._publish(rec, ex, probas[id(rec)], n_seen)
+
+    def _check_ahead(self) -> None:
+        assert self.source is not None
+        now = time.monotonic()
+        for tp, (start, since) in list(self._verify.items()):
+            if tp not in self.source.owned:
+                self._verify.pop(tp, None)
+                continue
+            hw = self.source.highwater(tp)
+            if hw is None or now - since < 1.0:
+                continue
+            self._verify.pop(tp, None)
+            if hw < start:
+                if self.config.on_checkpoint_ahead == "reset":
+                    log.warning("%s: checkpoint at %d beyond log end %d; learning it again from its start",
+                                tp, start, hw)
+                    self._next.pop(tp, None)
+                    self.source.seek_to_beginning(tp)
+                else:
+                    self._ahead[tp] = (start, hw)
+        if self._ahead:
+            err = CheckpointAheadError({f"{tp.topic}:{tp.partition}": v for tp, v in self._ahead.items()})
+            log.error("%s", err, extra={"event": "checkpoint_ahead"})
+            raise err
+
+    def lag(self) -> int | None:
+        assert self.source is not None
+        return self.source.lag(self._next)
+
+    # -- main loop -------------------------------------------------------------------------------
+    def run(self) -> RunSummary:
+        """Run until :meth:`stop`, SIGTERM/SIGINT, ``max_events`` or ``exit_when_idle``."""
+        c = self.config
+        handlers = self._install_signals()
+        started = time.monotonic()
+        progress = Progress(enabled=c.progress)
+        self.checkpointer.acquire()
+        try:
+            self._restore()
+            if c.metrics_port is not None:
+                self.metrics_port = self.metrics.serve(c.metrics_port, c.metrics_host)
+                log.info("metrics at http://%s:%d/metrics", c.metrics_host, self.metrics_port)
+            if c.create_topics:
+                topics = {t: c.output_partitions for t in (c.output_topic, c.dead_letter_topic) if t}
+                self._retry(lambda: ensure_topics(c.bootstrap, topics, timeout=5.0), "create topics")
+            self.publisher = Publisher(c.bootstrap, c.idempotent_producer, c.producer_config,
+                                       on_recreate=self.metrics.producer_recreated.inc)
+            self.dead = DeadLetter(self.publisher, c.dead_letter_topic)  # type: ignore[arg-type]
+            self.source = Source(c.bootstrap, c.input_topics, c.group_id, c.partitions, c.batch_size,
+                                 c.consumer_config, self._on_assigned, self._on_revoked)
+            self.source.connect(self._stop, c.connect_timeout)
+            self.summary.reason = self._loop(progress)
+        finally:
+            try:
+                self._shutdown()
+            finally:
+                progress.update(self.summary.events, None, self.accuracy.get(),
+                                sum(self.summary.dead_letters.values()), force=True)
+                progress.finish()
+                self.metrics.close()
+                self.checkpointer.release()
+                self._restore_signals(handlers)
+                self.summary.seconds = time.monotonic() - started
+                self.summary.accuracy = self.accuracy.get()
+                self.summary.n_seen = float(self.model.n_seen) if self.model is not None else 0.0
+        return self.summary
+
+    def _retry(self, fn: Any, what: str) -> Any:
+        backoff = Backoff()
+        while True:
+            try:
+                return fn()
+            except Exception as exc:  # noqa: BLE001 - broker not reachable yet
+                if self._stop.is_set():
+                    raise
+                delay = backoff.next()
+                log.warning("%s failed (%s); retrying in %.2f s", what, exc, delay)
+                self._stop.wait(delay)
+
+    def _loop(self, progress: Progress) -> str:
+        c = self.config
+        assert self.source is not None
+        idle_since = time.monotonic()
+        ckpt_backoff = 0.0
+        while not self._stop.is_set():
+            batch = self.source.poll(timeout_ms=200, max_records=c.batch_size)
+            now = time.monotonic()
+            if batch:
+                with self._lock:
+                    self._process(batch)
+                idle_since = now
+            self._check_ahead()
+            due = self._dirty and (self._since_ckpt >= c.checkpoint_every or now - self._last_ckpt >= c.checkpoint_interval)
+            if due and now >= ckpt_backoff:
+                if self._checkpoint("due"):
+                    self._commit()
+                    ckpt_backoff = 0.0
+                else:
+                    ckpt_backoff = now + 1.0
+            lag = self.lag()
+            if lag is not None:
+                self.metrics.lag.set(lag)
+            acc = self.accuracy.get()
+            if acc is not None:
+                self.metrics.accuracy.set(acc)
+            self.metrics.n_seen.set(self.model.n_seen)
+            progress.update(self.summary.events, lag, acc, sum(self.summary.dead_letters.values()))
+            if c.max_events is not None and self.summary.events >= c.max_events:
+                return "max_events"
+            if (c.exit_when_idle is not None and not batch and now - idle_since >= c.exit_when_idle
+                    and not self._verify and (lag == 0 or not self.source.owned)):
+                return "idle"
+        return "stopped"
+
+    def _commit(self) -> None:
+        assert self.source is not None
+        if not self.source.commit(dict(self._checkpointed)):
+            self.metrics.commit_failures.inc()
+
+    def _shutdown(self) -> None:
+        """Checkpoint, commit, leave the group, close the producer."""
+        if self.source is not None and self.source.consumer is not None and self.publisher is not None:
+            if self._checkpoint("shutdown"):
+                self._commit()
+            else:
+                log.error("final checkpoint failed: the next start resumes from checkpoint %d",
+                          self.checkpointer.last_id)
+                self._dirty = False  # do not try again while leaving the group
+        if self.source is not None:
+            self.source.close()
+        if self.publisher is not None:
+            self.publisher.close()
+
+    def _install_signals(self) -> dict:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        old = {}
+
+        def handler(signum: int, _frame: Any) -> None:
+            if self._stop.is_set() and signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            log.info("received %s: finishing the batch, checkpointing, leaving the group",
+                     signal.Signals(signum).name)
+            self._stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            old[sig] = signal.signal(sig, handler)
+        return old
+
+    @staticmethod
+    def _restore_signals(old: dict) -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)

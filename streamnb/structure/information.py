@@ -100,8 +100,8 @@ def conditional_mutual_information(
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(total > 0, (s_joint + s_class - s_marg - s_marg.T) / total, 0.0)
     out = np.maximum(out, 0.0)  # rounding can leave -1e-17 where the truth is 0
-    np.fill_diagonal(out, 0.0)
-    return out
+    upper = np.triu(out, 1)
+    return upper + upper.T  # exactly symmetric (the two halves are summed in different orders)
 
 
 def mutual_information(n: np.ndarray, cell_feature: np.ndarray, alpha: float = 0.0) -> np.ndarray:

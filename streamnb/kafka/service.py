@@ -118,6 +118,7 @@ class Service:
         self._ahead: dict[TopicPartition, tuple[int, int]] = {}
         self.pending = Pending(c.max_pending)
         self._dirty = False
+        self._assigned_at: float | None = None
         self._since_ckpt = 0
         self._last_ckpt = time.monotonic()
         self.metrics_port: int | None = None
@@ -210,6 +211,7 @@ class Service:
                     self._next[tp] = start
                     self._verify[tp] = (start, time.monotonic())
             self.metrics.partitions.set(len(tps))
+            self._assigned_at = time.monotonic()
 
     def _on_revoked(self, tps: set, lost: bool) -> None:
         with self._lock:
@@ -496,7 +498,8 @@ class Service:
             progress.update(self.summary.events, lag, acc, sum(self.summary.dead_letters.values()))
             if c.max_events is not None and self.summary.events >= c.max_events:
                 return "max_events"
-            if (c.exit_when_idle is not None and not batch and now - idle_since >= c.exit_when_idle
+            if (c.exit_when_idle is not None and not batch and self._assigned_at is not None
+                    and now - max(idle_since, self._assigned_at) >= c.exit_when_idle
                     and not self._verify and (lag == 0 or not self.source.owned)):
                 return "idle"
         return "stopped"

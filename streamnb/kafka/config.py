@@ -75,6 +75,8 @@ class ServiceConfig:
         Records per poll; ``"auto"`` learns a poll's events with ``learn_many`` when that is
         bit-for-bit equal to one by one and faster (dense events, categorical/Bernoulli),
         ``"always"``/``"never"`` force it.
+    flush_timeout
+        Seconds a checkpoint waits for outputs to be acknowledged before it is postponed.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -105,6 +107,7 @@ class ServiceConfig:
     on_checkpoint_ahead: str = "fail"
     max_pending: int = 100_000
     idempotent_producer: bool = False
+    flush_timeout: float = 5.0
     create_topics: bool = True
     output_partitions: int = 1
     metrics_port: int | None = None

@@ -166,7 +166,7 @@ class Service:
                 return True
             assert self.publisher is not None
             start = time.monotonic()
-            if not self.publisher.flush(timeout=10.0):
+            if not self.publisher.flush(timeout=self.config.flush_timeout):
                 self.metrics.checkpoint_failures.inc()
                 log.warning("checkpoint (%s) postponed: outputs not acknowledged by the broker", reason)
                 return False

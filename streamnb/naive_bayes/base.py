@@ -43,6 +43,21 @@ def posterior(jll: np.ndarray) -> np.ndarray:
         return p / p.sum(axis=-1, keepdims=True)
 
 
+def _normalize(jll: list, log_prior: np.ndarray) -> list:
+    """Probabilities from one event's joint log-likelihoods (max-shifted); if every class is
+    ruled out, the prior."""
+    top = max(jll)
+    if top == -math.inf or top != top:
+        if top == top:  # every class impossible: fall back on the prior
+            return _normalize(log_prior.tolist(), log_prior)
+        return posterior(np.array(jll)).tolist()
+    if top == math.inf:
+        return posterior(np.array(jll)).tolist()
+    e = [math.exp(v - top) for v in jll]
+    total = math.fsum(e)
+    return [v / total for v in e]
+
+
 def clean_features(jll_parts: np.ndarray) -> np.ndarray:
     """Sum per-feature log-likelihoods ``[..., features, classes]`` when some are not finite.
 
@@ -79,12 +94,32 @@ class Part:
     def prepare(self, x: Mapping) -> Any:
         raise NotImplementedError
 
+    #: Whether log-likelihoods are always finite (skips the non-finite handling).
+    finite = False
+
     def learn(self, prepared: Any, k: int, w: float) -> None:
         raise NotImplementedError
+
+    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        """Learn several prepared events in order (override to vectorize)."""
+        for p, kk, ww in zip(prepared, k.tolist(), w.tolist()):
+            self.learn(p, kk, ww)
 
     def log_likelihoods(self, prepared: Any) -> tuple[list, np.ndarray]:
         """Features used and their log-likelihoods, an array ``[features, classes]``."""
         raise NotImplementedError
+
+    def joint(self, prepared: Any) -> np.ndarray:
+        """Summed log-likelihood per class of one event (features that rule out every class
+        dropped, see :func:`clean_features`). Override for speed."""
+        _, ll = self.log_likelihoods(prepared)
+        if not len(ll):
+            return np.zeros(len(self.classes))
+        if self.finite:
+            return ll.sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            total = ll.sum(axis=0)
+        return total if np.isfinite(total).all() else clean_features(ll)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         raise NotImplementedError
@@ -131,10 +166,15 @@ class Explanation(dict):
 class BaseNB(base.MiniBatchClassifier):
     """Base of the naive Bayes learners: class counts and the parts' statistics."""
 
+    #: Events buffered by learn_one before they are folded in (any read folds them in first).
+    _buffer_size = 256
+
     def __init__(self) -> None:
         self._classes = Index()
         self._class_counts = Counts([self._classes])
         self._parts: dict[str, Part] = self._make_parts()
+        self._buffer: list = []
+        self._log_prior_cache: np.ndarray | None = None
 
     # -- to be provided by each learner ----------------------------------------------------
     def _make_parts(self) -> dict[str, Part]:
@@ -157,46 +197,65 @@ class BaseNB(base.MiniBatchClassifier):
     @property
     def classes(self) -> list:
         """Classes seen so far, in order of first appearance."""
+        self._flush()
         return list(self._classes.keys)
 
     @property
     def n_seen(self) -> float:
         """Total (decayed) weight of the events learned."""
+        self._flush()
         return self._class_counts.total()
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
-        """Learn one event with weight ``w``; a rejected event changes nothing."""
-        _check_label(y)
-        w = _check_weight(w)
+        """Learn one event with weight ``w``; a rejected event changes nothing.
+
+        The validated event is buffered and folded into the statistics, vectorized, at the next
+        read (any prediction, inspection, merge or save) or when the buffer is full: counts are
+        exactly those of one-by-one updates, Welford means and variances equal to rounding.
+        """
+        if type(y) not in _PLAIN_LABELS:
+            _check_label(y)
+        if w != 1.0:
+            w = _check_weight(w)
         prepared = self._split(x)
         if w == 0.0:
             return
-        k = self._classes.add(y)
-        self._class_counts.add((k,), w)
+        buffer = self._buffer
+        buffer.append((prepared, y, w))
+        if len(buffer) >= self._buffer_size:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Fold the buffered events into the statistics, in arrival order."""
+        buffer = self._buffer
+        if not buffer:
+            return
+        self._buffer = []
+        k = self._classes.lookup([y for _, y, _ in buffer], add=True)
+        w = np.fromiter((w for _, _, w in buffer), dtype=float, count=len(buffer))
+        if len(buffer) == 1:
+            self._class_counts.add((k,), w)
+        else:
+            self._class_counts.add_at((k,), w)
         for name, part in self._parts.items():
-            part.learn(prepared[name], k, w)
-            part.changed()
+            part.learn_batch([p[name] for p, _, _ in buffer], k, w)
+        self._changed()
 
     def joint_log_likelihood(self, x: Mapping) -> dict:
         """``log P(y) + log P(x | y)`` per class (unnormalized log posterior)."""
         return self.explain_one(x).joint()
 
     def predict_proba_one(self, x: Mapping) -> dict:
-        if not self._classes.keys:
+        self._flush()
+        classes = self._classes.keys
+        if not classes:
             return {}
         prepared = self._split(x)
         log_prior = self._log_prior()
-        jll = log_prior.copy()
+        jll = log_prior
         for name, part in self._parts.items():
-            _, ll = part.log_likelihoods(prepared[name])
-            if len(ll):
-                with np.errstate(invalid="ignore"):
-                    s = ll.sum(axis=0)
-                jll += s if np.isfinite(s).all() else clean_features(ll)
-        p = posterior(jll)
-        if p[0] != p[0]:  # every class impossible: fall back on the prior
-            p = posterior(log_prior)
-        return dict(zip(self._classes.keys, p.tolist()))
+            jll = jll + part.joint(prepared[name])
+        return dict(zip(classes, _normalize(jll.tolist(), log_prior)))
 
     def predict_one(self, x: Mapping) -> Any:
         proba = self.predict_proba_one(x)
@@ -204,6 +263,7 @@ class BaseNB(base.MiniBatchClassifier):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0) -> None:
         """Learn a batch; the statistics equal those of learning each row in turn."""
+        self._flush()
         if len(X) != len(y):
             raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
         if not len(X):
@@ -226,9 +286,10 @@ class BaseNB(base.MiniBatchClassifier):
         self._class_counts.add_at((k,), weights)
         for name, part in self._parts.items():
             part.learn_frame(frames[name], k, weights)
-            part.changed()
+        self._changed()
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        self._flush()
         if not self._classes.keys:
             return pd.DataFrame(index=X.index)
         frames = self._split_frame(X)
@@ -257,6 +318,7 @@ class BaseNB(base.MiniBatchClassifier):
 
         Features that are missing, unknown or (by the smoothing policy) ignored are absent.
         """
+        self._flush()
         prepared = self._split(x)
         classes = self._classes.keys
         contributions: dict = {}
@@ -268,18 +330,30 @@ class BaseNB(base.MiniBatchClassifier):
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The learned parameters as readable tables (one DataFrame per statistic)."""
+        self._flush()
         out = {"class_counts": pd.DataFrame({"n": self._class_counts.n}, index=self.classes)}
         for part in self._parts.values():
             out.update(part.tables())
         return out
 
     def _log_prior(self) -> np.ndarray:
-        n = self._class_counts.n
-        with np.errstate(divide="ignore"):
-            return np.log(n) - math.log(n.sum())
+        """``log P(y)`` (derived lazily from the class counts; do not modify)."""
+        if self._log_prior_cache is None:
+            n = self._class_counts.n
+            with np.errstate(divide="ignore"):
+                self._log_prior_cache = np.log(n) - math.log(n.sum())
+        return self._log_prior_cache
+
+    def _changed(self) -> None:
+        """The statistics changed: drop everything derived from them."""
+        self._log_prior_cache = None
+        for part in self._parts.values():
+            part.changed()
 
     # -- merge, decay, state ---------------------------------------------------------------
     def _stats(self) -> dict[str, Statistic]:
+        """Every statistic of the model, by name (buffered events folded in first)."""
+        self._flush()
         out: dict[str, Statistic] = {"class_counts": self._class_counts}
         for name, part in self._parts.items():
             out.update({f"{name}.{k}": s for k, s in part.stats().items()})
@@ -293,8 +367,7 @@ class BaseNB(base.MiniBatchClassifier):
         mine, theirs = self._stats(), other._stats()
         for name, stat in mine.items():
             stat += theirs[name]
-        for part in self._parts.values():
-            part.changed()
+        self._changed()
         return self
 
     def _merge_extra(self, other: BaseNB) -> None:
@@ -306,11 +379,11 @@ class BaseNB(base.MiniBatchClassifier):
             raise ValueError(f"decay factor must be in (0, 1], got {factor}")
         for stat in self._stats().values():
             stat.decay(factor)
-        for part in self._parts.values():
-            part.changed()
+        self._changed()
 
     def to_state(self) -> dict[str, Any]:
         """Plain data (JSON-able values and numpy arrays); see :mod:`streamnb.persistence`."""
+        self._flush()
         return {
             "classes": self._classes.to_state(),
             "stats": {name: s.to_state() for name, s in self._stats().items()},
@@ -336,8 +409,15 @@ class BaseNB(base.MiniBatchClassifier):
         self.__dict__.update(fresh.__dict__)
 
 
+_PLAIN_LABELS = frozenset({str, int, bool})
+
+
 def _check_label(y: object) -> None:
-    if y is None or (isinstance(y, float) and y != y):
+    try:
+        missing = y is None or y is pd.NA or bool(y != y)
+    except (TypeError, ValueError):
+        missing = True
+    if missing:
         raise InvalidEventError("the label is missing (None or NaN)")
     try:
         hash(y)

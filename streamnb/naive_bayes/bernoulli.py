@@ -40,6 +40,7 @@ class BernoulliPart(Part):
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, true_threshold: float) -> None:
         super().__init__(classes, class_counts)
+        self.finite = alpha > 0
         self.alpha = alpha
         self.true_threshold = true_threshold
         self.features = Index()
@@ -55,6 +56,14 @@ class BernoulliPart(Part):
         if keys:
             ids = self.features.lookup(keys, add=True)
             self.counts.add((k, ids[v > self.true_threshold]), w)
+
+    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        sizes = [len(keys) for keys, _, _ in prepared]
+        if not sum(sizes):
+            return
+        ids = self.features.lookup([f for keys, _, _ in prepared for f in keys], add=True)
+        present = np.concatenate([v for _, v, _ in prepared]) > self.true_threshold
+        self.counts.add_at((np.repeat(k, sizes)[present], ids[present]), np.repeat(w, sizes)[present])
 
     def check_frame(self, X: pd.DataFrame) -> None:
         frame_values(X)
@@ -89,6 +98,12 @@ class BernoulliPart(Part):
             rest[mids[mids >= 0]] = False
         absent = np.where(rest, log_no, 0.0).sum(axis=1)
         return keys + [ABSENT], np.vstack([rows, absent[None, :]])
+
+    def joint(self, prepared: tuple[list, np.ndarray, list]) -> np.ndarray:
+        # features that rule out every class are already dropped (drop_impossible), feature by
+        # feature; the absent features' row is a sum of several, so it is not dropped as one
+        _, ll = self.log_likelihoods(prepared)
+        return ll.sum(axis=0)
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
         v = frame_values(X)

@@ -58,6 +58,7 @@ class CategoricalPart(Part):
         if unseen not in UNSEEN_POLICIES:
             raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
         self.alpha = alpha
+        self.finite = alpha > 0
         self.unseen = unseen
         self.cells = Index()  # (feature, category)
         self.features = Index()
@@ -81,6 +82,14 @@ class CategoricalPart(Part):
         if feats:
             self.counts.add((k, self.cells.lookup(cells, add=True)), w)
             self.totals.add((k, self.features.lookup(feats, add=True)), w)
+
+    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        sizes = [len(f) for f, _ in prepared]
+        if not sum(sizes):
+            return
+        kk, ww = np.repeat(k, sizes), np.repeat(w, sizes)
+        self.counts.add_at((kk, self.cells.lookup([c for _, cs in prepared for c in cs], add=True)), ww)
+        self.totals.add_at((kk, self.features.lookup([f for fs, _ in prepared for f in fs], add=True)), ww)
 
     def check_frame(self, X: pd.DataFrame) -> None:
         for f in X.columns:

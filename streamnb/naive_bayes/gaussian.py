@@ -41,25 +41,54 @@ class GaussianPart(Part):
         self.welford = Welford([classes, self.features])
         self._cache_keys: tuple = ()
         self._cache_ids = np.empty(0, dtype=np.intp)
-        self._derived: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._cache_all = True
+        self._derived: tuple | None = None
+        self._var = np.zeros((0, 0))
 
     # -- learning --------------------------------------------------------------------------
     def prepare(self, x: Mapping) -> tuple[list, np.ndarray]:
         return numeric_items(x)
 
     def _ids(self, keys: list, add: bool) -> np.ndarray:
+        """Feature ids of ``keys`` (-1 for unknown ones unless ``add``); the last all-known key
+        tuple is cached, as events of a stream usually carry the same features."""
         t = tuple(keys)
         if t == self._cache_keys:
             return self._cache_ids
         ids = self.features.lookup(keys, add=add)
         if add or (ids >= 0).all():
             self._cache_keys, self._cache_ids = t, ids
+            self._cache_all = len(ids) == len(self.features) and bool((ids == np.arange(len(ids))).all())
         return ids
+
+    def _known(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray, np.ndarray | None]:
+        """Known features of an event, their values and ids (None: all features, in order)."""
+        keys, v = prepared
+        ids = self._ids(keys, add=False)
+        if ids is self._cache_ids:
+            return keys, v, None if self._cache_all and len(ids) == len(self.features) else ids
+        known = ids >= 0
+        return [f for f, ok in zip(keys, known) if ok], v[known], ids[known]
 
     def learn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
         keys, v = prepared
         if keys and w > 0:
             self.welford.update_ids(k, self._ids(keys, add=True), v, w)
+
+    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        if len(prepared) == 1:  # bit for bit what update_many_ids does with one event per cell
+            self.learn(prepared[0], int(k[0]), float(w[0]))
+            return
+        ids = [self._ids(keys, add=True) for keys, _ in prepared]
+        sizes = [len(i) for i in ids]
+        if not sum(sizes):
+            return
+        self.welford.update_many_ids(
+            np.repeat(k, sizes),
+            np.concatenate(ids),
+            np.concatenate([v for _, v in prepared]),
+            np.repeat(w, sizes),
+        )
 
     def check_frame(self, X: pd.DataFrame) -> None:
         frame_values(X)
@@ -78,8 +107,13 @@ class GaussianPart(Part):
         self._derived = None
 
     # -- prediction ------------------------------------------------------------------------
-    def _params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Mean, variance and ``-0.5 log(2 pi var)`` per (class, feature), derived lazily."""
+    def _params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Per (class, feature): mean, ``-1 / (2 var)``, ``-log(2 pi var) / 2`` and the mask of
+        point masses (None if there is none); derived lazily from the statistics.
+
+        A feature with no variance estimate at all (a single event with ``ddof=1``) gets zero
+        coefficients: it contributes nothing to any class.
+        """
         if self._derived is None:
             n, mean, var = self.welford.count(), self.welford.mean(), self.welford.var(self.ddof)
             pn, pmean, pm2 = self.welford.pooled()
@@ -90,32 +124,53 @@ class GaussianPart(Part):
             thin = n <= self.ddof
             mean = np.where(thin, pmean, mean)
             var = np.where(thin, pvar, var) + eps
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_norm = -0.5 * (_LOG_2PI + np.log(var))
-            self._derived = (mean, var, log_norm)
+            unknown = np.isnan(var)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                zero = (var == 0) | np.isinf(-0.5 / var)  # a subnormal variance is a point mass too
+                coef = np.where(unknown | zero, 0.0, -0.5 / var)
+                log_norm = np.where(unknown | zero, 0.0, -0.5 * (_LOG_2PI + np.log(var)))
+            self._derived = (mean, coef, log_norm, zero if zero.any() else None)
+            self._var = var
         return self._derived
 
+    def _log_pdfs(self, v: np.ndarray, ids: np.ndarray | None) -> np.ndarray:
+        """``log N(v | class)`` as ``[classes, features]``."""
+        mean, coef, log_norm, zero = self._params()
+        if ids is not None:
+            mean, coef, log_norm = mean[:, ids], coef[:, ids], log_norm[:, ids]
+        d = v - mean
+        ll = log_norm + coef * (d * d)
+        if zero is not None:
+            ll = _point_masses(ll, d, zero if ids is None else zero[:, ids])
+        return ll
+
     def log_likelihoods(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray]:
-        keys, v = prepared
-        ids = self._ids(keys, add=False)
-        if (ids < 0).any():
-            known = ids >= 0
-            keys = [f for f, ok in zip(keys, known) if ok]
-            ids, v = ids[known], v[known]
-        mean, var, log_norm = self._params()
-        return keys, _log_pdf(v, mean[:, ids], var[:, ids], log_norm[:, ids]).T
+        keys, v, ids = self._known(prepared)
+        return keys, self._log_pdfs(v, ids).T
+
+    def joint(self, prepared: tuple[list, np.ndarray]) -> np.ndarray:
+        _, v, ids = self._known(prepared)
+        ll = self._log_pdfs(v, ids)
+        if self._derived[3] is None:  # no point mass: no +inf, so no NaN in the sum
+            total = ll.sum(axis=1)
+            if math.isfinite(total.sum()):
+                return total
+        return clean_features(ll.T)
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
         v = frame_values(X)
         ids = self.features.lookup(list(X.columns))
         known = ids >= 0
-        mean, var, log_norm = self._params()
         out = np.zeros((len(X), len(self.classes)))
         if not known.any():
             return out
         v, ids = v[:, known], ids[known]
-        # [rows, features, classes]
-        ll = _log_pdf(v[:, :, None], mean[:, ids].T, var[:, ids].T, log_norm[:, ids].T)
+        mean, coef, log_norm, zero = self._params()
+        d = v[:, :, None] - mean[:, ids].T  # [rows, features, classes]
+        with np.errstate(over="ignore", invalid="ignore"):
+            ll = log_norm[:, ids].T + coef[:, ids].T * (d * d)
+        if zero is not None:
+            ll = _point_masses(ll, d, zero[:, ids].T)
         ll = np.where(np.isnan(v)[:, :, None], 0.0, ll)
         with np.errstate(invalid="ignore"):
             total = ll.sum(axis=1)
@@ -129,7 +184,8 @@ class GaussianPart(Part):
         return {"welford": self.welford}
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        mean, var, _ = self._params()
+        mean = self._params()[0]
+        var = self._var
         idx = pd.Index(self.classes.keys, name="class")
         cols = list(self.features.keys)
         return {
@@ -139,15 +195,9 @@ class GaussianPart(Part):
         }
 
 
-def _log_pdf(x: Any, mean: np.ndarray, var: np.ndarray, log_norm: np.ndarray) -> np.ndarray:
-    """Gaussian log density in closed form; a zero variance is a point mass (+inf / -inf)."""
-    d = x - mean
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ll = log_norm - 0.5 * (d * d) / var
-    zero = var == 0
-    if zero.any():
-        ll = np.where(zero, np.where(d == 0, np.inf, -np.inf), ll)
-    return ll
+def _point_masses(ll: np.ndarray, d: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """Zero-variance cells are point masses: +inf on an exact match, -inf elsewhere."""
+    return np.where(zero, np.where(d == 0, np.inf, -np.inf), ll)
 
 
 class GaussianNB(BaseNB):

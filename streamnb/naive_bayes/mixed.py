@@ -61,6 +61,9 @@ class MixedNB(BaseNB):
     'categorical'
     """
 
+    # a feature's kind is read from the parts' statistics, so every event is folded in at once
+    _buffer_size = 1
+
     def __init__(
         self,
         kinds: dict | None = None,

@@ -40,6 +40,7 @@ class MultinomialPart(Part):
         if unseen not in UNSEEN_POLICIES:
             raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
         self.alpha = alpha
+        self.finite = alpha > 0
         self.unseen = unseen
         self.tokens = Index()
         self.counts = Counts([classes, self.tokens])
@@ -53,6 +54,16 @@ class MultinomialPart(Part):
         if keys:
             self.counts.add((k, self.tokens.lookup(keys, add=True)), w * v)
             self.totals.add((k,), w * float(v.sum()))
+
+    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        sizes = [len(keys) for keys, _ in prepared]
+        if not sum(sizes):
+            return
+        ids = self.tokens.lookup([t for keys, _ in prepared for t in keys], add=True)
+        v = np.concatenate([v for _, v in prepared]) * np.repeat(w, sizes)
+        self.counts.add_at((np.repeat(k, sizes), ids), v)
+        totals = np.array([float(vv.sum()) for _, vv in prepared]) * w
+        self.totals.add_at((k,), totals)
 
     def check_frame(self, X: pd.DataFrame) -> None:
         frame_values(X, nonnegative=True)

@@ -53,29 +53,30 @@ def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, np.ndarr
     >>> numeric_items({"a": 1, "b": None, "c": 2.5, "d": True})
     (['a', 'c', 'd'], array([1. , 2.5, 1. ]))
     """
-    keys = list(x)
-    values = x.values()
-    if set(map(type, values)) <= _FAST_TYPES:
-        v = np.fromiter(values, dtype=float, count=len(keys))
-    else:
-        v = np.empty(len(keys))
-        for i, (f, xi) in enumerate(x.items()):
-            if is_missing(xi):
-                v[i] = np.nan
-            elif isinstance(xi, (Real, np.number)) and not isinstance(xi, complex):
-                v[i] = float(xi)
-            else:
-                raise InvalidEventError(f"expected a number, got {type(xi).__name__} {_short(xi)}", f)
-    ok = v == v
-    if not ok.all():
-        keys = [f for f, good in zip(keys, ok) if good]
-        v = v[ok]
-    bad = ~(np.abs(v) <= MAX_ABS) | ((v < 0) if nonnegative else False)
-    if np.any(bad):
-        i = int(np.flatnonzero(bad)[0])
-        what = "negative" if v[i] < 0 and abs(v[i]) <= MAX_ABS else f"not finite or beyond {MAX_ABS:g}"
-        raise InvalidEventError(f"value {v[i]} is {what}", keys[i])
-    return keys, v
+    values = list(x.values())
+    if values and set(map(type, values)) <= _FAST_TYPES:
+        v = np.array(values, dtype=float)
+        # max |v| is NaN if any value is: one comparison checks NaN, inf and magnitude
+        if np.abs(v).max() <= MAX_ABS and (not nonnegative or min(values) >= 0):
+            return list(x), v
+    return _numeric_items_slow(x, nonnegative)
+
+
+def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, np.ndarray]:
+    keys, vals = [], []
+    for f, xi in x.items():
+        if is_missing(xi):
+            continue
+        if not isinstance(xi, (Real, np.number)) or isinstance(xi, (complex, np.complexfloating)):
+            raise InvalidEventError(f"expected a number, got {type(xi).__name__} {_short(xi)}", f)
+        v = float(xi)
+        if not abs(v) <= MAX_ABS:
+            raise InvalidEventError(f"value {v} is not finite or beyond {MAX_ABS:g}", f)
+        if nonnegative and v < 0:
+            raise InvalidEventError(f"value {v} is negative", f)
+        keys.append(f)
+        vals.append(v)
+    return keys, np.array(vals, dtype=float)
 
 
 def frame_values(X: pd.DataFrame, nonnegative: bool = False) -> np.ndarray:

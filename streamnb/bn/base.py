@@ -20,11 +20,13 @@ numeric feature in the tree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.mixed import KINDS, MixedNB
+from streamnb.naive_bayes.values import is_missing
 from streamnb.structure import Structure
 
 __all__ = ["TreeAugmentedNB"]
@@ -46,9 +48,24 @@ class TreeAugmentedNB(BaseNB):
     _buffer_size = 1
 
     #: Part names double as kinds, as in MixedNB.
-    _split = MixedNB._split
     _split_frame = MixedNB._split_frame
     kind_of = MixedNB.kind_of
+
+    def _split(self, x: Mapping) -> dict[str, Any]:
+        """MixedNB's split, with the kind of every learned feature remembered (it is fixed
+        once learned), so ``learn_one`` does not search the parts feature by feature."""
+        known = self.__dict__.setdefault("_kind_cache", {})
+        subs: dict[str, dict] = {"gaussian": {}, "categorical": {}}
+        for f, v in x.items():
+            if is_missing(v):
+                continue
+            kind = known.get(f)
+            if kind is None:
+                kind = self.kind_of(f, v)
+                if f in self._parts[kind].features:  # type: ignore[attr-defined]
+                    known[f] = kind
+            subs[kind][f] = v
+        return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
 
     def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9) -> None:
         self.kinds = kinds

@@ -173,6 +173,7 @@ class BaseNB(base.MiniBatchClassifier):
         self._classes = Index()
         self._class_counts = Counts([self._classes])
         self._parts: dict[str, Part] = self._make_parts()
+        self._single = next(iter(self._parts.values())) if len(self._parts) == 1 else None
         self._buffer: list = []
         self._log_prior_cache: np.ndarray | None = None
 
@@ -217,7 +218,8 @@ class BaseNB(base.MiniBatchClassifier):
             _check_label(y)
         if w != 1.0:
             w = _check_weight(w)
-        prepared = self._split(x)
+        single = self._single
+        prepared = single.prepare(x) if single is not None else self._split(x)
         if w == 0.0:
             return
         buffer = self._buffer
@@ -237,8 +239,11 @@ class BaseNB(base.MiniBatchClassifier):
             self._class_counts.add((k,), w)
         else:
             self._class_counts.add_at((k,), w)
-        for name, part in self._parts.items():
-            part.learn_batch([p[name] for p, _, _ in buffer], k, w)
+        if self._single is not None:
+            self._single.learn_batch([p for p, _, _ in buffer], k, w)
+        else:
+            for name, part in self._parts.items():
+                part.learn_batch([p[name] for p, _, _ in buffer], k, w)
         self._changed()
 
     def joint_log_likelihood(self, x: Mapping) -> dict:
@@ -250,11 +255,15 @@ class BaseNB(base.MiniBatchClassifier):
         classes = self._classes.keys
         if not classes:
             return {}
-        prepared = self._split(x)
         log_prior = self._log_prior()
-        jll = log_prior
-        for name, part in self._parts.items():
-            jll = jll + part.joint(prepared[name])
+        single = self._single
+        if single is not None:
+            jll = log_prior + single.joint(single.prepare(x))
+        else:
+            prepared = self._split(x)
+            jll = log_prior
+            for name, part in self._parts.items():
+                jll = jll + part.joint(prepared[name])
         return dict(zip(classes, _normalize(jll.tolist(), log_prior)))
 
     def predict_one(self, x: Mapping) -> Any:

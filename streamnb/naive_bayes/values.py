@@ -54,11 +54,10 @@ def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, np.ndarr
     (['a', 'c', 'd'], array([1. , 2.5, 1. ]))
     """
     values = list(x.values())
-    if values and set(map(type, values)) <= _FAST_TYPES:
-        v = np.array(values, dtype=float)
-        # max |v| is NaN if any value is: one comparison checks NaN, inf and magnitude
-        if np.abs(v).max() <= MAX_ABS and (not nonnegative or min(values) >= 0):
-            return list(x), v
+    # sum |v| is NaN or inf if any value is, and bounds every |v|: one test for all three
+    if set(map(type, values)) <= _FAST_TYPES and sum(map(abs, values)) <= MAX_ABS:
+        if not nonnegative or not values or min(values) >= 0:
+            return list(x), np.array(values, dtype=float)
     return _numeric_items_slow(x, nonnegative)
 
 

@@ -75,13 +75,23 @@ class Welford(Statistic):
         """
         self._fit()
         cap = self._arrays["n"].shape
-        flat = np.ravel_multi_index((r, c), cap)
-        cells, inv = np.unique(flat, return_inverse=True)
+        size = cap[0] * cap[1]
+        flat = r * cap[1] + c
         w = np.broadcast_to(np.asarray(w, dtype=float), values.shape)
-        nb = np.bincount(inv, weights=w)
-        mb = np.bincount(inv, weights=w * values) / nb
-        dev = values - mb[inv]
-        m2b = np.bincount(inv, weights=w * dev * dev)
+        if size <= max(1 << 16, 8 * len(flat)):  # dense bincounts: no sort
+            nb = np.bincount(flat, weights=w, minlength=size)
+            sx = np.bincount(flat, weights=w * values, minlength=size)
+            cells = np.flatnonzero(nb)
+            mean_of = sx / np.where(nb > 0, nb, 1.0)
+            dev = values - mean_of[flat]
+            m2b = np.bincount(flat, weights=w * dev * dev, minlength=size)[cells]
+            nb, mb = nb[cells], mean_of[cells]
+        else:
+            cells, inv = np.unique(flat, return_inverse=True)
+            nb = np.bincount(inv, weights=w)
+            mb = np.bincount(inv, weights=w * values) / nb
+            dev = values - mb[inv]
+            m2b = np.bincount(inv, weights=w * dev * dev)
         n, mean, m2 = (self._arrays[f].reshape(-1) for f in self.fields)
         n[cells], mean[cells], m2[cells] = chan(n[cells], mean[cells], m2[cells], nb, mb, m2b)
 

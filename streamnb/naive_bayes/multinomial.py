@@ -45,6 +45,7 @@ class MultinomialPart(Part):
         self.tokens = Index()
         self.counts = Counts([classes, self.tokens])
         self.totals = Counts([classes])
+        self._log_den: np.ndarray | None = None
 
     def prepare(self, x: Mapping) -> tuple[list, np.ndarray]:
         return numeric_items(x, nonnegative=True)
@@ -93,6 +94,28 @@ class MultinomialPart(Part):
         with np.errstate(invalid="ignore"):
             ll = np.where(v == 0, 0.0, v * self._log_p(ids))
         return keys, ll.T
+
+    def joint(self, prepared: tuple[list, np.ndarray]) -> np.ndarray:
+        if not self.finite or self.unseen != "ignore":
+            return super().joint(prepared)
+        keys, v = prepared
+        ids = self.tokens.lookup(keys)
+        if (ids < 0).any():
+            known = ids >= 0
+            ids, v = ids[known], v[known]
+        if not len(ids):
+            return np.zeros(len(self.classes))
+        n = self.counts.raw("n")[: len(self.classes)]
+        return np.log(n[:, ids] + self.alpha) @ v - v.sum() * self._log_denominator()
+
+    def _log_denominator(self) -> np.ndarray:
+        """``log(N[y] + alpha V)`` per class (derived lazily)."""
+        if self._log_den is None:
+            self._log_den = np.log(self.totals.n + self.alpha * len(self.tokens))
+        return self._log_den
+
+    def changed(self) -> None:
+        self._log_den = None
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
         v = np.nan_to_num(frame_values(X, nonnegative=True))

@@ -80,10 +80,9 @@ def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, np.ndarray
 
 def frame_values(X: pd.DataFrame, nonnegative: bool = False) -> np.ndarray:
     """A float matrix of ``X``, NaN where missing; raise naming the first bad column."""
-    for col in X.columns:
-        s = X[col]
-        if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
-            for v in s:
+    for col, dtype in X.dtypes.items():
+        if dtype == object or pd.api.types.is_string_dtype(dtype):
+            for v in X[col]:
                 if not is_missing(v) and not (isinstance(v, (Real, np.number)) and not isinstance(v, complex)):
                     raise InvalidEventError(f"expected a number, got {type(v).__name__} {_short(v)}", col)
     v = X.to_numpy(dtype=float, na_value=np.nan)

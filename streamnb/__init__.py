@@ -1,18 +1,23 @@
 """streamnb: streaming Bayesian network classifiers with exact, mergeable statistics."""
 
 from streamnb import persistence
+from streamnb.bn import AODE, BayesNetClassifier, ChowLiuClassifier, TANClassifier
 from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
 from streamnb.naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AODE",
+    "BayesNetClassifier",
     "BernoulliNB",
     "CategoricalNB",
+    "ChowLiuClassifier",
     "GaussianNB",
     "InvalidEventError",
     "MixedNB",
     "MultinomialNB",
     "StateError",
     "StreamnbError",
+    "TANClassifier",
 ]

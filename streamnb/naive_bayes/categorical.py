@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,11 +20,17 @@ __all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone"]
 UNSEEN_POLICIES = ("ignore", "smooth")
 
 
-def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any) -> np.ndarray:
+def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any, epsilon: float = 0.0) -> np.ndarray:
     """``log((num + alpha) / (den + alpha * n_values))``; for ``alpha = 0`` the limit alpha -> 0+.
 
     The limit is ``num / den`` where ``den > 0`` and ``1 / n_values`` where nothing was counted.
     With nothing counted and no value known at all (an empty vocabulary) the answer is ``log 1``.
+    Epsilon smoothing: with ``epsilon > 0`` a probability that would be 0 (a value never counted
+    where something was) is ``epsilon`` instead; choose ``epsilon < 1/N`` for ``N`` events so an
+    unseen combination weighs less than one observation.
+
+    >>> np.exp(lidstone(np.array([0.0, 1.0]), np.array([2.0, 2.0]), 0.0, 2, epsilon=0.01)).round(12).tolist()
+    [0.01, 0.5]
 
     >>> np.exp(lidstone(np.array([0.0, 3.0]), np.array([4.0, 4.0]), 1.0, 3)).round(12).tolist()
     [0.142857142857, 0.571428571429]
@@ -37,6 +44,8 @@ def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any) -> n
         else:
             total = np.broadcast_to(n_values, np.shape(den))
             out = np.where(den > 0, np.log(num) - np.log(den), -np.log(n_values))
+    if epsilon > 0:
+        out = np.where((num == 0) & (den > 0), math.log(epsilon), out)
     # nothing counted and no value known (an empty vocabulary): no information, log 1
     return np.where(np.asarray(total) > 0, out, 0.0) if np.any(np.asarray(total) == 0) else out
 
@@ -53,12 +62,15 @@ class CategoricalPart(Part):
 
     kind = "categorical"
 
-    def __init__(self, classes: Index, class_counts: Counts, alpha: float, unseen: str) -> None:
+    def __init__(
+        self, classes: Index, class_counts: Counts, alpha: float, unseen: str, epsilon: float = 0.0
+    ) -> None:
         super().__init__(classes, class_counts)
         if unseen not in UNSEEN_POLICIES:
             raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
         self.alpha = alpha
-        self.finite = alpha > 0
+        self.epsilon = epsilon
+        self.finite = alpha > 0 or epsilon > 0
         self.unseen = unseen
         self.cells = Index()  # (feature, category)
         self.features = Index()
@@ -131,7 +143,7 @@ class CategoricalPart(Part):
         n = self.counts.raw("n")[: len(self.classes)]
         num = np.where(cids >= 0, n[:, np.maximum(cids, 0)], 0.0)
         den = self.totals.n[:, fids]
-        return lidstone(num, den, self.alpha, self.n_values()[fids]).T
+        return lidstone(num, den, self.alpha, self.n_values()[fids], self.epsilon).T
 
     def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
         feats, cells = prepared
@@ -191,6 +203,9 @@ class CategoricalNB(BaseNB):
         Additive smoothing; 0 gives maximum-likelihood estimates (with limits where 0/0).
     unseen
         ``"ignore"`` (neutral, default) or ``"smooth"``: how a category never seen is scored.
+    epsilon
+        Epsilon smoothing (usually with ``alpha=0``): a zero probability becomes ``epsilon``;
+        pick ``epsilon < 1/N`` for ``N`` events. 0 turns it off.
 
     Examples
     --------
@@ -203,15 +218,21 @@ class CategoricalNB(BaseNB):
     0.666666666667
     """
 
-    def __init__(self, alpha: float = 1.0, unseen: str = "ignore") -> None:
+    def __init__(self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0) -> None:
         self.alpha = alpha
         self.unseen = unseen
+        self.epsilon = epsilon
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:
-        return {"categorical": CategoricalPart(self._classes, self._class_counts, self.alpha, self.unseen)}
+        return {
+            "categorical": CategoricalPart(
+                self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
+            )
+        }
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.0, "unseen": "smooth"}
+        yield {"alpha": 0.0, "epsilon": 1e-4}

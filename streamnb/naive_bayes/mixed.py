@@ -45,7 +45,7 @@ class MixedNB(BaseNB):
     ----------
     kinds
         Optional ``{feature: "gaussian" | "categorical"}``.
-    alpha, unseen
+    alpha, unseen, epsilon
         Smoothing of the categorical features (see :class:`CategoricalNB`).
     var_smoothing, ddof
         Of the Gaussian features (see :class:`GaussianNB`).
@@ -71,10 +71,12 @@ class MixedNB(BaseNB):
         unseen: str = "ignore",
         var_smoothing: float = 1e-9,
         ddof: int = 0,
+        epsilon: float = 0.0,
     ) -> None:
         self.kinds = kinds
         self.alpha = alpha
         self.unseen = unseen
+        self.epsilon = epsilon
         self.var_smoothing = var_smoothing
         self.ddof = ddof
         if kinds is not None:
@@ -86,7 +88,9 @@ class MixedNB(BaseNB):
     def _make_parts(self) -> dict[str, Part]:
         return {
             "gaussian": GaussianPart(self._classes, self._class_counts, self.var_smoothing, self.ddof),
-            "categorical": CategoricalPart(self._classes, self._class_counts, self.alpha, self.unseen),
+            "categorical": CategoricalPart(
+                self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
+            ),
         }
 
     def kind_of(self, feature: Any, value: Any = None) -> str | None:

@@ -35,11 +35,14 @@ class MultinomialPart(Part):
 
     kind = "multinomial"
 
-    def __init__(self, classes: Index, class_counts: Counts, alpha: float, unseen: str) -> None:
+    def __init__(
+        self, classes: Index, class_counts: Counts, alpha: float, unseen: str, epsilon: float = 0.0
+    ) -> None:
         super().__init__(classes, class_counts)
         if unseen not in UNSEEN_POLICIES:
             raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
         self.alpha = alpha
+        self.epsilon = epsilon
         self.finite = alpha > 0
         self.unseen = unseen
         self.tokens = Index()
@@ -83,7 +86,7 @@ class MultinomialPart(Part):
         """``log P(token | class)`` as ``[classes, len(ids)]``; ``ids < 0`` are unseen."""
         n = self.counts.raw("n")[: len(self.classes)]
         num = np.where(ids >= 0, n[:, np.maximum(ids, 0)], 0.0)
-        return lidstone(num, self.totals.n[:, None], self.alpha, len(self.tokens))
+        return lidstone(num, self.totals.n[:, None], self.alpha, len(self.tokens), self.epsilon)
 
     def log_likelihoods(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray]:
         keys, v = prepared
@@ -146,6 +149,9 @@ class MultinomialNB(BaseNB):
         Additive (Laplace/Lidstone) smoothing; 0 for none.
     unseen
         ``"ignore"`` (default) or ``"smooth"`` (River's behaviour) for tokens never seen.
+    epsilon
+        Epsilon smoothing (with ``alpha=0``): a token never counted in a class gets
+        probability ``epsilon`` there instead of 0. 0 turns it off.
 
     Examples
     --------
@@ -156,13 +162,18 @@ class MultinomialNB(BaseNB):
     'spam'
     """
 
-    def __init__(self, alpha: float = 1.0, unseen: str = "ignore") -> None:
+    def __init__(self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0) -> None:
         self.alpha = alpha
         self.unseen = unseen
+        self.epsilon = epsilon
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:
-        return {"multinomial": MultinomialPart(self._classes, self._class_counts, self.alpha, self.unseen)}
+        return {
+            "multinomial": MultinomialPart(
+                self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
+            )
+        }
 
     def _more_tags(self):
         return {tags.POSITIVE_INPUT}
@@ -171,3 +182,4 @@ class MultinomialNB(BaseNB):
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.0, "unseen": "smooth"}
+        yield {"alpha": 0.0, "epsilon": 1e-4}

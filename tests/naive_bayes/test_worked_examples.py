@@ -81,6 +81,17 @@ def test_seed_apples_laplace():
     assert model.predict_one(x) == "Good"  # smoothing makes the sensible call
 
 
+def test_seed_epsilon_smoothing_replaces_zeros():
+    """seeds/004: a zero is replaced by eps < 1/N (here N = 10 apples)."""
+    eps = 0.05
+    model = learn(streamnb.CategoricalNB(alpha=0, epsilon=eps), APPLE_ROWS)
+    x = {"size": "Medium", "color": "Red", "shape": "Sphere"}
+    jll = model.joint_log_likelihood(x)
+    assert math.exp(jll["Good"]) == pytest.approx(0.4 * eps * 4 / 4 * 3 / 4, rel=1e-14)
+    assert math.exp(jll["Bad"]) == pytest.approx(0.6 * 1 / 6 * 1 / 6 * 2 / 6, rel=1e-14)
+    assert model.predict_one(x) == "Good"
+
+
 def test_seed_bayes_net_counts_from_statistics():
     """seeds/003: CPTs of the F, C -> A -> H, N network are ratios of Counts."""
     from streamnb.stats import Counts

@@ -20,6 +20,7 @@ from streamnb.kafka.service import RunSummary, Service
 from streamnb.kafka.topics import ensure_topics
 
 __all__ = [
+    "MODELS",
     "BadMessage",
     "BrokerUnavailableError",
     "Checkpoint",
@@ -30,7 +31,6 @@ __all__ = [
     "Example",
     "FieldFeaturizer",
     "JsonDeserializer",
-    "MODELS",
     "Publisher",
     "RunSummary",
     "Service",

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from streamnb.kafka.errors import BrokerUnavailableError, MissingExtraError
 
-__all__ = ["EmbeddedBroker", "free_port", "broker_binary", "wait_for_broker"]
+__all__ = ["EmbeddedBroker", "broker_binary", "free_port", "wait_for_broker"]
 
 log = logging.getLogger(__name__)
 

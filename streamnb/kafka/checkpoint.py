@@ -44,7 +44,7 @@ from streamnb import persistence
 from streamnb.exceptions import StateError
 from streamnb.kafka.errors import ServiceError
 
-__all__ = ["Checkpoint", "Checkpointer", "FORMAT", "VERSION", "merge_checkpoints"]
+__all__ = ["FORMAT", "VERSION", "Checkpoint", "Checkpointer", "merge_checkpoints"]
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamnb
 
-__all__ = ["ServiceConfig", "MODELS", "make_model", "MODES"]
+__all__ = ["MODELS", "MODES", "ServiceConfig", "make_model"]
 
 #: Learners selectable by name.
 MODELS: dict[str, type] = {

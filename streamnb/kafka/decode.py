@@ -23,7 +23,7 @@ from typing import Any
 
 from streamnb.kafka.errors import BadMessage
 
-__all__ = ["Deserializer", "JsonDeserializer", "DESERIALIZERS", "get_deserializer"]
+__all__ = ["DESERIALIZERS", "Deserializer", "JsonDeserializer", "get_deserializer"]
 
 Deserializer = Callable[[bytes], dict]
 

@@ -25,7 +25,7 @@ from streamnb.kafka.config import ServiceConfig
 from streamnb.kafka.service import RunSummary, Service
 from streamnb.kafka.topics import ensure_topics
 
-__all__ = ["run_demo", "produce_sms", "BAD_EXAMPLES"]
+__all__ = ["BAD_EXAMPLES", "produce_sms", "run_demo"]
 
 log = logging.getLogger(__name__)
 

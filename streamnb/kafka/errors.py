@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streamnb.exceptions import StateError, StreamnbError
 
-__all__ = ["BadMessage", "ServiceError", "BrokerUnavailableError", "CheckpointAheadError", "MissingExtraError"]
+__all__ = ["BadMessage", "BrokerUnavailableError", "CheckpointAheadError", "MissingExtraError", "ServiceError"]
 
 
 class BadMessage(StreamnbError, ValueError):

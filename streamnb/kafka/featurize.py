@@ -27,7 +27,7 @@ from typing import Any
 
 from streamnb.kafka.errors import BadMessage
 
-__all__ = ["Example", "Featurizer", "FieldFeaturizer", "TextFeaturizer", "NO_LABEL"]
+__all__ = ["NO_LABEL", "Example", "Featurizer", "FieldFeaturizer", "TextFeaturizer"]
 
 
 class _NoLabel:

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["Metrics", "RollingAccuracy", "Progress"]
+__all__ = ["Metrics", "Progress", "RollingAccuracy"]
 
 
 class RollingAccuracy:

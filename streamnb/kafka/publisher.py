@@ -17,7 +17,7 @@ from typing import Any
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-__all__ = ["Publisher", "DeadLetter"]
+__all__ = ["DeadLetter", "Publisher"]
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Publisher:
         if self._producer is not None:
             try:
                 self._producer.close(timeout=0)
-            except Exception:  # noqa: BLE001 - it is broken anyway
+            except Exception:
                 log.debug("closing a broken producer failed", exc_info=True)
             self._producer = None
             log.warning("producer recreated after an error")
@@ -136,7 +136,7 @@ class Publisher:
         if self._producer is not None:
             try:
                 self._producer.close(timeout=timeout)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.debug("producer close failed", exc_info=True)
             self._producer = None
 

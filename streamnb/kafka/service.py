@@ -35,7 +35,7 @@ from streamnb.kafka.publisher import DeadLetter, Publisher
 from streamnb.kafka.source import Backoff, Source
 from streamnb.kafka.topics import ensure_topics
 
-__all__ = ["Service", "RunSummary", "frame"]
+__all__ = ["RunSummary", "Service", "frame"]
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +215,7 @@ class Service:
 
     def _on_revoked(self, tps: set, lost: bool) -> None:
         with self._lock:
+            self._assigned_at = None  # rebalancing: not idle until the next assignment
             if lost or not self._checkpoint("rebalance"):
                 self._rollback()
             elif self.source is not None:
@@ -461,7 +462,7 @@ class Service:
         while True:
             try:
                 return fn()
-            except Exception as exc:  # noqa: BLE001 - broker not reachable yet
+            except Exception as exc:
                 if self._stop.is_set():
                     raise
                 delay = backoff.next()

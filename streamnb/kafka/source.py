@@ -14,7 +14,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamnb.kafka.errors import BrokerUnavailableError, ServiceError
 
-__all__ = ["Source", "Backoff", "consumer_defaults"]
+__all__ = ["Backoff", "Source", "consumer_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class _Listener(ConsumerRebalanceListener):
     def __init__(self, source: Source) -> None:
         self.source = source
 
-    def on_partitions_revoked(self, revoked):  # noqa: D401 - kafka-python API
+    def on_partitions_revoked(self, revoked):
         self.source._revoked(set(revoked), lost=False)
 
     def on_partitions_lost(self, lost):
@@ -137,7 +137,7 @@ class Source:
         if self.consumer is not None:
             try:
                 self.consumer.close(autocommit=False)
-            except Exception:  # noqa: BLE001 - closing while the broker is down
+            except Exception:
                 log.debug("consumer close failed", exc_info=True)
             self.consumer = None
         self._owned = set()

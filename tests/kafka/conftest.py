@@ -17,8 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kafkatest import wait_until  # noqa: E402
-from streamnb.kafka import EmbeddedBroker  # noqa: E402
+from kafkatest import wait_until
+
+from streamnb.kafka import EmbeddedBroker
 
 EXTERNAL = os.environ.get("STREAMNB_BOOTSTRAP")
 

@@ -102,7 +102,7 @@ def test_sigkill_at_random_points_learns_every_event_exactly_once(bootstrap, nam
         for _ in range(4):
             proc = cli(*run_args(bootstrap, names, ckdir, kind))
             before = newest_id(ckdir)
-            wait_until(lambda: newest_id(ckdir) > before or proc.poll() is not None, 60, "a new checkpoint")
+            wait_until(lambda p=proc, b=before: newest_id(ckdir) > b or p.poll() is not None, 60, "a new checkpoint")
             time.sleep(rng.uniform(0.0, 0.25))  # land the kill at a random point after it
             if proc.poll() is None:
                 kills += 1

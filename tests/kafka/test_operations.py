@@ -1,0 +1,110 @@
+"""Group splitting and merging; the broker going down and coming back."""
+
+from __future__ import annotations
+
+import threading
+
+from kafkatest import config, create, produce, read_topic, start, wait_until
+from test_exactly_once import assert_same_model, clean_pass, weather
+
+from streamnb.kafka import Checkpointer, Service, merge_checkpoints
+
+
+def test_two_consumers_split_partitions_and_merged_model_loses_nothing(bootstrap, names, tmp_path):
+    """A second member joins while the first is consuming (rebalance); merged checkpoints = one clean pass."""
+    events = weather(6000, seed=11)
+    create(bootstrap, names.topic, 4)
+    half = len(events) // 2
+    stop = threading.Event()
+
+    def feed(part) -> None:  # keys spread the events over the 4 partitions
+        for i in range(0, len(part), 250):
+            produce(bootstrap, names.topic, part[i:i + 250])
+            if stop.wait(0.05):
+                return
+
+    feeder = threading.Thread(target=feed, args=(events[:half],))
+    feeder.start()
+    a = Service(config(bootstrap, names, tmp_path, member="a", exit_when_idle=2.0))
+    run_a = start(a)
+    try:
+        wait_until(lambda: a.summary.events > 0, 30, "member a consuming")
+        b = Service(config(bootstrap, names, tmp_path, member="b", exit_when_idle=2.0))
+        run_b = start(b)
+        # once both own partitions, send the second half: both must learn some of it
+        wait_until(lambda: b.source is not None and b.source.owned and a.source.owned
+                   and not (a.source.owned & b.source.owned), 40, "the rebalance")
+        feeder.join()
+        feed(events[half:])
+        sa, sb = run_a.join(90), run_b.join(90)
+    finally:
+        stop.set()
+        feeder.join()
+    assert sa.learned > 0 and sb.learned > 0
+    ckdir = tmp_path / "ckpt"
+    merged, offsets = merge_checkpoints(ckdir)
+    assert sum(offsets.values()) == len(events) == merged.n_seen
+    assert_same_model(merged, clean_pass(events, "categorical"))
+    # each member's checkpoint holds only what it learned
+    na = Checkpointer(ckdir, "a").load().model.n_seen
+    nb = Checkpointer(ckdir, "b").load().model.n_seen
+    assert na + nb == len(events)
+
+
+def test_broker_down_and_back(s3_broker, names, tmp_path):
+    """The service keeps running while the broker is away, then carries on exactly."""
+    bs = s3_broker.bootstrap
+    events = weather(400, seed=13)
+    create(bs, names.topic, 1)
+    produce(bs, names.topic, events[:200])
+    service = Service(config(bs, names, tmp_path, model="categorical", partitions=[0], exit_when_idle=None,
+                             checkpoint_every=10_000, checkpoint_interval=0.5, flush_timeout=1.0))
+    run = start(service)
+    try:
+        wait_until(lambda: service.summary.events >= 200, 30, "first events")
+        s3_broker.kill()
+        # while it is down: outputs cannot be acknowledged, so checkpoints are postponed, not faked
+        failures = service.metrics.checkpoint_failures
+        before = failures._value.get()
+        wait_until(lambda: service.summary.checkpoints == 0 and failures._value.get() > before
+                   or not run.thread.is_alive(), 30, "a postponed checkpoint")
+        assert run.thread.is_alive(), run.error
+        s3_broker.start()  # same port, data kept
+        produce(bs, names.topic, events[200:])
+        wait_until(lambda: service.summary.events >= 400, 60, "events after the restart")
+        wait_until(lambda: service.summary.checkpoints > 0 and not service._dirty, 30, "checkpoint after restart")
+    finally:
+        service.stop()
+        summary = run.join(60)
+    assert summary.events == 400
+    ck = Checkpointer(tmp_path / "ckpt").load()
+    assert ck.offsets == {f"{names.topic}:0": 400}
+    assert_same_model(ck.model, clean_pass(events, "categorical"))
+    keys = {r.key for r in read_topic(bs, names.output, 400)}
+    assert len(keys) == 400  # every prediction published at least once
+
+
+def test_idempotent_producer_is_recreated_after_a_broker_restart(memory_broker, names):
+    """kafka-python's idempotent producer never recovers from a broker restart: the outbox
+    recreates it and sends again, so nothing is lost."""
+    from streamnb.kafka import Publisher
+
+    bs = memory_broker.bootstrap
+    create(bs, names.output, 1)
+    recreated = []
+    pub = Publisher(bs, idempotent=True, on_recreate=lambda: recreated.append(1))
+    try:
+        pub.send(names.output, b"before")
+        assert pub.flush(10)
+        memory_broker.kill()
+        memory_broker.start()  # same port; memory storage: the topic is gone
+        create(bs, names.output, 1)
+        for i in range(5):
+            pub.send(names.output, f"after-{i}".encode())
+        assert wait_until(lambda: pub.flush(2.0), 40, "messages acknowledged after the restart")
+        assert pub.pending == 0
+    finally:
+        pub.close()
+    values = {r.value for r in read_topic(bs, names.output, 5)}
+    assert {f"after-{i}".encode() for i in range(5)} <= values
+    assert recreated, "the producer should have been recreated"

@@ -77,7 +77,7 @@ def _fail(exc: BaseException) -> None:
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(name="streamnb", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="streamnb")
 def main() -> None:
     """Streaming naive Bayes classifiers, as a Kafka service.

@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/spam_filter.py
+	$(BIN)/streamnb demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -115,6 +115,7 @@ def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float
         config = ServiceConfig(
             bootstrap=bootstrap, input_topics=[topic], output_topic=output, model="multinomial",
             model_params={"alpha": 0.1}, text_field="text", label_field="label", group_id=f"demo-{run_id}",
+            partitions=[0],  # static assignment: no 3 s group join in a 5 s demo
             checkpoint_dir=ckpt, checkpoint_every=2000, max_events=n_total, progress=True,
             metrics_port=metrics_port, exit_when_idle=15.0,
         )

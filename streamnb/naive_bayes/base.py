@@ -37,6 +37,10 @@ def posterior(jll: np.ndarray) -> np.ndarray:
     """
     jll = np.asarray(jll, dtype=float)
     top = jll.max(axis=-1, keepdims=True)
+    if np.isfinite(top).all():
+        p = np.exp(jll - top)
+        p /= p.sum(axis=-1, keepdims=True)
+        return p
     with np.errstate(invalid="ignore", over="ignore"):
         shifted = np.where(np.isposinf(top), np.where(np.isposinf(jll), 0.0, -np.inf), jll - top)
         p = np.exp(shifted)
@@ -277,9 +281,7 @@ class BaseNB(base.MiniBatchClassifier):
             raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
         if not len(X):
             return
-        labels = list(y)
-        for label in labels:
-            _check_label(label)
+        labels = _check_labels(y)
         weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),)).copy()
         if not np.isfinite(weights).all() or (weights < 0).any():
             raise InvalidEventError("weights must be finite and non-negative")
@@ -432,6 +434,18 @@ def _check_label(y: object) -> None:
         hash(y)
     except TypeError as exc:
         raise InvalidEventError(f"a label of type {type(y).__name__} is not hashable") from exc
+
+
+def _check_labels(y: Any) -> list:
+    """The labels of a batch as a list, each checked as :func:`_check_label` does."""
+    series = y if isinstance(y, pd.Series) else pd.Series(list(y), dtype=object)
+    if series.isna().any():
+        raise InvalidEventError("a label is missing (None or NaN)")
+    labels = series.tolist()
+    if series.dtype == object:
+        for label in labels:
+            _check_label(label)
+    return labels
 
 
 def _check_weight(w: Any) -> float:

@@ -42,6 +42,7 @@ class GaussianPart(Part):
         self._cache_keys: tuple = ()
         self._cache_ids = np.empty(0, dtype=np.intp)
         self._cache_all = True
+        self._checked: tuple | None = None
         self._derived: tuple | None = None
         self._var = np.zeros((0, 0))
 
@@ -91,17 +92,22 @@ class GaussianPart(Part):
         )
 
     def check_frame(self, X: pd.DataFrame) -> None:
-        frame_values(X)
+        self._checked = (X, frame_values(X))
+
+    def _values(self, X: pd.DataFrame) -> np.ndarray:
+        """``frame_values(X)``, reusing the conversion :meth:`check_frame` just made."""
+        checked, self._checked = self._checked, None
+        return checked[1] if checked is not None and checked[0] is X else frame_values(X)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        v = frame_values(X)
-        present = (v == v) & (w[:, None] > 0)
+        v = self._values(X)
         names = list(X.columns)
-        self.features.lookup([names[j] for j in first_seen(present)], add=True)
+        self.features.lookup([names[j] for j in first_seen(v == v)], add=True)
         cols = self.features.lookup(names)
-        rows, j = np.nonzero(present)
-        if len(rows):
-            self.welford.update_many_ids(k[rows], cols[j], v[rows, j], w[rows])
+        if (cols < 0).any():  # columns with no value at all
+            v, cols = v[:, cols >= 0], cols[cols >= 0]
+        if len(cols):
+            self.welford.update_matrix(k, cols, v, w)
 
     def changed(self) -> None:
         self._derived = None
@@ -166,18 +172,33 @@ class GaussianPart(Part):
             return out
         v, ids = v[:, known], ids[known]
         mean, coef, log_norm, zero = self._params()
-        d = v[:, :, None] - mean[:, ids].T  # [rows, features, classes]
+        missing = np.isnan(v)
+        any_missing = bool(missing.any())
+        observed = (~missing).astype(float) if any_missing else None
         with np.errstate(over="ignore", invalid="ignore"):
-            ll = log_norm[:, ids].T + coef[:, ids].T * (d * d)
-        if zero is not None:
-            ll = _point_masses(ll, d, zero[:, ids].T)
-        ll = np.where(np.isnan(v)[:, :, None], 0.0, ll)
-        with np.errstate(invalid="ignore"):
-            total = ll.sum(axis=1)
-        bad = ~np.isfinite(total).all(axis=1)
-        if bad.any():
-            total[bad] = clean_features(ll[bad])
-        return total
+            if zero is None:  # one class at a time, sums as matrix products
+                for k in range(len(self.classes)):
+                    d = v - mean[k, ids]
+                    if any_missing:
+                        d[missing] = 0.0
+                        out[:, k] = (d * d) @ coef[k, ids] + observed @ log_norm[k, ids]
+                    else:
+                        out[:, k] = (d * d) @ coef[k, ids] + log_norm[k, ids].sum()
+                bad = ~np.isfinite(out).all(axis=1)
+            else:
+                bad = np.ones(len(X), dtype=bool)
+            if bad.any():  # point masses or overflow: per feature, with clean_features
+                vb = v[bad]
+                d = vb[:, :, None] - mean[:, ids].T  # [rows, features, classes]
+                ll = log_norm[:, ids].T + coef[:, ids].T * (d * d)
+                if zero is not None:
+                    ll = _point_masses(ll, d, zero[:, ids].T)
+                ll = np.where(np.isnan(vb)[:, :, None], 0.0, ll)
+                total = ll.sum(axis=1)
+                fine = np.isfinite(total).all(axis=1)
+                total[~fine] = clean_features(ll[~fine])
+                out[bad] = total
+        return out
 
     # -- statistics and tables -------------------------------------------------------------
     def stats(self) -> dict[str, Welford]:

@@ -86,6 +86,11 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False) -> np.ndarray:
                 if not is_missing(v) and not (isinstance(v, (Real, np.number)) and not isinstance(v, complex)):
                     raise InvalidEventError(f"expected a number, got {type(v).__name__} {_short(v)}", col)
     v = X.to_numpy(dtype=float, na_value=np.nan)
+    if not v.size:
+        return v
+    top = np.abs(v).max()  # NaN if anything is missing: then look closer
+    if top <= MAX_ABS and (not nonnegative or v.min() >= 0):
+        return v
     bad = (~(np.abs(v) <= MAX_ABS) | ((v < 0) if nonnegative else False)) & (v == v)
     if bad.any():
         r, c = np.argwhere(bad)[0]

@@ -95,6 +95,44 @@ class Welford(Statistic):
         n, mean, m2 = (self._arrays[f].reshape(-1) for f in self.fields)
         n[cells], mean[cells], m2[cells] = chan(n[cells], mean[cells], m2[cells], nb, mb, m2b)
 
+    def update_matrix(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, w: np.ndarray) -> None:
+        """A batch as a matrix: event ``i`` of class ``rows[i]`` has ``values[i, j]`` for column
+        ``cols[j]`` (distinct ids; NaN where missing) and weight ``w[i] > 0``.
+
+        Dense per-class summaries merged with :func:`chan`; the same result as
+        :meth:`update_many_ids` on the observed cells.
+        """
+        classes = np.unique(rows)
+        if len(classes) > 32:  # many classes: flatten the observed cells instead
+            r, j = np.nonzero(values == values)
+            self.update_many_ids(rows[r], cols[j], values[r, j], w[r])
+            return
+        self._fit()
+        a = self._arrays
+        missing = np.isnan(values)
+        any_missing = bool(missing.any())
+        for r in classes.tolist():
+            sel = rows == r if len(classes) > 1 else slice(None)
+            x, wr, c = values[sel], w[sel], cols
+            if not any_missing:
+                nb = np.full(len(c), wr.sum())
+                mb = (wr @ x) / nb
+                dev = x - mb
+                m2b = wr @ (dev * dev)
+            else:
+                seen = ~missing[sel]
+                ww = seen * wr[:, None]
+                nb = ww.sum(axis=0)
+                touched = nb > 0
+                xz = np.where(seen, x, 0.0)
+                mb = (ww * xz).sum(axis=0) / np.where(touched, nb, 1.0)
+                dev = np.where(seen, x - mb, 0.0)
+                m2b = (ww * dev * dev).sum(axis=0)
+                c, nb, mb, m2b = c[touched], nb[touched], mb[touched], m2b[touched]
+            a["n"][r, c], a["mean"][r, c], a["m2"][r, c] = chan(
+                a["n"][r, c], a["mean"][r, c], a["m2"][r, c], nb, mb, m2b
+            )
+
     def count(self) -> np.ndarray:
         return self.view("n")
 

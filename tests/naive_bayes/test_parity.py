@@ -224,3 +224,17 @@ def test_river_bernoulli_differs_by_its_probability_floor(rng):
         river.learn_one(doc, int(c))
     # River's log(1e-9 + p) shifts each of ~40 terms by about 1e-9 / p with p >= 1/150
     assert 0.0 < worst < 40 * 150 * 1e-9
+
+
+def test_unseen_tokens_river_smooths_them_ours_ignores_by_default(rng):
+    docs, y = token_stream(rng)
+    ours, river = streamnb.MultinomialNB(), river_nb.MultinomialNB()
+    for doc, c in zip(docs, y):
+        ours.learn_one(doc, int(c))
+        river.learn_one(doc, int(c))
+    known = {"t1": 2}
+    assert_proba_equal(ours.predict_proba_one(known), river.predict_proba_one(known))
+    with_new = {"t1": 2, "never-seen": 3}
+    # River scores the new token alpha / (N_y + alpha V): it favours the class with fewer tokens
+    assert ours.predict_proba_one(with_new) == ours.predict_proba_one(known)
+    assert river.predict_proba_one(with_new)[0] != pytest.approx(river.predict_proba_one(known)[0], rel=1e-6)

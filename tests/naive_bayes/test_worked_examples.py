@@ -150,3 +150,29 @@ def test_weather_numeric_textbook():
     assert round(math.exp(contrib["temperature"]["no"]), 4) == 0.0279
     assert round(math.exp(contrib["humidity"]["no"]), 4) == 0.0380
     assert round(model.predict_proba_one(x)["yes"], 3) == 0.208
+
+
+def test_zero_variance_class_wins_an_exact_match():
+    model = streamnb.GaussianNB()
+    for v in (5.0, 5.0, 5.0):
+        model.learn_one({"x": v}, "constant")
+    for v in (4.0, 5.0, 6.0):
+        model.learn_one({"x": v}, "spread")
+    p = model.predict_proba_one({"x": 5.0})
+    assert p["constant"] > 0.9999  # never a 50/50 tie: var = 1e-9 * pooled var, a sharp peak
+    assert model.predict_proba_one({"x": 5.5})["spread"] > 1 - 1e-6
+
+
+def test_explanation_adds_up_to_the_posterior():
+    model = learn(streamnb.MixedNB(), weather("numeric"))
+    x = {"outlook": "sunny", "temperature": 66.0, "humidity": 90.0, "windy": "TRUE", "unknown": 1.0}
+    explanation = model.explain_one(x)
+    assert set(explanation) == {"outlook", "temperature", "humidity", "windy"}
+    joint = explanation.joint()
+    p = model.predict_proba_one(x)
+    log_odds = explanation.log_odds("yes", "no")
+    assert math.fsum(log_odds.values()) == pytest.approx(joint["yes"] - joint["no"], rel=1e-12)
+    assert math.log(p["yes"] / p["no"]) == pytest.approx(joint["yes"] - joint["no"], rel=1e-9)
+    tables = model.tables()
+    assert {"class_counts", "mean", "var", "count", "p_category", "category_counts"} <= set(tables)
+    assert tables["p_category"].loc[("outlook", "sunny"), "yes"] == pytest.approx((2 + 1) / (9 + 3))

@@ -1,6 +1,6 @@
 """streamnb: streaming Bayesian network classifiers with exact, mergeable statistics."""
 
-from streamnb import persistence
+from streamnb import persistence  # noqa: F401  (streamnb.persistence.save/load)
 from streamnb.bn import AODE, BayesNetClassifier, ChowLiuClassifier, TANClassifier
 from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
 from streamnb.naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB

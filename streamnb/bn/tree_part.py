@@ -25,16 +25,15 @@ term, ``log P(evidence below it | its parent's value, y)``, reported under its o
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import Part, clean_features
 from streamnb.naive_bayes.categorical import lidstone
-from streamnb.naive_bayes.values import check_hashable, is_missing
+from streamnb.naive_bayes.values import check_hashable, factorize, is_missing
 from streamnb.stats import Counts, Index
 from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
@@ -137,11 +136,11 @@ class TreePart(Part):
 
     def check_frame(self, X: pd.DataFrame) -> None:
         for f in X.columns:
-            _factorize(X[f], f)
+            factorize(X[f], f)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         names = list(X.columns)
-        coded = [_factorize(X[f], f) for f in names]
+        coded = [factorize(X[f], f) for f in names]
         ids = np.full((len(X), len(names)), -1, dtype=np.intp)
         if names:
             # register cells in the order a row-by-row reader meets them (row, then column)
@@ -366,12 +365,3 @@ def _entry_from_state(e: dict) -> dict:
     if "class" in e:
         out["class"] = decode_key(e["class"])
     return out
-
-
-def _factorize(col: pd.Series, feature: Hashable) -> tuple[np.ndarray, list]:
-    """Codes (-1 where missing) and unique values of a column; unhashable values are rejected."""
-    try:
-        codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    except TypeError as exc:
-        raise InvalidEventError("categories must be hashable", feature) from exc
-    return codes, list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
-from streamnb.naive_bayes.values import check_hashable, drop_impossible, is_missing
+from streamnb.naive_bayes.values import check_hashable, drop_impossible, factorize, is_missing
 from streamnb.stats import Counts, Index
 
 __all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone"]
@@ -105,10 +104,10 @@ class CategoricalPart(Part):
 
     def check_frame(self, X: pd.DataFrame) -> None:
         for f in X.columns:
-            _factorize(X[f], f)
+            factorize(X[f], f)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        coded = [_factorize(X[f], f) for f in X.columns]
+        coded = [factorize(X[f], f) for f in X.columns]
         # register new cells and features in the order a row-by-row reader meets them
         firsts = []
         for pos, (f, (codes, uniques)) in enumerate(zip(X.columns, coded)):
@@ -161,7 +160,7 @@ class CategoricalPart(Part):
             fid = self.features.get(f)
             if fid < 0:
                 continue
-            codes, uniques = _factorize(X[f], f)
+            codes, uniques = factorize(X[f], f)
             if not uniques:
                 continue
             cids = self.cells.lookup([(f, u) for u in uniques])
@@ -184,14 +183,6 @@ class CategoricalPart(Part):
             "p_category": pd.DataFrame(p, index=index, columns=list(self.classes.keys)),
             "category_counts": pd.DataFrame(self.counts.n.T, index=index, columns=list(self.classes.keys)),
         }
-
-
-def _factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
-    try:
-        codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    except TypeError as exc:
-        raise InvalidEventError("categories must be hashable", feature) from exc
-    return codes, list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
 
 
 class CategoricalNB(BaseNB):

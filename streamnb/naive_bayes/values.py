@@ -20,6 +20,7 @@ __all__ = [
     "log_dot",
     "drop_impossible",
     "class_sums",
+    "factorize",
 ]
 
 #: Largest magnitude a numeric value may have: squared deviations must not overflow.
@@ -143,3 +144,18 @@ def check_hashable(value: Any, feature: object) -> None:
         hash(value)
     except TypeError as exc:
         raise InvalidEventError(f"a category must be hashable, got {type(value).__name__}", feature) from exc
+
+
+def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
+    """Codes (-1 where missing) and unique values (plain Python) of a column of categories;
+    unhashable values raise :class:`InvalidEventError` naming the feature.
+
+    >>> codes, uniques = factorize(pd.Series(["b", None, "a", "b"]), "f")
+    >>> codes.tolist(), uniques
+    ([0, -1, 1, 0], ['b', 'a'])
+    """
+    try:
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    except TypeError as exc:
+        raise InvalidEventError("categories must be hashable", feature) from exc
+    return codes, list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)

@@ -16,7 +16,6 @@ out. Values never seen are treated as missing. Networks of up to 52 nodes.
 
 from __future__ import annotations
 
-import math
 import string
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -25,9 +24,9 @@ import numpy as np
 import pandas as pd
 from river import base
 
-from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.exceptions import StateError
 from streamnb.naive_bayes.categorical import lidstone
-from streamnb.naive_bayes.values import check_hashable, is_missing
+from streamnb.naive_bayes.values import check_hashable, check_label, check_weight, is_missing
 from streamnb.stats import Counts, Index
 
 __all__ = ["BayesNetClassifier"]
@@ -113,14 +112,8 @@ class BayesNetClassifier(base.Classifier):
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count one event with weight ``w``; a rejected event changes nothing."""
-        if y is None or is_missing(y):
-            raise InvalidEventError("the label is missing (None or NaN)")
-        try:
-            w = float(w)
-        except (TypeError, ValueError) as exc:
-            raise InvalidEventError(f"the weight {w!r} is not a number") from exc
-        if not (math.isfinite(w) and w >= 0.0):
-            raise InvalidEventError(f"the weight must be finite and non-negative, got {w}")
+        check_label(y)
+        w = check_weight(w)
         seen = self._event(x, y)
         if w == 0.0:
             return

@@ -17,6 +17,7 @@ import pandas as pd
 from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.naive_bayes.values import PLAIN_LABELS, check_label, check_labels, check_weight
 from streamnb.stats import Counts, Index
 from streamnb.stats.base import Statistic
 
@@ -218,10 +219,10 @@ class BaseNB(base.MiniBatchClassifier):
         read (any prediction, inspection, merge or save) or when the buffer is full: counts are
         exactly those of one-by-one updates, Welford means and variances equal to rounding.
         """
-        if type(y) not in _PLAIN_LABELS:
-            _check_label(y)
+        if type(y) not in PLAIN_LABELS:
+            check_label(y)
         if w != 1.0:
-            w = _check_weight(w)
+            w = check_weight(w)
         single = self._single
         prepared = single.prepare(x) if single is not None else self._split(x)
         if w == 0.0:
@@ -281,7 +282,7 @@ class BaseNB(base.MiniBatchClassifier):
             raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
         if not len(X):
             return
-        labels = _check_labels(y)
+        labels = check_labels(y)
         weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),)).copy()
         if not np.isfinite(weights).all() or (weights < 0).any():
             raise InvalidEventError("weights must be finite and non-negative")
@@ -418,41 +419,3 @@ class BaseNB(base.MiniBatchClassifier):
         for name, stat in stats.items():
             stat.load_state(saved[name])
         self.__dict__.update(fresh.__dict__)
-
-
-_PLAIN_LABELS = frozenset({str, int, bool})
-
-
-def _check_label(y: object) -> None:
-    try:
-        missing = y is None or y is pd.NA or bool(y != y)
-    except (TypeError, ValueError):
-        missing = True
-    if missing:
-        raise InvalidEventError("the label is missing (None or NaN)")
-    try:
-        hash(y)
-    except TypeError as exc:
-        raise InvalidEventError(f"a label of type {type(y).__name__} is not hashable") from exc
-
-
-def _check_labels(y: Any) -> list:
-    """The labels of a batch as a list, each checked as :func:`_check_label` does."""
-    series = y if isinstance(y, pd.Series) else pd.Series(list(y), dtype=object)
-    if series.isna().any():
-        raise InvalidEventError("a label is missing (None or NaN)")
-    labels = series.tolist()
-    if series.dtype == object:
-        for label in labels:
-            _check_label(label)
-    return labels
-
-
-def _check_weight(w: Any) -> float:
-    try:
-        w = float(w)
-    except (TypeError, ValueError) as exc:
-        raise InvalidEventError(f"the weight {w!r} is not a number") from exc
-    if not (math.isfinite(w) and w >= 0.0):
-        raise InvalidEventError(f"the weight must be finite and non-negative, got {w}")
-    return w

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from numbers import Real
 from typing import Any
@@ -21,6 +22,9 @@ __all__ = [
     "drop_impossible",
     "class_sums",
     "factorize",
+    "check_label",
+    "check_labels",
+    "check_weight",
 ]
 
 #: Largest magnitude a numeric value may have: squared deviations must not overflow.
@@ -159,3 +163,44 @@ def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
     except TypeError as exc:
         raise InvalidEventError("categories must be hashable", feature) from exc
     return codes, list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
+
+
+#: Label types that need no check beyond their type.
+PLAIN_LABELS = frozenset({str, int, bool})
+
+
+def check_label(y: object) -> None:
+    """Raise :class:`InvalidEventError` for a missing (None, NaN, NA) or unhashable label."""
+    try:
+        missing = y is None or y is pd.NA or bool(y != y)
+    except (TypeError, ValueError):
+        missing = True
+    if missing:
+        raise InvalidEventError("the label is missing (None or NaN)")
+    try:
+        hash(y)
+    except TypeError as exc:
+        raise InvalidEventError(f"a label of type {type(y).__name__} is not hashable") from exc
+
+
+def check_labels(y: Any) -> list:
+    """The labels of a batch as a list, each checked as :func:`check_label` does."""
+    series = y if isinstance(y, pd.Series) else pd.Series(list(y), dtype=object)
+    if series.isna().any():
+        raise InvalidEventError("a label is missing (None or NaN)")
+    labels = series.tolist()
+    if series.dtype == object:
+        for label in labels:
+            check_label(label)
+    return labels
+
+
+def check_weight(w: Any) -> float:
+    """The weight as a float; raise :class:`InvalidEventError` unless finite and >= 0."""
+    try:
+        w = float(w)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEventError(f"the weight {w!r} is not a number") from exc
+    if not (math.isfinite(w) and w >= 0.0):
+        raise InvalidEventError(f"the weight must be finite and non-negative, got {w}")
+    return w

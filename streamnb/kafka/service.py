@@ -373,8 +373,15 @@ class Service:
             elif mode == "prequential" and rec.key is not None:
                 self.pending.put(rec.key, ex.x)  # type: ignore[arg-type]
         if to_learn:
+            xs = [x for _, x, _, _ in to_learn]
+            keys = xs[0].keys()
+            # rows with missing features: learn_many may add keys in another order than
+            # learn_one (same statistics, permuted index), so "auto" learns them one by one
+            whole = self.config.batch_learning == "always" or all(x.keys() == keys for x in xs)
             try:
-                self.model.learn_many(frame([x for _, x, _, _ in to_learn]), pd.Series([y for _, _, y, _ in to_learn]))
+                if not whole:
+                    raise InvalidEventError("batch with missing features: learning one by one")
+                self.model.learn_many(frame(xs), pd.Series([y for _, _, y, _ in to_learn]))
                 self._learned(len(to_learn))
                 self.summary.late_labels += sum(late for *_, late in to_learn)
             except InvalidEventError:

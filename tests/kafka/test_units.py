@@ -1,0 +1,82 @@
+"""Pieces of the service that need no broker: decoding, batching, checkpoint files."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pandas as pd
+import pytest
+
+import streamnb
+from streamnb import persistence
+from streamnb.kafka import BadMessage, Checkpointer, JsonDeserializer
+from streamnb.kafka.checkpoint import MAGIC
+from streamnb.kafka.service import frame
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (b'{"a": -Infinity}', "not_finite"),
+    (b'{"a": 1' + b"0" * 40 + b"}", "not_finite"),
+    (b'"just a string"', "not_an_object"),
+    (b"", "malformed_json"),
+    (b"\xc3\x28", "not_utf8"),
+    (b"[" * 100000 + b"]" * 100000, "oversized"),
+])
+def test_strict_json_rejects(payload, reason):
+    with pytest.raises(BadMessage) as err:
+        JsonDeserializer(max_bytes=100_000)(payload)
+    assert err.value.reason == reason
+
+
+@pytest.mark.parametrize("cls", [streamnb.CategoricalNB, streamnb.BernoulliNB])
+def test_batches_built_by_frame_learn_exactly_as_one_by_one(cls):
+    """What batch learning in "auto" mode relies on (it batches rows with the same features)."""
+    rng = random.Random(2)
+    rows = []
+    for _ in range(400):
+        x = {f"f{j}": rng.choice([0, 1, 2, True, "a"]) if cls is streamnb.CategoricalNB else rng.choice([0, 1])
+             for j in range(5)}
+        rows.append((x, rng.choice(["u", "v"])))
+    one = cls()
+    for x, y in rows:
+        one.learn_one(x, y)
+    for size in (1, 7, 64, 400):
+        many = cls()
+        for i in range(0, len(rows), size):
+            chunk = rows[i:i + size]
+            many.learn_many(frame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
+        assert persistence.dumps(many) == persistence.dumps(one), size
+
+
+def test_checkpoint_of_unknown_version_is_refused(tmp_path):
+    ck = Checkpointer(tmp_path)
+    model = streamnb.CategoricalNB()
+    model.learn_one({"a": 1}, "x")
+    ck.save(model, {"t:0": 1})
+    path = next(tmp_path.glob("*.ckpt"))
+    data = path.read_bytes()
+    head, digest, payload = data[len(MAGIC):].split(b"\n", 2)
+    header = json.loads(head)
+    header["version"] = 99
+    from streamnb.kafka.checkpoint import _encode
+
+    path.write_bytes(_encode(header, payload))
+    with pytest.raises(streamnb.StateError, match="version 99"):
+        Checkpointer(tmp_path).load()
+
+
+def test_checkpoints_keep_two_and_member_names_are_locked(tmp_path):
+    ck = Checkpointer(tmp_path, member="m1")
+    model = streamnb.CategoricalNB()
+    for i in range(4):
+        model.learn_one({"a": i}, "x")
+        ck.save(model, {"t:0": i + 1})
+    assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == ["m1.000000000003.ckpt", "m1.000000000004.ckpt"]
+    ck.acquire()
+    try:
+        with pytest.raises(streamnb.StreamnbError, match="another running instance"):
+            Checkpointer(tmp_path, member="m1").acquire()
+    finally:
+        ck.release()
+    assert Checkpointer(tmp_path, member="m2").claims() == {"t:0": 4}

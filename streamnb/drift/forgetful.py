@@ -1,0 +1,240 @@
+"""Exponential forgetting for any streamnb learner, in O(1) per learned event.
+
+Forgetting with a half-life ``h`` means: after every event, the weight of everything learned
+so far is multiplied by ``d = 2 ** (-1 / h)`` (``model.decay(d)``), so an event ``h`` events
+old counts half. Doing that literally touches every statistic at every event.
+
+:class:`Forgetful` does the same with *growing weights* instead: the event at clock ``t`` is
+learned with weight ``w * 2 ** ((t - ref) / h)``, where ``ref`` is the clock at which the stored
+statistics were last brought to scale. The stored statistics are then the decayed statistics
+times ``2 ** ((now - ref) / h)``: one ``model.decay(2 ** (-(now - ref) / h))`` call brings them
+back. Counts, Welford means and ``M2`` are all linear in the weights, so the result equals
+per-event decay to rounding (``tests/drift/test_forgetful.py`` checks it to 1e-9 relative).
+
+When the scale is restored:
+
+- before every read (prediction, inspection, merge, state) if something was learned since
+  the last read. Smoothing (Lidstone ``alpha``, the Gaussian ``ddof`` rule) is not scale-free,
+  so reading the grown statistics directly would not be exact;
+- while learning, before the growth factor passes ``2 ** 256`` (far from overflow).
+
+So a learn-only stream (a consumer that learns and answers rarely, ``learn_many`` batches) pays
+nothing per event for forgetting, and a prequential loop (predict, learn, predict, ...) pays
+one ``decay`` per event, as the literal scheme does, never more.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import math
+from collections.abc import Hashable, Mapping
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamnb.drift.base import DriftWrapper
+from streamnb.exceptions import InvalidEventError
+
+__all__ = ["Forgetful"]
+
+#: Largest growth exponent (base 2) before the statistics are brought back to scale.
+MAX_GROWTH = 256.0
+
+
+def _time_value(v: Any, clock: str) -> float:
+    if isinstance(v, dt.datetime):
+        return v.timestamp()
+    if isinstance(v, (pd.Timestamp, np.datetime64)):
+        return pd.Timestamp(v).timestamp()
+    if isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v):
+        return float(v)
+    raise InvalidEventError(f"the clock must be a finite number or a datetime, got {v!r}", clock)
+
+
+class Forgetful(DriftWrapper):
+    """Exponential forgetting with a half-life in events, or in time, for any streamnb learner.
+
+    Equivalent (to rounding) to calling ``model.decay(2 ** (-1 / half_life))`` before learning
+    every event, but O(1) per learned event (see the module docstring for how and when the
+    scale is restored). In time mode the decay between two events is
+    ``2 ** (-(t2 - t1) / half_life)``, so a burst of events at one instant forgets nothing
+    among them, and a gap of one half-life halves the past.
+
+    Parameters
+    ----------
+    model
+        A streamnb learner (anything with ``learn_one(x, y, w)``, ``learn_many(X, y, w)``,
+        ``decay``, ``clone``); its own state is never read from outside.
+    half_life
+        Age, in events (or in clock units), at which an event counts half.
+        ``math.inf``: no forgetting.
+    clock
+        ``None``: the half-life is in events. Otherwise the name of the feature holding the
+        event time (a number, or a datetime counted in seconds); that feature is removed before
+        the learner sees the event, and predictions do not need it.
+
+    Examples
+    --------
+    Half-life 2: the newest event counts 1, the one before 1/sqrt(2), then 1/2, ...
+
+    >>> from streamnb import CategoricalNB
+    >>> model = Forgetful(CategoricalNB(alpha=0.0), half_life=2)
+    >>> for y in ["a", "a", "b"]:
+    ...     model.learn_one({"f": "x"}, y)
+    >>> round(model.n_seen, 12) == round(1 + 2 ** -0.5 + 0.5, 12)
+    True
+    >>> p = model.predict_proba_one({"f": "x"})["b"]
+    >>> abs(p - 1 / (1 + 2 ** -0.5 + 0.5)) < 1e-12
+    True
+
+    With a clock, the gap between events counts, not their number:
+
+    >>> model = Forgetful(CategoricalNB(alpha=0.0), half_life=60.0, clock="t")
+    >>> model.learn_one({"t": 0.0, "f": "x"}, "a")
+    >>> model.learn_one({"t": 120.0, "f": "x"}, "b")    # two half-lives later
+    >>> round(model.predict_proba_one({"f": "x"})["a"], 12)
+    0.2
+    """
+
+    def __init__(self, model: Any, half_life: float = 1000.0, clock: str | None = None) -> None:
+        if not (isinstance(half_life, Real) and half_life > 0):
+            raise ValueError(f"half_life must be a positive number, got {half_life!r}")
+        self.model = model
+        self.half_life = half_life
+        self.clock = clock
+        self._ref: float | None = None  # clock at which the stored statistics are to scale
+        self._now: float | None = None  # latest clock learned
+        self._events = 0
+
+    @classmethod
+    def _unit_test_params(cls):
+        from streamnb import GaussianNB, TANClassifier
+
+        yield {"model": GaussianNB(), "half_life": 50.0}
+        yield {"model": TANClassifier(relearn_every=20), "half_life": 7.0}
+
+    def _unit_test_skips(self) -> set:
+        return set()
+
+    # -- clock -----------------------------------------------------------------------------
+    def _time(self, x: Mapping) -> float:
+        if self.clock is None:
+            return float(self._events + 1)
+        if self.clock not in x:
+            raise InvalidEventError("missing the clock feature", self.clock)
+        return _time_value(x[self.clock], self.clock)
+
+    def _features(self, x: Mapping) -> Mapping:
+        if self.clock is None or self.clock not in x:
+            return x
+        return {k: v for k, v in x.items() if k != self.clock}
+
+    def _features_frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        if self.clock is None or self.clock not in X.columns:
+            return X
+        return X.drop(columns=[self.clock])
+
+    def _growth(self, t: float) -> float:
+        """Base-2 exponent of the weight of an event at clock ``t``."""
+        return (t - self._ref) / self.half_life if self._ref is not None else 0.0
+
+    def _rebase(self, t: float) -> None:
+        """Bring the stored statistics to the scale of clock ``t`` (``t >= ref``)."""
+        if self._ref is None or t == self._ref:
+            self._ref = t
+            return
+        factor = 2.0 ** (-(t - self._ref) / self.half_life)
+        if factor == 0.0:  # the whole past has underflowed: forget it at once
+            self.model = self.model.clone()
+        elif factor < 1.0:
+            self.model.decay(factor)
+        self._ref = t
+
+    def _reader(self) -> Any:
+        if self._now is not None and self._now != self._ref:
+            self._rebase(self._now)
+        return self.model
+
+    # -- learning --------------------------------------------------------------------------
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, **kwargs: Any) -> None:
+        t = self._time(x)
+        if self._ref is None:
+            self._ref = t
+        if self._growth(t) > MAX_GROWTH:
+            self._rebase(max(t, self._now if self._now is not None else t))
+        scale = 2.0 ** self._growth(t)
+        self.model.learn_one(self._features(x), y, w * scale if scale != 1.0 else w, **kwargs)
+        self._events += 1
+        self._now = t if self._now is None else max(self._now, t)
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
+        """Learn a batch: row ``i`` is the event at the next clock value (or at its clock
+        column); the statistics equal those of learning the rows in turn."""
+        n = len(X)
+        if not n:
+            return
+        if self.clock is None:
+            t = np.arange(self._events + 1, self._events + n + 1, dtype=float)
+        else:
+            if self.clock not in X.columns:
+                raise InvalidEventError("missing the clock feature", self.clock)
+            t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=float)
+        if self._ref is None:
+            self._ref = float(t[0])
+        top = float(t.max())
+        if (top - self._ref) / self.half_life > MAX_GROWTH:
+            self._rebase(max(float(t.min()), self._now if self._now is not None else -math.inf))
+            if (top - self._ref) / self.half_life > MAX_GROWTH:  # the batch spans too long
+                cut = n // 2 or 1
+                self.learn_many(X.iloc[:cut], y.iloc[:cut], _part(w, 0, cut), **kwargs)
+                self.learn_many(X.iloc[cut:], y.iloc[cut:], _part(w, cut, n), **kwargs)
+                return
+        weights = np.broadcast_to(np.asarray(w, dtype=float), (n,)) * np.exp2(
+            (t - self._ref) / self.half_life
+        )
+        self.model.learn_many(self._features_frame(X), y, weights, **kwargs)
+        self._events += n
+        self._now = top if self._now is None else max(self._now, top)
+
+    # -- merge, decay, state ---------------------------------------------------------------
+    def decay(self, factor: float) -> None:
+        """Multiply the weight of everything remembered by ``factor`` (e.g. on a drift)."""
+        self._reader().decay(factor)
+
+    def merge(self, other: Forgetful) -> Forgetful:
+        """Add what ``other`` remembers. In time mode the older side is first decayed to the
+        newer one's clock (exact); in event mode both are taken as of now."""
+        if type(other) is not type(self) or (other.half_life, other.clock) != (self.half_life, self.clock):
+            raise TypeError("can only merge a Forgetful with the same half-life and clock")
+        mine, theirs = self._reader(), copy.deepcopy(other._reader())
+        if self.clock is not None and other._now is not None:
+            if self._now is None:
+                self._ref = self._now = other._now
+            elif other._now < self._now:
+                theirs.decay(2.0 ** (-(self._now - other._now) / self.half_life))
+            elif other._now > self._now:
+                self._rebase(other._now)
+                self._now = other._now
+        mine.merge(theirs)
+        return self
+
+    def to_state(self) -> dict[str, Any]:
+        """Plain data: the wrapped learner's state, to scale, and the clock."""
+        model = self._reader()
+        return {"model": model.to_state(), "now": self._now, "events": self._events}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Replace this model's state by :meth:`to_state`'s output; all or nothing."""
+        model = self.model.clone()
+        model.load_state(state["model"])
+        now = None if state["now"] is None else float(state["now"])
+        events = int(state["events"])
+        self.model, self._now, self._ref, self._events = model, now, now, events
+
+
+def _part(w: Any, start: int, stop: int) -> Any:
+    arr = np.asarray(w, dtype=float)
+    return arr if arr.ndim == 0 else arr[start:stop]

@@ -1,0 +1,142 @@
+"""Sliding windows for any streamnb learner, without storing a single event.
+
+The window is cut into ``blocks`` blocks of ``window / blocks`` events; each block is a clone of
+the learner that learns only its events. When a block is full a new one starts, and once there
+are more than ``blocks`` of them the oldest is dropped. Predictions come from the *merge* of the
+blocks (``merge`` is exact: counts add, Welford statistics combine by Chan et al.), so the model
+answers with the statistics of exactly the last ``n`` events, where::
+
+    window - window / blocks < n <= window      (once ``window`` events have been learned)
+
+``n`` is ``window`` right after a block fills and drops to ``window - window/blocks + 1`` when
+the next event starts a new block. The merged learner is cached and learns every event too (so
+a read costs nothing extra); it is rebuilt from the blocks at the first read after a block is
+dropped, i.e. once per ``window / blocks`` events at most (cost: ``blocks`` merges). Learners
+with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts.
+
+Memory is ``blocks + 1`` learners. More blocks: a tighter window, more memory and slower rebuilds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamnb.drift.base import DriftWrapper, has_relearn
+
+__all__ = ["Windowed"]
+
+
+class Windowed(DriftWrapper):
+    """Sliding-window learning: the model knows only (about) the last ``window`` events.
+
+    Parameters
+    ----------
+    model
+        A streamnb learner with ``merge`` and ``clone``; it is used as a template and never
+        learns itself (blocks are its clones).
+    window
+        Largest number of events remembered; the model holds the last ``n`` events with
+        ``window - window / blocks < n <= window``.
+    blocks
+        Number of blocks the window is cut into (must divide ``window``).
+
+    Examples
+    --------
+    >>> from streamnb import CategoricalNB
+    >>> model = Windowed(CategoricalNB(), window=4, blocks=2)
+    >>> for y in ["a"] * 11 + ["b"] * 2:
+    ...     model.learn_one({"f": "x"}, y)
+    >>> model.n_seen, model.learner.tables()["class_counts"]["n"].to_dict()
+    (3.0, {'a': 1.0, 'b': 2.0})
+    """
+
+    def __init__(self, model: Any, window: int = 1000, blocks: int = 10) -> None:
+        if not (isinstance(window, int) and isinstance(blocks, int) and 0 < blocks <= window):
+            raise ValueError(f"need integers 0 < blocks <= window, got {blocks}, {window}")
+        if window % blocks:
+            raise ValueError(f"blocks ({blocks}) must divide window ({window})")
+        self.model = model
+        self.window = window
+        self.blocks = blocks
+        self._size = window // blocks
+        self._blocks: deque = deque()
+        self._fill = 0  # events in the newest block
+        self._merged: Any = None  # merge of the blocks (None: rebuild at the next read)
+
+    @classmethod
+    def _unit_test_params(cls):
+        from streamnb import GaussianNB, TANClassifier
+
+        yield {"model": GaussianNB(), "window": 60, "blocks": 4}
+        yield {"model": TANClassifier(relearn_every=10), "window": 30, "blocks": 3}
+
+    def _unit_test_skips(self) -> set:
+        return set()
+
+    @property
+    def n_blocks(self) -> int:
+        """Blocks currently held (the newest one may be partly filled)."""
+        return len(self._blocks)
+
+    def _reader(self) -> Any:
+        if self._merged is None:
+            merged = self.model.clone()
+            for block in self._blocks:
+                merged.merge(block)
+            if has_relearn(merged) and self._blocks:
+                merged.relearn()
+            self._merged = merged
+        return self._merged
+
+    def _room(self) -> int:
+        """Events the newest block can still take, starting a new block if it is full."""
+        if not self._blocks or self._fill == self._size:
+            self._blocks.append(self.model.clone())
+            self._fill = 0
+            if len(self._blocks) > self.blocks:
+                self._blocks.popleft()
+                self._merged = None
+        return self._size - self._fill
+
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, **kwargs: Any) -> None:
+        self._room()
+        self._blocks[-1].learn_one(x, y, w, **kwargs)
+        self._fill += 1
+        if self._merged is not None:
+            self._merged.learn_one(x, y, w, **kwargs)
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
+        """Learn a batch, split at block boundaries: equal to learning the rows in turn."""
+        weights = np.asarray(w, dtype=float)
+        start = 0
+        while start < len(X):
+            stop = start + min(self._room(), len(X) - start)
+            part = (X.iloc[start:stop], y.iloc[start:stop],
+                    weights if weights.ndim == 0 else weights[start:stop])
+            self._blocks[-1].learn_many(*part, **kwargs)
+            if self._merged is not None:
+                self._merged.learn_many(*part, **kwargs)
+            self._fill += stop - start
+            start = stop
+
+    # -- state -----------------------------------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        """Plain data: every block's state, oldest first, and the newest block's fill."""
+        return {"blocks": [b.to_state() for b in self._blocks], "fill": self._fill}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Replace this model's state by :meth:`to_state`'s output; all or nothing."""
+        blocks = deque()
+        for s in state["blocks"]:
+            block = self.model.clone()
+            block.load_state(s)
+            blocks.append(block)
+        fill = int(state["fill"])
+        if len(blocks) > self.blocks or not 0 <= fill <= self._size or (fill and not blocks):
+            raise ValueError("window state does not fit this window")
+        self._blocks, self._fill, self._merged = blocks, fill, None

@@ -45,9 +45,7 @@ MAX_GROWTH = 256.0
 
 
 def _time_value(v: Any, clock: str) -> float:
-    if isinstance(v, dt.datetime):
-        return v.timestamp()
-    if isinstance(v, (pd.Timestamp, np.datetime64)):
+    if isinstance(v, (dt.datetime, np.datetime64)):  # naive datetimes are taken as UTC
         return pd.Timestamp(v).timestamp()
     if isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v):
         return float(v)
@@ -74,7 +72,8 @@ class Forgetful(DriftWrapper):
     clock
         ``None``: the half-life is in events. Otherwise the name of the feature holding the
         event time (a number, or a datetime counted in seconds); that feature is removed before
-        the learner sees the event, and predictions do not need it.
+        the learner sees the event, and predictions do not need it. Datetimes become epoch
+        seconds (naive ones taken as UTC), so their resolution is about 1e-7 s.
 
     Examples
     --------
@@ -159,16 +158,26 @@ class Forgetful(DriftWrapper):
         return self.model
 
     # -- learning --------------------------------------------------------------------------
+    def _until_relearn(self) -> int | None:
+        """Events until (and including) the one on which the learner recomputes its structure
+        by itself (TAN's ``relearn_every``); ``None`` if it never does."""
+        every = getattr(self.model, "relearn_every", 0)
+        if not every or not hasattr(self.model, "n_learned"):
+            return None
+        return int(every - self.model.n_learned % every)
+
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, **kwargs: Any) -> None:
         t = self._time(x)
+        now = t if self._now is None else max(self._now, t)
         if self._ref is None:
             self._ref = t
-        if self._growth(t) > MAX_GROWTH:
-            self._rebase(max(t, self._now if self._now is not None else t))
+        if self._growth(t) > MAX_GROWTH or self._until_relearn() == 1:
+            # a structure is computed from statistics to scale (pseudo-counts are not scale-free)
+            self._rebase(now)
         scale = 2.0 ** self._growth(t)
         self.model.learn_one(self._features(x), y, w * scale if scale != 1.0 else w, **kwargs)
         self._events += 1
-        self._now = t if self._now is None else max(self._now, t)
+        self._now = now
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
         """Learn a batch: row ``i`` is the event at the next clock value (or at its clock
@@ -182,22 +191,29 @@ class Forgetful(DriftWrapper):
             if self.clock not in X.columns:
                 raise InvalidEventError("missing the clock feature", self.clock)
             t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=float)
+        weights = np.broadcast_to(np.asarray(w, dtype=float), (n,))
+        frame = self._features_frame(X)
+        start = 0
+        while start < n:
+            due = self._until_relearn()
+            stop = n if due is None else min(n, start + due)
+            self._learn_chunk(frame.iloc[start:stop], y.iloc[start:stop], weights[start:stop],
+                              t[start:stop], due == stop - start, **kwargs)
+            start = stop
+
+    def _learn_chunk(self, X: pd.DataFrame, y: pd.Series, w: np.ndarray, t: np.ndarray,
+                     relearns: bool, **kwargs: Any) -> None:
+        """Learn rows at clocks ``t``; ``relearns``: the learner recomputes its structure on
+        the last row, so the statistics are brought to scale at that row's clock first."""
         if self._ref is None:
             self._ref = float(t[0])
-        top = float(t.max())
-        if (top - self._ref) / self.half_life > MAX_GROWTH:
-            self._rebase(max(float(t.min()), self._now if self._now is not None else -math.inf))
-            if (top - self._ref) / self.half_life > MAX_GROWTH:  # the batch spans too long
-                cut = n // 2 or 1
-                self.learn_many(X.iloc[:cut], y.iloc[:cut], _part(w, 0, cut), **kwargs)
-                self.learn_many(X.iloc[cut:], y.iloc[cut:], _part(w, cut, n), **kwargs)
-                return
-        weights = np.broadcast_to(np.asarray(w, dtype=float), (n,)) * np.exp2(
-            (t - self._ref) / self.half_life
-        )
-        self.model.learn_many(self._features_frame(X), y, weights, **kwargs)
-        self._events += n
-        self._now = top if self._now is None else max(self._now, top)
+        now = float(t.max()) if self._now is None else max(self._now, float(t.max()))
+        if relearns or (now - self._ref) / self.half_life > MAX_GROWTH:
+            self._rebase(now)
+        growth = (t - self._ref) / self.half_life  # <= MAX_GROWTH; very old rows may underflow
+        self.model.learn_many(X, y, w * np.exp2(growth), **kwargs)
+        self._events += len(t)
+        self._now = now
 
     # -- merge, decay, state ---------------------------------------------------------------
     def decay(self, factor: float) -> None:
@@ -234,7 +250,3 @@ class Forgetful(DriftWrapper):
         events = int(state["events"])
         self.model, self._now, self._ref, self._events = model, now, now, events
 
-
-def _part(w: Any, start: int, stop: int) -> Any:
-    arr = np.asarray(w, dtype=float)
-    return arr if arr.ndim == 0 else arr[start:stop]

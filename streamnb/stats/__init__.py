@@ -3,6 +3,7 @@
 from streamnb.stats.counts import Counts
 from streamnb.stats.index import Index
 from streamnb.stats.pairwise import PairCounts
+from streamnb.stats.prune import rarest, target
 from streamnb.stats.welford import Welford, chan
 
-__all__ = ["Counts", "Index", "PairCounts", "Welford", "chan"]
+__all__ = ["Counts", "Index", "PairCounts", "Welford", "chan", "rarest", "target"]

@@ -9,6 +9,9 @@ A statistic supports, by interface:
 
 - ``+=`` / ``+``: merge, equal to having learned both streams (keys are aligned by value);
 - ``decay(factor)``: exponential forgetting, every past weight multiplied by ``factor``;
+- ``drop(axis, ids)``: forget keys of one axis and compact the arrays (a vocabulary cap, keys
+  whose counts returned to zero). The drop is made on the :class:`Index`, so every statistic
+  sharing that axis compacts its arrays identically before its next read or write;
 - ``to_state()`` / ``from_state()``: plain data (lists, numbers, numpy arrays), never pickle.
 """
 
@@ -42,6 +45,7 @@ class Statistic:
         )
         shape = tuple(max(_MIN_CAPACITY, 2 * len(a)) for a in self.axes)
         self._arrays: dict[str, np.ndarray] = {f: np.zeros(shape) for f in self.fields}
+        self._synced()
 
     # -- shape -----------------------------------------------------------------------------
     @property
@@ -49,8 +53,52 @@ class Statistic:
         """Current lengths of the axes."""
         return tuple(len(a) for a in self.axes)
 
+    def _synced(self) -> None:
+        """Record that the arrays match the axes' current keys (after a drop, a load)."""
+        self._epochs = [a.epoch for a in self.axes]
+        self._drops_seen = Index.drops
+
+    def _sync(self) -> None:
+        """Apply to the arrays the drops made on the axes since the last access."""
+        for pos, axis in enumerate(self.axes):
+            if axis.epoch != self._epochs[pos]:
+                for keep in axis.drops_since(self._epochs[pos]):
+                    self._compact(pos, keep)
+        self._synced()
+
+    def _compact(self, pos: int, keep: np.ndarray) -> None:
+        """Move the kept slices of axis ``pos`` to the front, in order; zero the rest."""
+        for arr in self._arrays.values():
+            cap = arr.shape[pos]
+            kept = np.flatnonzero(keep[:cap])  # beyond the capacity everything is zero anyway
+            front = [slice(None)] * arr.ndim
+            front[pos] = slice(0, len(kept))
+            arr[tuple(front)] = np.take(arr, kept, axis=pos)
+            front[pos] = slice(len(kept), cap)
+            arr[tuple(front)] = 0.0
+
+    def drop(self, axis: int, ids: Any) -> np.ndarray:
+        """Forget the keys ``ids`` (integer ids) of axis ``axis``: the cells are removed, the
+        arrays compacted, and the remaining keys renumbered in order. Statistics sharing the
+        axis follow at their next access. Returns the keep-mask over the old ids.
+
+        >>> from streamnb.stats import Counts
+        >>> c = Counts(2)
+        >>> for cls, tok in [("spam", "win"), ("ham", "hi"), ("spam", "now")]:
+        ...     c.update((cls, tok))
+        >>> _ = c.drop(1, [c.axes[1].get("hi")])
+        >>> c.axes[1].keys, c.n.tolist()
+        (['win', 'now'], [[1.0, 1.0], [0.0, 0.0]])
+        """
+        self._fit()
+        keep = self.axes[axis].drop(ids)
+        self._fit()
+        return keep
+
     def _fit(self) -> None:
-        """Grow the arrays (doubling) until every axis fits."""
+        """Follow the axes: apply drops, then grow the arrays (doubling) until every axis fits."""
+        if self._drops_seen != Index.drops:
+            self._sync()
         cap = next(iter(self._arrays.values())).shape
         want = self.shape
         if all(w <= c for w, c in zip(want, cap)):
@@ -137,6 +185,7 @@ class Statistic:
             arrays[f] = np.zeros(tuple(max(_MIN_CAPACITY, n) for n in shape))
             arrays[f][tuple(slice(0, n) for n in shape)] = arr
         self._arrays = arrays
+        self._synced()
 
     @classmethod
     def from_state(cls: type[S], state: dict[str, Any]) -> S:

@@ -29,6 +29,17 @@ class Counts(Statistic):
     4.0
     >>> c.decay(0.5); c.get(("spam", "win"))
     1.0
+
+    ``revert`` subtracts exactly what ``update`` added (exact for integer weights), and keys
+    whose counts are all zero can be found and dropped:
+
+    >>> c = Counts(2)
+    >>> c.update(("ham", "hi")); c.update(("spam", "win"))
+    >>> c.revert(("spam", "win"))
+    >>> empty = c.empty(1); c.axes[1].keys[int(empty[0])]
+    'win'
+    >>> _ = c.drop(1, empty); c.axes[1].keys, c.total()
+    (['hi'], 1.0)
     """
 
     fields = ("n",)
@@ -42,6 +53,31 @@ class Counts(Statistic):
         """Add ``w`` (scalar or one weight per event) to each cell ``keys[0][i], keys[1][i], ...``."""
         ids = tuple(axis.lookup(k, add=True) for axis, k in zip(self.axes, keys))
         self.add_at(ids, w)
+
+    def revert(self, keys: Sequence[Hashable], w: float = 1.0) -> None:
+        """Subtract ``w`` from the cell ``keys``: undo :meth:`update` (exact for integer counts).
+
+        Raises ``KeyError`` for a cell never seen and ``ValueError`` if the count would become
+        negative; the counts are then unchanged. Keys are kept (see :meth:`empty`).
+        """
+        ids = tuple(axis.get(k) for axis, k in zip(self.axes, keys))
+        if min(ids) < 0:
+            raise KeyError(f"cannot revert the unseen cell {tuple(keys)!r}")
+        n = self.raw("n")
+        if n[ids] < w:
+            raise ValueError(f"cannot remove {w} from the count {n[ids]} of {tuple(keys)!r}")
+        n[ids] -= w
+
+    def marginal(self, axis: int) -> np.ndarray:
+        """Total count of each key of ``axis`` (summed over the other axes)."""
+        n = self.n
+        return n.sum(axis=tuple(i for i in range(n.ndim) if i != axis)) if n.ndim > 1 else n.copy()
+
+    def empty(self, axis: int, ids: Any = None) -> np.ndarray:
+        """Ids (among ``ids``, default all) of keys of ``axis`` whose counts are all zero."""
+        totals = self.marginal(axis)
+        ids = np.arange(len(totals)) if ids is None else np.asarray(ids, dtype=np.intp)
+        return ids[totals[ids] == 0]
 
     def add(self, ids: tuple, w: Any = 1.0) -> None:
         """Add ``w`` at integer ``ids`` whose cells are all distinct (no repeated cell)."""

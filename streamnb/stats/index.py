@@ -1,8 +1,14 @@
 """Open vocabularies: keys (classes, features, categories, tokens) mapped to dense ids.
 
-A key gets the next free id the first time it is seen and keeps it for ever, so arrays indexed
-by ids only ever grow at the end. Keys are stored as plain Python values (numpy scalars are
-converted) and serialized with a type tag, so a saved state never needs pickle.
+A key gets the next free id the first time it is seen, so arrays indexed by ids grow at the end.
+Keys are stored as plain Python values (numpy scalars are converted) and serialized with a type
+tag, so a saved state never needs pickle.
+
+Keys can also be *dropped* (:meth:`Index.drop`: a vocabulary cap, a key whose counts returned to
+zero): the remaining keys keep their order and are renumbered densely. Each drop increments the
+index's ``epoch`` and is logged, so every statistic over the index (several may share it)
+compacts its arrays the same way before its next read or write (see
+:class:`~streamnb.stats.base.Statistic`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ def _plain(key: Any) -> Any:
     return key.item() if isinstance(key, np.generic) else key
 
 
+#: Drops remembered per index, for statistics that have not caught up yet.
+_LOG_SIZE = 64
+
+
 class Index:
     """Keys in order of first appearance, each with a dense integer id.
 
@@ -33,13 +43,20 @@ class Index:
     [1, -1]
     >>> Index.from_state(idx.to_state()).keys
     ['ham', 'spam', 'eggs']
+    >>> idx.drop([1]).tolist(), idx.keys, idx.get("eggs"), idx.epoch
+    ([True, False, True], ['ham', 'eggs'], 1, 1)
     """
 
-    __slots__ = ("_ids", "keys")
+    __slots__ = ("_ids", "keys", "epoch", "_log")
+
+    #: Number of drops over every index of the process (a cheap "anything to sync?" test).
+    drops = 0
 
     def __init__(self, keys: Iterable[Hashable] = ()) -> None:
         self._ids: dict[Any, int] = {}
         self.keys: list[Any] = []
+        self.epoch = 0
+        self._log: list[tuple[int, int, np.ndarray]] = []  # (epoch after, length before, dropped ids)
         for key in keys:
             self.add(key)
 
@@ -79,10 +96,49 @@ class Index:
         get = self._ids.get
         return np.array([get(k, -1) for k in keys], dtype=np.intp)
 
+    def drop(self, ids: Iterable[int]) -> np.ndarray:
+        """Forget the keys with these ids; the others keep their order and get dense ids.
+
+        Returns the boolean mask of kept ids (over the old ids). Statistics over this index
+        compact their arrays with the same mask at their next access.
+        """
+        ids = np.unique(np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.intp))
+        n = len(self.keys)
+        keep = np.ones(n, dtype=bool)
+        if not len(ids):
+            return keep
+        if ids[0] < 0 or ids[-1] >= n:
+            raise IndexError(f"cannot drop ids outside 0..{n - 1}")
+        keep[ids] = False
+        self.keys[:] = [k for k, ok in zip(self.keys, keep.tolist()) if ok]
+        self._ids.clear()
+        self._ids.update(zip(self.keys, range(len(self.keys))))
+        self.epoch += 1
+        self._log.append((self.epoch, n, ids))
+        del self._log[:-_LOG_SIZE]
+        Index.drops += 1
+        return keep
+
+    def drops_since(self, epoch: int) -> list[np.ndarray]:
+        """Keep-masks of the drops made after ``epoch``, oldest first."""
+        if epoch == self.epoch:
+            return []
+        log = [entry for entry in self._log if entry[0] > epoch]
+        if len(log) != self.epoch - epoch:
+            raise StateError(f"a statistic fell more than {_LOG_SIZE} drops behind its index")
+        masks = []
+        for _, n, ids in log:
+            keep = np.ones(n, dtype=bool)
+            keep[ids] = False
+            masks.append(keep)
+        return masks
+
     def copy(self) -> Index:
         new = Index.__new__(Index)
         new._ids = dict(self._ids)
         new.keys = list(self.keys)
+        new.epoch = self.epoch
+        new._log = list(self._log)
         return new
 
     def to_state(self) -> list:

@@ -192,6 +192,10 @@ class PairCounts(Statistic):
     def decay(self, factor: float) -> None:
         self.raw("n")[...] *= factor
 
+    def _compact(self, pos: int, keep: np.ndarray) -> None:
+        # buffered events hold cell and class ids, and features are derived from the cells
+        raise NotImplementedError("PairCounts does not support dropping keys of its axes")
+
     def load_state(self, state: dict[str, Any]) -> None:
         self._pending = []
         super().load_state(state)

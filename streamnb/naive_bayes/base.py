@@ -18,7 +18,7 @@ from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import PLAIN_LABELS, check_label, check_labels, check_weight
-from streamnb.stats import Counts, Index
+from streamnb.stats import Counts, Index, rarest, target
 from streamnb.stats.base import Statistic
 
 __all__ = ["BaseNB", "Part", "Explanation", "posterior"]
@@ -145,6 +145,36 @@ class Part:
     def changed(self) -> None:
         """Drop anything derived from the statistics (they were updated)."""
 
+    # -- reverting (counting parts) --------------------------------------------------------
+    def check_unlearn(self, prepared: Any, k: int, w: float) -> None:
+        """Raise :class:`InvalidEventError` unless :meth:`unlearn` can subtract this event
+        (it must have been learned); touch no state."""
+        raise NotImplementedError(f"{type(self).__name__} cannot unlearn")
+
+    def unlearn(self, prepared: Any, k: int, w: float) -> None:
+        """Subtract exactly what :meth:`learn` added (checked first by :meth:`check_unlearn`),
+        then forget the event's keys whose counts are back to zero."""
+        raise NotImplementedError(f"{type(self).__name__} cannot unlearn")
+
+    #: The part's open vocabulary of features, if it has one that can be capped.
+    vocabulary: Index | None = None
+
+    def feature_weights(self) -> np.ndarray:
+        """Total weight of each key of :attr:`vocabulary` (what a cap keeps the largest of)."""
+        raise NotImplementedError
+
+    def forget(self, ids: np.ndarray) -> None:
+        """Drop the vocabulary keys ``ids``, as if they had never been seen."""
+        raise NotImplementedError
+
+    def event_keys(self, prepared: Any) -> list:
+        """The vocabulary keys learning this prepared event adds."""
+        raise NotImplementedError
+
+    def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
+        """Vocabulary keys of a batch's columns and where each row adds them (``[rows, cols]``)."""
+        raise NotImplementedError
+
 
 class Explanation(dict):
     """Per-feature log-likelihood contributions per class, plus the log prior.
@@ -233,11 +263,24 @@ class BaseNB(base.MiniBatchClassifier):
             self._flush()
 
     def _flush(self) -> None:
-        """Fold the buffered events into the statistics, in arrival order."""
+        """Fold the buffered events into the statistics, in arrival order.
+
+        With a vocabulary cap, the buffer is cut after each event that takes a vocabulary past
+        the cap, and the cap is enforced there: the same as after every single event.
+        """
         buffer = self._buffer
         if not buffer:
             return
         self._buffer = []
+        start = 0
+        while start < len(buffer):
+            end = self._overflow(buffer, start)
+            self._learn_buffered(buffer[start:end] if start or end < len(buffer) else buffer)
+            self._cap()
+            start = end
+        self._changed()
+
+    def _learn_buffered(self, buffer: list) -> None:
         k = self._classes.lookup([y for _, y, _ in buffer], add=True)
         w = np.fromiter((w for _, _, w in buffer), dtype=float, count=len(buffer))
         if len(buffer) == 1:
@@ -249,7 +292,89 @@ class BaseNB(base.MiniBatchClassifier):
         else:
             for name, part in self._parts.items():
                 part.learn_batch([p[name] for p, _, _ in buffer], k, w)
+
+    def _overflow(self, buffer: list, start: int) -> int:
+        """One past the first buffered event (from ``start``) taking a vocabulary past the cap."""
+        cap = getattr(self, "max_features", None)
+        end = len(buffer)
+        if cap is None:
+            return end
+        for name, part in self._parts.items():
+            vocabulary = part.vocabulary
+            if vocabulary is None:
+                continue
+            new: set = set()
+            for i in range(start, end):
+                p = buffer[i][0] if self._single is not None else buffer[i][0][name]
+                new.update(key for key in part.event_keys(p) if key not in vocabulary)
+                if len(vocabulary) + len(new) > cap:
+                    end = i + 1
+                    break
+        return end
+
+    def _frame_overflow(self, frames: dict[str, pd.DataFrame], start: int) -> int:
+        """:meth:`_overflow` for the rows of a batch."""
+        cap = getattr(self, "max_features", None)
+        end = len(next(iter(frames.values())))
+        if cap is None:
+            return end
+        for name, part in self._parts.items():
+            vocabulary = part.vocabulary
+            if vocabulary is None:
+                continue
+            keys, present = part.frame_keys(frames[name].iloc[start:end])
+            new = [j for j, key in enumerate(keys) if key not in vocabulary]
+            if not new:
+                continue
+            seen = present[:, new]
+            first = np.where(seen.any(axis=0), seen.argmax(axis=0), len(seen))
+            size = len(vocabulary) + np.cumsum(np.bincount(first, minlength=len(seen) + 1))[:-1]
+            over = np.flatnonzero(size > cap)
+            if len(over):
+                end = start + int(over[0]) + 1
+        return end
+
+    def unlearn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
+        """Subtract exactly what ``learn_one(x, y, w)`` added (e.g. to correct a wrong label).
+
+        Keys (tokens, and the class) whose counts return to zero are forgotten, so learning an
+        event and unlearning it restores the previous state exactly (bit for bit for integer
+        counts and weights; decay or pruning in between make the subtraction approximate).
+        An event that cannot have been learned (unknown class, counts too small) raises
+        :class:`InvalidEventError` and changes nothing. Learners whose parts do not count
+        (Gaussian) raise ``NotImplementedError``.
+
+        A feature that only ever appeared with value 0 (or absent) in the unlearned event is
+        forgotten too, even if an earlier event had introduced it with value 0.
+        """
+        check_label(y)
+        w = check_weight(w)
+        prepared = self._split(x)
+        self._flush()
+        if w == 0.0:
+            return
+        k = self._classes.get(y)
+        if k < 0 or self._class_counts.n[k] < w:
+            raise InvalidEventError(f"class {y!r} has less than {w} events learned: nothing to unlearn")
+        for name, part in self._parts.items():
+            part.check_unlearn(prepared[name], k, w)
+        self._class_counts.add((k,), -w)
+        for name, part in self._parts.items():
+            part.unlearn(prepared[name], k, w)
+        if self._class_counts.n[k] == 0:
+            self._class_counts.drop(0, [k])
         self._changed()
+
+    def _cap(self) -> None:
+        """Keep each part's vocabulary within ``max_features`` (see :mod:`streamnb.stats.prune`)."""
+        cap = getattr(self, "max_features", None)
+        if cap is None:
+            return
+        for part in self._parts.values():
+            vocabulary = part.vocabulary
+            if vocabulary is not None and len(vocabulary) > cap:
+                weights = part.feature_weights()
+                part.forget(rarest(weights, len(weights) - target(cap), vocabulary.keys))
 
     def joint_log_likelihood(self, x: Mapping) -> dict:
         """``log P(y) + log P(x | y)`` per class (unnormalized log posterior)."""
@@ -296,8 +421,15 @@ class BaseNB(base.MiniBatchClassifier):
             weights = weights[keep]
         k = self._classes.lookup(labels, add=True)
         self._class_counts.add_at((k,), weights)
-        for name, part in self._parts.items():
-            part.learn_frame(frames[name], k, weights)
+        start = 0
+        while start < len(k):
+            end = self._frame_overflow(frames, start)
+            rows = slice(start, end)
+            for name, part in self._parts.items():
+                frame = frames[name] if end - start == len(k) else frames[name].iloc[rows]
+                part.learn_frame(frame, k[rows], weights[rows])
+            self._cap()
+            start = end
         self._changed()
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
@@ -392,6 +524,17 @@ class BaseNB(base.MiniBatchClassifier):
         for stat in self._stats().values():
             stat.decay(factor)
         self._changed()
+
+    def decay_half_life(self, n_events: float, half_life: float) -> None:
+        """Decay so that an event's weight halves every ``half_life`` events, having learned
+        ``n_events`` since the last decay: ``decay(0.5 ** (n_events / half_life))``.
+
+        Call it every few hundred events rather than after each one (a decay touches every
+        count).
+        """
+        if not half_life > 0:
+            raise ValueError(f"half_life must be positive, got {half_life}")
+        self.decay(0.5 ** (n_events / half_life))
 
     def to_state(self) -> dict[str, Any]:
         """Plain data (JSON-able values and numpy arrays); see :mod:`streamnb.persistence`."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import lidstone
 from streamnb.naive_bayes.values import (
@@ -43,7 +44,7 @@ class BernoulliPart(Part):
         self.finite = alpha > 0
         self.alpha = alpha
         self.true_threshold = true_threshold
-        self.features = Index()
+        self.features = self.vocabulary = Index()
         self.counts = Counts([classes, self.features])
 
     def prepare(self, x: Mapping) -> tuple[list, np.ndarray, list]:
@@ -64,6 +65,36 @@ class BernoulliPart(Part):
         ids = self.features.lookup([f for keys, _, _ in prepared for f in keys], add=True)
         present = np.concatenate([v for _, v, _ in prepared]) > self.true_threshold
         self.counts.add_at((np.repeat(k, sizes)[present], ids[present]), np.repeat(w, sizes)[present])
+
+    def _present_ids(self, prepared: tuple[list, np.ndarray, list]) -> tuple[np.ndarray, np.ndarray]:
+        """Known ids of the event's features, and those of them that are present."""
+        keys, v, _ = prepared
+        ids = self.features.lookup(keys)
+        present = v > self.true_threshold
+        return ids, ids[present]
+
+    def check_unlearn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
+        ids, present = self._present_ids(prepared)
+        if (present < 0).any() or (self.counts.n[k, present] < w).any():
+            raise InvalidEventError("this event was not learned with this class: cannot unlearn it")
+
+    def unlearn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
+        ids, present = self._present_ids(prepared)
+        self.counts.add((k, present), -w)
+        self.counts.drop(1, self.counts.empty(1, ids[ids >= 0]))
+
+    def event_keys(self, prepared: tuple) -> list:
+        return prepared[0]
+
+    def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
+        v = frame_values(X)
+        return list(X.columns), v == v
+
+    def feature_weights(self) -> np.ndarray:
+        return self.counts.marginal(1)
+
+    def forget(self, ids: np.ndarray) -> None:
+        self.counts.drop(1, ids)
 
     def check_frame(self, X: pd.DataFrame) -> None:
         frame_values(X)
@@ -143,6 +174,9 @@ class BernoulliNB(BaseNB):
     true_threshold
         A value above this is "present" (River's ``true_threshold``, scikit-learn's
         ``binarize``).
+    max_features
+        Vocabulary cap: past it the features present least often are forgotten down to 90% of
+        the cap (see :mod:`streamnb.stats.prune`). None for no cap.
 
     Notes
     -----
@@ -159,9 +193,10 @@ class BernoulliNB(BaseNB):
     'spam'
     """
 
-    def __init__(self, alpha: float = 1.0, true_threshold: float = 0.0) -> None:
+    def __init__(self, alpha: float = 1.0, true_threshold: float = 0.0, max_features: int | None = None) -> None:
         self.alpha = alpha
         self.true_threshold = true_threshold
+        self.max_features = max_features
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:
@@ -173,3 +208,4 @@ class BernoulliNB(BaseNB):
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.0, "true_threshold": 0.5}
+        yield {"max_features": 10}

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from river.base import tags
 
+from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone
 from streamnb.naive_bayes.values import (
@@ -45,7 +46,7 @@ class MultinomialPart(Part):
         self.epsilon = epsilon
         self.finite = alpha > 0
         self.unseen = unseen
-        self.tokens = Index()
+        self.tokens = self.vocabulary = Index()
         self.counts = Counts([classes, self.tokens])
         self.totals = Counts([classes])
         self._log_den: np.ndarray | None = None
@@ -68,6 +69,36 @@ class MultinomialPart(Part):
         self.counts.add_at((np.repeat(k, sizes), ids), v)
         totals = np.array([float(vv.sum()) for _, vv in prepared]) * w
         self.totals.add_at((k,), totals)
+
+    def check_unlearn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
+        keys, v = prepared
+        ids, v = self.tokens.lookup(keys), v * w
+        n = self.counts.n
+        if ((ids < 0) & (v > 0)).any() or (n[k, ids[ids >= 0]] < v[ids >= 0]).any():
+            raise InvalidEventError("this event was not learned with this class: cannot unlearn it")
+
+    def unlearn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
+        keys, v = prepared
+        ids = self.tokens.lookup(keys)
+        known = ids >= 0
+        ids, v = ids[known], v[known]
+        self.counts.add((k, ids), -w * v)
+        self.totals.add((k,), -w * float(prepared[1].sum()))
+        self.counts.drop(1, self.counts.empty(1, ids))
+
+    def event_keys(self, prepared: tuple) -> list:
+        return prepared[0]
+
+    def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
+        v = frame_values(X, nonnegative=True)
+        return list(X.columns), v == v
+
+    def feature_weights(self) -> np.ndarray:
+        return self.counts.marginal(1)
+
+    def forget(self, ids: np.ndarray) -> None:
+        self.totals.raw("n")[: len(self.classes)] -= self.counts.n[:, ids].sum(axis=1)
+        self.counts.drop(1, ids)
 
     def check_frame(self, X: pd.DataFrame) -> None:
         frame_values(X, nonnegative=True)
@@ -152,6 +183,9 @@ class MultinomialNB(BaseNB):
     epsilon
         Epsilon smoothing (with ``alpha=0``): a token never counted in a class gets
         probability ``epsilon`` there instead of 0. 0 turns it off.
+    max_features
+        Vocabulary cap: past it the rarest tokens are forgotten (as if never seen) down to 90%
+        of the cap, see :mod:`streamnb.stats.prune`. None for no cap.
 
     Examples
     --------
@@ -160,12 +194,22 @@ class MultinomialNB(BaseNB):
     >>> model.learn_one({"lunch": 1, "today": 1}, "ham")
     >>> model.predict_one({"cash": 1})
     'spam'
+
+    A wrong label is corrected by unlearning the event, which restores the previous state:
+
+    >>> model.learn_one({"cash": 1, "prize": 1}, "ham")
+    >>> model.unlearn_one({"cash": 1, "prize": 1}, "ham")
+    >>> model.tables()["token_counts"].index.tolist()
+    ['win', 'cash', 'lunch', 'today']
     """
 
-    def __init__(self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0) -> None:
+    def __init__(
+        self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0, max_features: int | None = None
+    ) -> None:
         self.alpha = alpha
         self.unseen = unseen
         self.epsilon = epsilon
+        self.max_features = max_features
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:
@@ -183,3 +227,4 @@ class MultinomialNB(BaseNB):
         yield {}
         yield {"alpha": 0.0, "unseen": "smooth"}
         yield {"alpha": 0.0, "epsilon": 1e-4}
+        yield {"max_features": 10}

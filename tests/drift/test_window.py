@@ -1,0 +1,78 @@
+"""Windowed: the merged blocks hold exactly the statistics of the last n events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import streamnb
+from streamnb.drift import Windowed
+from tests.drift.helpers import LEARNERS, assert_proba_close, assert_stats_close, mixed_stream
+
+
+def _window_size(learned: int, window: int, blocks: int) -> int:
+    """Events remembered after ``learned`` events: ``window - size < n <= window``."""
+    size = window // blocks
+    if learned <= window:
+        return learned
+    return (blocks - 1) * size + (learned - 1) % size + 1
+
+
+@pytest.mark.parametrize("name", list(LEARNERS))
+def test_window_statistics_equal_a_model_trained_on_the_window(name):
+    make, stream = LEARNERS[name]
+    rows = stream(700)
+    window, blocks = 120, 4
+    model = Windowed(make(), window=window, blocks=blocks)
+    for i, (x, y) in enumerate(rows, start=1):
+        model.learn_one(x, y, 1.0 + (i % 4) / 4)
+        if i % 53 == 0 or i in (window, window + 1, len(rows)):
+            n = _window_size(i, window, blocks)
+            assert window - window // blocks < n <= window or i < window
+            fresh = make()
+            for j in range(i - n, i):
+                fresh.learn_one(*rows[j], w=1.0 + ((j + 1) % 4) / 4)
+            assert model.n_seen == pytest.approx(fresh.n_seen, rel=1e-12)
+            assert_stats_close(model.learner.to_state()["stats"], fresh.to_state()["stats"])
+            probe = rows[(5 * i) % len(rows)][0]
+            if name != "TANClassifier":  # (TAN: same counts, trees recomputed at other times)
+                assert_proba_close(model.predict_proba_one(probe), fresh.predict_proba_one(probe))
+
+
+def test_learn_many_equals_learn_one_and_state_roundtrip():
+    rows = mixed_stream(500)
+    X = pd.DataFrame([x for x, _ in rows])
+    y = pd.Series([y for _, y in rows])
+    w = np.linspace(0.5, 2.0, len(rows))
+    one, many = Windowed(streamnb.MixedNB(), 100, 5), Windowed(streamnb.MixedNB(), 100, 5)
+    for (x, yy), ww in zip(rows, w):
+        one.learn_one(x, yy, ww)
+    for start in range(0, len(rows), 77):
+        many.learn_many(X.iloc[start:start + 77], y.iloc[start:start + 77], w[start:start + 77])
+    assert_stats_close(one.learner.to_state()["stats"], many.learner.to_state()["stats"])
+    copy = one.clone()
+    copy.load_state(one.to_state())
+    assert_stats_close(copy.learner.to_state()["stats"], one.learner.to_state()["stats"])
+    assert copy.n_blocks == one.n_blocks == 5
+
+
+def test_tan_relearns_the_tree_from_the_window():
+    """Old concept: a-b tied; new concept: a-c tied. After one window the tree follows."""
+    rng = np.random.default_rng(0)
+    model = Windowed(streamnb.TANClassifier(relearn_every=50), window=200, blocks=4)
+    for i in range(1200):
+        a, y = int(rng.integers(2)), int(rng.integers(2))
+        tied, free = ("b", "c") if i < 600 else ("c", "b")
+        x = {"a": str(a), tied: str(a ^ y), free: str(int(rng.integers(2)))}
+        model.learn_one(x, y)
+        if i == 599:
+            assert {frozenset(e) for e in model.learner.structure().edges} >= {frozenset("ab")}
+    assert {frozenset(e) for e in model.learner.structure().edges} >= {frozenset("ac")}
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError):
+        Windowed(streamnb.GaussianNB(), window=100, blocks=7)
+    with pytest.raises(ValueError):
+        Windowed(streamnb.GaussianNB(), window=10, blocks=0)

@@ -59,6 +59,9 @@ class BernoulliPart(Part):
             self.counts.add((k, ids[v > self.true_threshold]), w)
 
     def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        if len(prepared) == 1:  # no repeated cell: plain fancy-index adds
+            self.learn(prepared[0], int(k[0]), float(w[0]))
+            return
         sizes = [len(keys) for keys, _, _ in prepared]
         if not sum(sizes):
             return

@@ -95,6 +95,9 @@ class CategoricalPart(Part):
             self.totals.add((k, self.features.lookup(feats, add=True)), w)
 
     def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        if len(prepared) == 1:  # no repeated cell: plain fancy-index adds
+            self.learn(prepared[0], int(k[0]), float(w[0]))
+            return
         sizes = [len(f) for f, _ in prepared]
         if not sum(sizes):
             return

@@ -61,6 +61,9 @@ class MultinomialPart(Part):
             self.totals.add((k,), w * float(v.sum()))
 
     def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
+        if len(prepared) == 1:  # no repeated cell: plain fancy-index adds
+            self.learn(prepared[0], int(k[0]), float(w[0]))
+            return
         sizes = [len(keys) for keys, _ in prepared]
         if not sum(sizes):
             return

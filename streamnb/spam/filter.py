@@ -1,0 +1,241 @@
+"""A spam-grade scorer in the style of SpamBayes and bogofilter, on streamnb statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from river import base
+
+from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.naive_bayes.values import check_weight, numeric_items
+from streamnb.spam.robinson import fisher, robinson, significant
+from streamnb.stats import Counts, Index, rarest, target
+
+__all__ = ["SpamFilter", "Verdict", "TokenScore"]
+
+HAM, UNSURE, SPAM = "ham", "unsure", "spam"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The three-way answer: ``label`` is ``"ham"``, ``"unsure"`` or ``"spam"``; ``score`` the
+    indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
+    significant tokens combined."""
+
+    label: str
+    score: float
+    spam: float
+    ham: float
+    n_tokens: int
+
+
+@dataclass(frozen=True)
+class TokenScore:
+    """One token of a message: its message counts, ``f(w)`` and whether it was combined."""
+
+    token: Hashable
+    n_spam: float
+    n_ham: float
+    f: float
+    used: bool
+
+    @property
+    def log_odds(self) -> float:
+        """``ln f - ln (1 - f)``: > 0 pushes towards spam, < 0 towards ham."""
+        return float(np.log(self.f) - np.log1p(-self.f))
+
+
+class SpamFilter(base.Classifier):
+    """Robinson-Fisher spam scorer (SpamBayes' classifier, bogofilter's algorithm).
+
+    Learns, per class, the number of messages each token appears in (token presence: values
+    above 0), and scores a message by combining the Robinson probabilities ``f(w)`` of its
+    significant tokens with Fisher's method (see :mod:`streamnb.spam.robinson`).
+
+    Parameters
+    ----------
+    spam_label, ham_label
+        The two labels (anything else is rejected).
+    s, x
+        Robinson's strength and unknown-word probability. Defaults ``s = 1, x = 0.5`` are
+        Robinson's own (2003) starting values, not fitted to any corpus.
+    min_dev
+        Tokens with ``|f(w) - 0.5| < min_dev`` are ignored (SpamBayes'
+        ``minimum_prob_strength`` default, 0.1).
+    max_discriminators
+        At most this many tokens, farthest from 0.5, are combined (SpamBayes' default, 150).
+    ham_cutoff, spam_cutoff
+        ``I <= ham_cutoff`` is ham, ``I >= spam_cutoff`` spam, anything between unsure
+        (SpamBayes' defaults 0.20 and 0.90).
+    max_tokens
+        Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
+        the cap (:mod:`streamnb.stats.prune`). None for no cap.
+
+    Notes
+    -----
+    ``predict_proba_one`` gives ``{spam_label: I, ham_label: 1 - I}``; ``classify_one`` the
+    three-way :class:`Verdict`; ``predict_one`` the label a binary filter acts on:
+    ``spam_label`` only for a spam verdict (unsure messages are delivered, as bogofilter's
+    exit codes and SpamBayes' folders treat them).
+
+    Examples
+    --------
+    >>> f = SpamFilter()
+    >>> for x, y in 3 * [({"free": 1, "prize": 1}, "spam"), ({"free": 1, "cash": 1}, "spam"),
+    ...                  ({"lunch": 1, "today": 1}, "ham"), ({"meeting": 1, "today": 1}, "ham")]:
+    ...     f.learn_one(x, y)
+    >>> round(f.predict_proba_one({"free": 1, "cash": 1})["spam"], 4)
+    0.9651
+    >>> f.classify_one({"free": 1, "cash": 1}).label, f.classify_one({"lunch": 1}).label
+    ('spam', 'ham')
+    >>> f.classify_one({"free": 1, "lunch": 1}).label
+    'unsure'
+    """
+
+    def __init__(
+        self,
+        spam_label: Hashable = "spam",
+        ham_label: Hashable = "ham",
+        s: float = 1.0,
+        x: float = 0.5,
+        min_dev: float = 0.1,
+        max_discriminators: int | None = 150,
+        ham_cutoff: float = 0.2,
+        spam_cutoff: float = 0.9,
+        max_tokens: int | None = None,
+    ) -> None:
+        if spam_label == ham_label:
+            raise ValueError("spam_label and ham_label must differ")
+        if not (s >= 0 and 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1):
+            raise ValueError("need s >= 0, 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1")
+        self.spam_label = spam_label
+        self.ham_label = ham_label
+        self.s = s
+        self.x = x
+        self.min_dev = min_dev
+        self.max_discriminators = max_discriminators
+        self.ham_cutoff = ham_cutoff
+        self.spam_cutoff = spam_cutoff
+        self.max_tokens = max_tokens
+        self._classes = Index([ham_label, spam_label])  # ids: 0 ham, 1 spam
+        self._tokens = Index()
+        self._messages = Counts([self._classes])
+        self._counts = Counts([self._classes, self._tokens])
+
+    @property
+    def _multiclass(self) -> bool:
+        return False
+
+    # -- learning --------------------------------------------------------------------------
+    def _class(self, y: Hashable) -> int:
+        try:
+            k = self._classes.get(y)
+        except TypeError:
+            k = -1
+        if k < 0:
+            raise InvalidEventError(f"label {y!r} is neither {self.spam_label!r} nor {self.ham_label!r}")
+        return k
+
+    @staticmethod
+    def _present(x: Mapping) -> list:
+        keys, v = numeric_items(x)
+        return [key for key, ok in zip(keys, (v > 0).tolist()) if ok]
+
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
+        """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
+        k = self._class(y)
+        w = check_weight(w)
+        keys = self._present(x)
+        if w == 0.0:
+            return
+        self._messages.add((k,), w)
+        if keys:
+            self._counts.add((k, self._tokens.lookup(keys, add=True)), w)
+        if self.max_tokens is not None and len(self._tokens) > self.max_tokens:
+            weights = self._counts.marginal(1)
+            self._counts.drop(1, rarest(weights, len(weights) - target(self.max_tokens), self._tokens.keys))
+
+    def unlearn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
+        """Subtract exactly what ``learn_one(x, y, w)`` added; tokens in no message any more
+        are forgotten. Raises :class:`InvalidEventError` (changing nothing) if the message
+        cannot have been learned with this label."""
+        k = self._class(y)
+        w = check_weight(w)
+        ids = self._tokens.lookup(self._present(x))
+        if w == 0.0:
+            return
+        if self._messages.n[k] < w or (ids < 0).any() or (self._counts.n[k, ids] < w).any():
+            raise InvalidEventError(f"this message was not learned as {y!r}: cannot unlearn it")
+        self._messages.add((k,), -w)
+        self._counts.add((k, ids), -w)
+        self._counts.drop(1, self._counts.empty(1, ids))
+
+    def decay(self, factor: float) -> None:
+        """Multiply every count learned so far by ``factor`` in (0, 1]."""
+        if not 0.0 < factor <= 1.0:
+            raise ValueError(f"decay factor must be in (0, 1], got {factor}")
+        self._messages.decay(factor)
+        self._counts.decay(factor)
+
+    # -- scoring ---------------------------------------------------------------------------
+    def token_scores(self, x: Mapping) -> list[TokenScore]:
+        """Every present token of ``x`` with its counts, ``f(w)`` and whether it is combined."""
+        keys = self._present(x)
+        ids = self._tokens.lookup(keys)
+        n = self._counts.n
+        known = ids >= 0
+        n_ham = np.where(known, n[0, np.maximum(ids, 0)] if len(n[0]) else 0.0, 0.0)
+        n_spam = np.where(known, n[1, np.maximum(ids, 0)] if len(n[1]) else 0.0, 0.0)
+        totals = self._messages.n
+        f = robinson(n_spam, n_ham, float(totals[1]), float(totals[0]), self.s, self.x)
+        used = np.zeros(len(keys), dtype=bool)
+        used[significant(f, self.min_dev, self.max_discriminators)] = True
+        return [
+            TokenScore(key, float(a), float(b), float(p), bool(u))
+            for key, a, b, p, u in zip(keys, n_spam, n_ham, f, used)
+        ]
+
+    def classify_one(self, x: Mapping) -> Verdict:
+        """The three-way verdict on ``x``."""
+        scores = [t.f for t in self.token_scores(x) if t.used]
+        S, H, indicator = fisher(np.array(scores))
+        if indicator >= self.spam_cutoff:
+            label = SPAM
+        elif indicator <= self.ham_cutoff:
+            label = HAM
+        else:
+            label = UNSURE
+        return Verdict(label, indicator, S, H, len(scores))
+
+    def predict_proba_one(self, x: Mapping) -> dict:
+        indicator = self.classify_one(x).score
+        return {self.spam_label: indicator, self.ham_label: 1.0 - indicator}
+
+    def predict_one(self, x: Mapping) -> Any:
+        return self.spam_label if self.classify_one(x).label == SPAM else self.ham_label
+
+    # -- inspection and state --------------------------------------------------------------
+    @property
+    def n_tokens(self) -> int:
+        """Size of the vocabulary."""
+        return len(self._tokens)
+
+    def to_state(self) -> dict[str, Any]:
+        return {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        fresh = self.clone()
+        try:
+            fresh._counts.load_state(state["counts"])
+            fresh._messages.load_state(state["messages"])
+        except (KeyError, TypeError) as exc:
+            raise StateError(f"invalid SpamFilter state: {exc}") from exc
+        self.__dict__.update(fresh.__dict__)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"spam_label": True, "ham_label": False}
+        yield {"spam_label": True, "ham_label": False, "max_tokens": 5, "max_discriminators": 3}

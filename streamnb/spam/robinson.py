@@ -1,0 +1,86 @@
+"""Robinson's token probabilities and Fisher's inverse chi-square combining, as pure functions.
+
+Gary Robinson, *A statistical approach to the spam problem*, Linux Journal 107 (2003), as used
+by SpamBayes (``chi2_spamprob``) and bogofilter:
+
+- per token, ``p(w) = b / (b + g)`` with ``b = n_spam(w) / N_spam`` and ``g = n_ham(w) / N_ham``
+  (message frequencies), shrunk towards the unknown-word probability ``x`` with strength ``s``:
+  ``f(w) = (s x + n p(w)) / (s + n)``, ``n = n_spam(w) + n_ham(w)``;
+- ``H = C^-1(-2 sum ln f(w), 2m)`` and ``S = C^-1(-2 sum ln (1 - f(w)), 2m)`` over the ``m``
+  significant tokens, where ``C^-1`` is the inverse chi-square (1 - its survival function
+  :func:`chi2q`), and the indicator ``I = (1 + S - H) / 2``.
+
+A worked example (see the tests for the same numbers by hand): one token seen in 3 of 4 spams
+and 1 of 4 hams, ``s = 1, x = 0.5``: ``p = 0.75``, ``n = 4``, ``f = (0.5 + 3) / 5 = 0.7``.
+
+>>> float(robinson(np.array([3.0]), np.array([1.0]), 4.0, 4.0, s=1.0, x=0.5)[0])
+0.7
+>>> [round(v, 6) for v in fisher(np.array([0.7, 0.9]))]
+[0.864803, 0.078918, 0.892943]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["robinson", "chi2q", "fisher", "significant"]
+
+
+def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:
+    """Robinson's ``f(w)`` for each token from its message counts in each class."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = n_spam / total_spam if total_spam > 0 else np.zeros_like(n_spam)
+        g = n_ham / total_ham if total_ham > 0 else np.zeros_like(n_ham)
+        p = np.where(b + g > 0, b / np.where(b + g > 0, b + g, 1.0), x)
+        n = n_spam + n_ham
+        return np.where(s + n > 0, (s * x + n * p) / np.where(s + n > 0, s + n, 1.0), x)
+
+
+def chi2q(chi: float, df: int) -> float:
+    """Survival function ``P(X >= chi)`` of a chi-square with an even number ``df`` of degrees
+    of freedom: ``exp(-m) sum_{i < df/2} m^i / i!`` with ``m = chi / 2``, summed in log space so
+    that nothing underflows.
+
+    >>> round(chi2q(2.0, 2), 12) == round(math.exp(-1.0), 12), chi2q(0.0, 4), chi2q(math.inf, 4)
+    (True, 1.0, 0.0)
+    """
+    if df % 2 or df <= 0:
+        raise ValueError(f"df must be even and positive, got {df}")
+    if chi <= 0:
+        return 1.0
+    if math.isinf(chi):
+        return 0.0
+    m = chi / 2.0
+    i = np.arange(df // 2)
+    log_terms = -m + i * math.log(m) - np.concatenate([[0.0], np.cumsum(np.log(i[1:]))])
+    top = log_terms.max()
+    return min(1.0, math.exp(top + math.log(np.exp(log_terms - top).sum())))
+
+
+def fisher(f: np.ndarray) -> tuple[float, float, float]:
+    """``(S, H, I)`` of the token probabilities ``f``; ``(0, 0, 0.5)`` for no token."""
+    f = np.asarray(f, dtype=float)
+    if not len(f):
+        return 0.0, 0.0, 0.5
+    with np.errstate(divide="ignore"):
+        ham_chi = float(-2.0 * np.log(f).sum())
+        spam_chi = float(-2.0 * np.log1p(-f).sum())
+    H = 1.0 - chi2q(ham_chi, 2 * len(f))
+    S = 1.0 - chi2q(spam_chi, 2 * len(f))
+    return S, H, (1.0 + S - H) / 2.0
+
+
+def significant(f: np.ndarray, min_dev: float, max_tokens: int | None) -> np.ndarray:
+    """Indices of the tokens used: ``|f - 0.5| >= min_dev``, the ``max_tokens`` farthest from
+    0.5 (ties: first in the message first), in message order.
+
+    >>> significant(np.array([0.5, 0.99, 0.3, 0.05, 0.58]), 0.1, 2).tolist()
+    [1, 3]
+    """
+    dev = np.abs(f - 0.5)
+    ok = np.flatnonzero(dev >= min_dev)
+    if max_tokens is not None and len(ok) > max_tokens:
+        ok = np.sort(ok[np.argsort(-dev[ok], kind="stable")[:max_tokens]])
+    return ok

@@ -17,6 +17,9 @@ MODELS: dict[str, type] = {
     "multinomial": streamnb.MultinomialNB,
     "bernoulli": streamnb.BernoulliNB,
     "mixed": streamnb.MixedNB,
+    "tan": streamnb.TANClassifier,
+    "chowliu": streamnb.ChowLiuClassifier,
+    "aode": streamnb.AODE,
 }
 
 #: ``prequential``: predict every event, learn the labelled ones (and late labels);

@@ -64,13 +64,14 @@ def test_round_trip_learns_and_predicts(bootstrap, names, tmp_path):
     assert port > 0
 
 
-def test_one_by_one_predictions_are_prequential(bootstrap, names, tmp_path):
+@pytest.mark.parametrize("model", ["categorical", "tan"])
+def test_one_by_one_predictions_are_prequential(bootstrap, names, tmp_path, model):
     events = weather(120, seed=1)
     create(bootstrap, names.topic, 1)
     produce(bootstrap, names.topic, events)
-    summary = Service(config(bootstrap, names, tmp_path, model="categorical", batch_learning="never")).run()
+    summary = Service(config(bootstrap, names, tmp_path, model=model, batch_learning="never")).run()
     assert summary.learned == 120
-    expected = streamnb.CategoricalNB()
+    expected = streamnb.CategoricalNB() if model == "categorical" else streamnb.TANClassifier()
     docs = [json.loads(r.value) for r in read_topic(bootstrap, names.output, 120)]
     for (_, e), d in zip(events, docs):
         x = {"sky": e["sky"], "windy": e["windy"]}

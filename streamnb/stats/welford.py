@@ -109,13 +109,15 @@ class Welford(Statistic):
             return
         self._fit()
         a = self._arrays
+        if len(cols) and cols[-1] - cols[0] == len(cols) - 1 and (np.diff(cols) == 1).all():
+            cols = slice(int(cols[0]), int(cols[-1]) + 1)  # contiguous columns: views, not copies
         missing = np.isnan(values)
         any_missing = bool(missing.any())
         for r in classes.tolist():
             sel = rows == r if len(classes) > 1 else slice(None)
             x, wr, c = values[sel], w[sel], cols
             if not any_missing:
-                nb = np.full(len(c), wr.sum())
+                nb = np.full(values.shape[1], wr.sum())
                 mb = (wr @ x) / nb
                 dev = x - mb
                 m2b = wr @ (dev * dev)
@@ -128,7 +130,8 @@ class Welford(Statistic):
                 mb = (ww * xz).sum(axis=0) / np.where(touched, nb, 1.0)
                 dev = np.where(seen, x - mb, 0.0)
                 m2b = (ww * dev * dev).sum(axis=0)
-                c, nb, mb, m2b = c[touched], nb[touched], mb[touched], m2b[touched]
+                c = np.arange(c.start, c.stop)[touched] if isinstance(c, slice) else c[touched]
+                nb, mb, m2b = nb[touched], mb[touched], m2b[touched]
             a["n"][r, c], a["mean"][r, c], a["m2"][r, c] = chan(
                 a["n"][r, c], a["mean"][r, c], a["m2"][r, c], nb, mb, m2b
             )

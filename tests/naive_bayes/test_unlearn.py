@@ -1,0 +1,139 @@
+"""Unlearning restores the exact previous state; the vocabulary cap holds on long streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import streamnb
+from streamnb.exceptions import InvalidEventError
+from streamnb.naive_bayes import ComplementNB
+from streamnb.persistence import to_plain
+from streamnb.spam import explain
+
+COUNTING = [streamnb.MultinomialNB, ComplementNB, streamnb.BernoulliNB]
+
+
+def state(model) -> tuple:
+    """A comparable form of ``to_state``: JSON-able structure and the exact array bytes."""
+    arrays: list[np.ndarray] = []
+    plain = to_plain(model.to_state(), arrays)
+    return plain, [(a.shape, a.tobytes()) for a in arrays]
+
+
+def messages(rng, n, vocab=200):
+    words = [f"w{i}" for i in range(vocab)]
+    for _ in range(n):
+        size = rng.integers(1, 12)
+        label = "spam" if rng.random() < 0.3 else "ham"
+        offset = 0 if label == "spam" else vocab // 3
+        toks = rng.zipf(1.5, size) % (vocab - offset) + offset
+        x: dict = {}
+        for t in toks.tolist():
+            x[words[t]] = x.get(words[t], 0) + 1
+        yield x, label
+
+
+@pytest.mark.parametrize("cls", COUNTING)
+def test_learn_then_unlearn_restores_the_exact_state(cls, rng):
+    model = cls()
+    stream = list(messages(rng, 300))
+    for x, y in stream[:250]:
+        model.learn_one(x, y)
+    for x, y in stream[250:]:
+        before = state(model)
+        model.learn_one(x, y)
+        model.predict_one(x)  # fold the buffer in
+        model.unlearn_one(x, y)
+        assert state(model) == before
+    # correcting a label: unlearn then learn the right one equals having learned it right
+    wrong, right = cls(), cls()
+    for x, y in stream[:100]:
+        wrong.learn_one(x, y)
+        right.learn_one(x, y)
+    x, y = stream[100]
+    other = "ham" if y == "spam" else "spam"
+    wrong.learn_one(x, other)
+    wrong.unlearn_one(x, other)
+    wrong.learn_one(x, y)
+    right.learn_one(x, y)
+    assert state(wrong) == state(right)
+
+
+@pytest.mark.parametrize("cls", COUNTING)
+def test_unlearning_everything_forgets_every_key_and_class(cls):
+    model = cls()
+    model.learn_one({"a": 1, "b": 2}, "spam")
+    empty = state(model.clone())
+    model.unlearn_one({"a": 1, "b": 2}, "spam")
+    assert state(model) == empty and model.classes == []
+
+
+@pytest.mark.parametrize("cls", COUNTING)
+def test_unlearning_what_was_not_learned_changes_nothing(cls):
+    model = cls()
+    model.learn_one({"a": 1}, "spam")
+    before = state(model)
+    for x, y in [({"a": 1}, "ham"), ({"zzz": 1}, "spam"), ({"a": 5}, "spam" if cls is not streamnb.BernoulliNB else "eggs")]:
+        with pytest.raises(InvalidEventError):
+            model.unlearn_one(x, y)
+    assert state(model) == before
+
+
+def test_gaussian_cannot_unlearn():
+    model = streamnb.GaussianNB()
+    model.learn_one({"a": 1.0}, "x")
+    with pytest.raises(NotImplementedError):
+        model.unlearn_one({"a": 1.0}, "x")
+
+
+@pytest.mark.parametrize("cls", COUNTING)
+def test_vocabulary_cap_holds_on_a_long_stream(cls, rng):
+    cap = 150
+    model = cls(max_features=cap)
+    part = next(iter(model._parts.values()))
+    sizes = []
+    for i, (x, y) in enumerate(messages(rng, 6000, vocab=3000)):
+        model.learn_one(x, y)
+        if i % 97 == 0:
+            model.predict_one(x)
+            sizes.append(len(part.vocabulary))
+            if i % 970 == 0:
+                model.decay(0.9)
+    assert max(sizes) <= cap and sizes[-1] >= cap * 0.8
+    # the heavy hitters stay: the most frequent spam token is known
+    assert "w1" in part.vocabulary.keys
+
+
+def test_capped_batches_equal_capped_one_by_one(rng):
+    stream = list(messages(rng, 400, vocab=500))
+    one, many = streamnb.MultinomialNB(max_features=60), streamnb.MultinomialNB(max_features=60)
+    for x, y in stream:
+        one.learn_one(x, y)
+    frame = pd.DataFrame([x for x, _ in stream]).astype(float)
+    for start in range(0, 400, 90):
+        many.learn_many(frame.iloc[start : start + 90], pd.Series([y for _, y in stream[start : start + 90]]))
+    a, b = one.tables()["token_counts"], many.tables()["token_counts"]
+    assert sorted(a.index) == sorted(b.index)
+    pd.testing.assert_frame_equal(a.sort_index(), b.sort_index()[a.columns])
+
+
+@pytest.mark.parametrize("cls", COUNTING)
+def test_explanations_sum_to_the_log_odds(cls, rng):
+    model = cls()
+    for x, y in messages(rng, 300):
+        model.learn_one(x, y)
+    for x, _ in messages(rng, 20):
+        p = model.predict_proba_one(x)
+        contributions = explain(model, x)
+        assert sum(v for _, v in contributions) == pytest.approx(np.log(p["spam"] / p["ham"]), rel=1e-9, abs=1e-9)
+
+
+def test_decay_half_life():
+    a, b = streamnb.MultinomialNB(), streamnb.MultinomialNB()
+    for m in (a, b):
+        m.learn_one({"x": 4}, "s")
+    a.decay_half_life(50, half_life=100)
+    b.decay(0.5**0.5)
+    assert a.tables()["token_counts"].equals(b.tables()["token_counts"])

@@ -1,0 +1,100 @@
+"""Tokenizer: a River transformer for SMS texts and raw e-mail that never raises."""
+
+from __future__ import annotations
+
+from email.message import EmailMessage
+
+import pytest
+from river import checks, compose, feature_extraction
+
+import streamnb
+from streamnb.datasets import sms_spam
+from streamnb.naive_bayes import ComplementNB
+from streamnb.spam import explain
+from streamnb.text import Tokenizer, parse, tokens
+
+
+def test_words_numbers_urls_addresses_and_bigrams():
+    got = tokens("Call 0800-123 NOW: www.Cheap.example/x, or mail deals@shop.example!", bigrams=True)
+    assert {"call", "0800", "123", "now", "www.cheap.example/x", "url:www.cheap.example",
+            "deals@shop.example", "email:shop.example", "!"} <= set(got)  # fmt: skip
+    assert "call 0800" in got and "or mail" in got
+    assert tokens("ÉTÉ Straße") == ["été", "straße"]
+    assert tokens("a" * 100)[0].startswith("skip:a:")
+
+
+def test_is_a_river_transformer_in_a_pipeline():
+    model = compose.Pipeline(Tokenizer(bigrams=True), streamnb.MultinomialNB())
+    for text, label in list(sms_spam())[:300]:
+        model.learn_one(text, label)
+    assert model.predict_one("WINNER!! claim your free prize, call 09061701461") == "spam"
+    assert model.predict_one("ok see you at home later") == "ham"
+    checks.check_estimator(Tokenizer())
+
+
+def test_river_bag_of_words_as_the_front_end():
+    model = compose.Pipeline(feature_extraction.BagOfWords(lowercase=True), ComplementNB())
+    for text, label in list(sms_spam())[:300]:
+        model.learn_one(text, label)
+    assert model.predict_one("free prize claim now") == "spam"
+    assert explain(model, "free prize")[0][1] > 0
+
+
+def test_headers_are_prefixed():
+    raw = "From: Promo <win@promo.example>\nTo: me@home.example\nSubject: FREE iPhone\n\nClaim it"
+    got = Tokenizer().transform_one(raw)
+    assert got["subject:free"] == 1 and got["subject:iphone"] == 1 and got["from:email:promo.example"] == 1
+    assert got["claim"] == 1 and "free" not in got
+    assert "subject:free" not in Tokenizer(headers=()).transform_one(raw)
+    assert Tokenizer(mail=False).transform_one(raw)["subject"] == 1
+
+
+def multipart_with_attachment() -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "a@b.example"
+    msg["Subject"] = "Invoice"
+    msg.set_content("Please find the invoice attached")
+    msg.add_alternative("<html><body><p>Pay <b>now</b> at <a href='http://pay.example/x'>link</a></p></body></html>", subtype="html")
+    msg.add_attachment(bytes(range(256)) * 40, maintype="application", subtype="octet-stream", filename="invoice.exe")
+    msg.add_attachment(b"\x89PNG\r\n\x1a\n" + bytes(500), maintype="image", subtype="png", filename="logo.png")
+    return msg.as_bytes()
+
+
+BROKEN = [
+    # declared charset wrong: latin-1 bytes declared utf-8, utf-8 bytes declared ascii
+    b"Subject: caf\xe9\nContent-Type: text/plain; charset=utf-8\n\nun caf\xe9 cr\xe8me",
+    "Subject: x\nContent-Type: text/plain; charset=us-ascii\n\nd\u00e9j\u00e0 vu".encode("utf-8"),
+    # unknown charset, and an encoded-word header with a bogus charset
+    b"Subject: =?x-unknown?B?aGVsbG8=?=\nContent-Type: text/plain; charset=x-nonsense\n\nhello \xff\xfe world",
+    # multipart whose boundary never appears, and one with a missing end boundary
+    b"Subject: a\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=XYZ\n\nno parts here",
+    b"Subject: b\nContent-Type: multipart/alternative; boundary=\"q\"\n\n--q\nContent-Type: text/plain\n\nfirst part\n--q\nContent-Type: text/html\n\n<p>second",
+    # bad base64 and bad quoted-printable bodies
+    b"Subject: c\nContent-Type: text/plain\nContent-Transfer-Encoding: base64\n\n!!!not base64===\n",
+    b"Subject: d\nContent-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n\n=E9t=C3=A9 =ZZ soft=\nbreak",
+    # malformed headers: no colon, 8-bit header bytes, a header longer than any line limit
+    b"Subject \xe9t\xe9\nFrom: <<<@@@>>>\nX-Long: " + b"y" * 5000 + b"\n\nbody",
+    # garbage: NULs, a lone header, nothing at all
+    b"\x00\x01\x02From: \x00\n\n\x00\x00",
+    b"From: only@header.example",
+    b"",
+    # nested message/rfc822 with a binary part inside
+    b"Subject: fwd\nContent-Type: message/rfc822\n\nSubject: inner\nContent-Type: application/zip\n\nPK\x03\x04\x00\x00",
+]
+
+
+@pytest.mark.parametrize("raw", BROKEN + [multipart_with_attachment()], ids=range(len(BROKEN) + 1))
+def test_raw_mail_never_raises(raw):
+    tok = Tokenizer()
+    got = tok.transform_one(raw)
+    assert isinstance(got, dict) and all(isinstance(k, str) and v > 0 for k, v in got.items())
+    tok.transform_one(raw.decode("latin-1"))  # the same as a str
+
+
+def test_text_parts_decoded_and_attachments_skipped():
+    got = Tokenizer().transform_one(multipart_with_attachment())
+    assert {"please", "invoice", "pay", "now", "http://pay.example/x", "subject:invoice"} <= set(got)
+    assert got["attachment:application/octet-stream .exe"] == 1 and got["attachment:image/png .png"] == 1
+    assert not any(k.startswith("png") or "\x00" in k for k in got)
+    assert "café" in Tokenizer().transform_one(BROKEN[0]) and "déjà" in Tokenizer().transform_one(BROKEN[1])
+    assert parse(BROKEN[0]).headers["subject"]  # the 8-bit header is kept, not dropped

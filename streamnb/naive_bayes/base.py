@@ -136,6 +136,12 @@ class Part:
     def check_frame(self, X: pd.DataFrame) -> None:
         """Raise :class:`InvalidEventError` if ``X`` cannot be learned (no state is touched)."""
 
+    def _converted(self, X: pd.DataFrame, convert: Any) -> Any:
+        """``convert(X)``, or what :meth:`check_frame` kept (``self._memo = (X, ...)``) for
+        this very frame, so a batch is converted once."""
+        memo, self._memo = getattr(self, "_memo", None), None
+        return memo[1] if memo is not None and memo[0] is X else convert(X)
+
     def stats(self) -> dict[str, Statistic]:
         raise NotImplementedError
 

@@ -41,7 +41,6 @@ class GaussianPart(Part):
         self._cache_keys: tuple = ()
         self._cache_ids = np.empty(0, dtype=np.intp)
         self._cache_all = True
-        self._checked: tuple | None = None
         self._derived: tuple | None = None
         self._var = np.zeros((0, 0))
 
@@ -91,15 +90,10 @@ class GaussianPart(Part):
         )
 
     def check_frame(self, X: pd.DataFrame) -> None:
-        self._checked = (X, frame_values(X))
-
-    def _values(self, X: pd.DataFrame) -> np.ndarray:
-        """``frame_values(X)``, reusing the conversion :meth:`check_frame` just made."""
-        checked, self._checked = self._checked, None
-        return checked[1] if checked is not None and checked[0] is X else frame_values(X)
+        self._memo = (X, frame_values(X))
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        v = self._values(X)
+        v = self._converted(X, frame_values)
         names = list(X.columns)
         self.features.lookup([names[j] for j in first_seen(v == v)], add=True)
         cols = self.features.lookup(names)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,9 +13,9 @@ from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone
 from streamnb.naive_bayes.values import (
-    class_sums,
     drop_impossible,
     first_seen,
+    first_seen_sparse,
     frame_values,
     log_dot,
     numeric_items,
@@ -103,18 +104,30 @@ class MultinomialPart(Part):
         self.totals.raw("n")[: len(self.classes)] -= self.counts.n[:, ids].sum(axis=1)
         self.counts.drop(1, ids)
 
+    @staticmethod
+    def _convert(X: pd.DataFrame) -> Any:
+        return frame_values(X, nonnegative=True, sparse=True)
+
     def check_frame(self, X: pd.DataFrame) -> None:
-        frame_values(X, nonnegative=True)
+        self._memo = (X, self._convert(X))
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        v = frame_values(X, nonnegative=True)
+        v = self._converted(X, self._convert)
         names = list(X.columns)
-        self.tokens.lookup([names[j] for j in first_seen(v == v)], add=True)
+        if isinstance(v, np.ndarray):
+            order = first_seen(v == v)
+            v = np.nan_to_num(v) if np.isnan(v).any() else v
+        else:  # sparse: the stored entries are the tokens present
+            order = first_seen_sparse(v)
+        self.tokens.lookup([names[j] for j in order], add=True)
         cols = self.tokens.lookup(names)
-        known = cols >= 0
-        sums = class_sums(k, w, np.nan_to_num(v[:, known]), len(self.classes))
-        self.counts.raw("n")[: len(self.classes), cols[known]] += sums
-        self.totals.raw("n")[: len(self.classes)] += sums.sum(axis=1)
+        known = np.flatnonzero(cols >= 0)
+        n_classes = len(self.classes)
+        Y = np.zeros((len(k), n_classes))
+        Y[np.arange(len(k)), k] = w
+        sums = np.asarray(v.T @ Y).T[:, known]  # [classes, known columns]
+        self.counts.raw("n")[:n_classes, cols[known]] += sums
+        self.totals.raw("n")[:n_classes] += sums.sum(axis=1)
 
     def _log_p(self, ids: np.ndarray) -> np.ndarray:
         """``log P(token | class)`` as ``[classes, len(ids)]``; ``ids < 0`` are unseen."""
@@ -155,11 +168,16 @@ class MultinomialPart(Part):
         self._log_den = None
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
-        v = np.nan_to_num(frame_values(X, nonnegative=True))
+        v = self._convert(X)
+        if isinstance(v, np.ndarray) and np.isnan(v).any():
+            v = np.nan_to_num(v)
         ids = self.tokens.lookup(list(X.columns))
-        if self.unseen == "ignore":
-            v, ids = v[:, ids >= 0], ids[ids >= 0]
-        return log_dot(v, drop_impossible(self._log_p(ids)))
+        known = ids >= 0
+        log_p = np.zeros((len(self.classes), len(ids)))  # unknown tokens: ignored ...
+        log_p[:, known] = self._log_p(ids[known])
+        if self.unseen == "smooth" and not known.all():  # ... or smoothed
+            log_p[:, ~known] = self._log_p(ids[~known])
+        return log_dot(v, drop_impossible(log_p))
 
     def stats(self) -> dict[str, Counts]:
         return {"counts": self.counts, "totals": self.totals}

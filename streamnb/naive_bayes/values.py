@@ -18,6 +18,8 @@ __all__ = [
     "numeric_items",
     "frame_values",
     "first_seen",
+    "first_seen_sparse",
+    "is_sparse_frame",
     "log_dot",
     "drop_impossible",
     "class_sums",
@@ -83,10 +85,27 @@ def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, np.ndarray
     return keys, np.array(vals, dtype=float)
 
 
-def frame_values(X: pd.DataFrame, nonnegative: bool = False) -> np.ndarray:
-    """A float matrix of ``X``, NaN where missing; raise naming the first bad column."""
+def is_sparse_frame(X: pd.DataFrame) -> bool:
+    """Every column of ``X`` is a pandas sparse column (as River's BagOfWords many-path gives)."""
+    return len(X.columns) > 0 and all(isinstance(d, pd.SparseDtype) for d in X.dtypes)
+
+
+def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = False) -> Any:
+    """A float matrix of ``X``, NaN where missing; raise naming the first bad column.
+
+    With ``sparse``, a frame of sparse columns comes back as a scipy CSR matrix whose absent
+    entries are zeros (not missing values).
+    """
+    if sparse and is_sparse_frame(X):
+        m = X.sparse.to_coo().tocsr().astype(float)
+        d = m.data
+        bad = ~(np.abs(d) <= MAX_ABS) | ((d < 0) if nonnegative else False)
+        if bad.any():
+            col = X.columns[m.indices[np.flatnonzero(bad)[0]]]
+            raise InvalidEventError(f"value {d[bad][0]} is not allowed here", col)
+        return m
     for col, dtype in X.dtypes.items():
-        if dtype == object or pd.api.types.is_string_dtype(dtype):
+        if dtype.kind in "OSU" or isinstance(dtype, pd.StringDtype):
             for v in X[col]:
                 if not is_missing(v) and not (isinstance(v, (Real, np.number)) and not isinstance(v, complex)):
                     raise InvalidEventError(f"expected a number, got {type(v).__name__} {_short(v)}", col)
@@ -116,13 +135,22 @@ def first_seen(present: np.ndarray) -> np.ndarray:
     return cols[np.lexsort((cols, first))]
 
 
+def first_seen_sparse(m: Any) -> np.ndarray:
+    """:func:`first_seen` for a scipy sparse matrix: its stored entries are the present ones."""
+    coo = m.tocoo()
+    order = np.lexsort((coo.col, coo.row))
+    cols = coo.col[order]
+    _, first = np.unique(cols, return_index=True)
+    return cols[np.sort(first)]
+
+
 def log_dot(A: np.ndarray, log_p: np.ndarray) -> np.ndarray:
     """``A @ log_p.T`` where ``0 * -inf`` is 0 (an absent term) and ``a * -inf`` is ``-inf``."""
     neg = np.isneginf(log_p)
     if not neg.any():
-        return A @ log_p.T
-    out = A @ np.where(neg, 0.0, log_p).T
-    out[(A != 0) @ neg.T] = -np.inf
+        return np.asarray(A @ log_p.T)
+    out = np.asarray(A @ np.where(neg, 0.0, log_p).T)
+    out[np.asarray((A != 0).astype(float) @ neg.T.astype(float)) > 0] = -np.inf
     return out
 
 

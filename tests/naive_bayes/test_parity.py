@@ -238,3 +238,30 @@ def test_unseen_tokens_river_smooths_them_ours_ignores_by_default(rng):
     # River scores the new token alpha / (N_y + alpha V): it favours the class with fewer tokens
     assert ours.predict_proba_one(with_new) == ours.predict_proba_one(known)
     assert river.predict_proba_one(with_new)[0] != pytest.approx(river.predict_proba_one(known)[0], rel=1e-6)
+
+
+def test_multinomial_sparse_frames_match_one_by_one_and_sklearn(rng):
+    """River's BagOfWords.transform_many gives sparse columns: learned as token bags."""
+    from river import feature_extraction
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    words = [f"w{i}" for i in range(30)]
+    texts = [" ".join(rng.choice(words, size=rng.integers(1, 9))) for _ in range(200)]
+    y = rng.integers(0, 2, 200)
+    bow = feature_extraction.BagOfWords()
+    one, many = streamnb.MultinomialNB(alpha=0.5), streamnb.MultinomialNB(alpha=0.5)
+    for t, c in zip(texts, y):
+        one.learn_one(bow.transform_one(t), int(c))
+    for start in range(0, 200, 64):
+        X = bow.transform_many(pd.Series(texts[start : start + 64]))
+        assert all(isinstance(d, pd.SparseDtype) for d in X.dtypes)
+        many.learn_many(X, pd.Series(y[start : start + 64]))
+    assert one.to_state()["stats"]["multinomial.counts"]["axes"] == many.to_state()["stats"]["multinomial.counts"]["axes"]
+    np.testing.assert_array_equal(one.tables()["token_counts"], many.tables()["token_counts"])
+    X = bow.transform_many(pd.Series(texts))
+    P = many.predict_proba_many(X)
+    for i in range(0, 200, 17):
+        assert_proba_equal(dict(P.iloc[i]), one.predict_proba_one(bow.transform_one(texts[i])))
+    vec = CountVectorizer(token_pattern=r"(?u)\b\w\w+\b")
+    sk = sk_nb.MultinomialNB(alpha=0.5).fit(vec.fit_transform(texts), y)
+    np.testing.assert_allclose(P[[0, 1]].to_numpy(), sk.predict_proba(vec.transform(texts)), rtol=RTOL)

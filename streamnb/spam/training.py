@@ -102,11 +102,11 @@ class Trainer(base.Wrapper, base.Classifier):
         self.model.unlearn_one(x, y, **kwargs)
         self.n_learned -= 1
 
-    def predict_proba_one(self, x: Mapping) -> dict:
-        return self.model.predict_proba_one(x)
+    def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
+        return self.model.predict_proba_one(x, **kwargs)
 
-    def predict_one(self, x: Mapping) -> Any:
-        return self.model.predict_one(x)
+    def predict_one(self, x: Mapping, **kwargs: Any) -> Any:
+        return self.model.predict_one(x, **kwargs)
 
     @classmethod
     def _unit_test_params(cls):

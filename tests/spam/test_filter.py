@@ -1,0 +1,152 @@
+"""SpamFilter: Robinson/Fisher by hand, River checks, unlearn, cap, explanations, regimes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from river import checks, compose
+
+import streamnb
+from streamnb.evaluate import evaluate, main, metrics, roc_auc
+from streamnb.exceptions import InvalidEventError
+from streamnb.persistence import to_plain
+from streamnb.spam import SpamFilter, Trainer, chi2q, explain, fisher, report, robinson
+from streamnb.text import Tokenizer
+
+
+def state(model) -> tuple:
+    arrays: list[np.ndarray] = []
+    plain = to_plain(model.to_state(), arrays)
+    return plain, [(a.shape, a.tobytes()) for a in arrays]
+
+
+def test_robinson_and_fisher_by_hand():
+    # 4 spams, 6 hams; "cash" in 3 spams and 1 ham, "meeting" in 0 spams and 4 hams, "hi" unseen
+    f = SpamFilter(s=1.0, x=0.5, min_dev=0.1)
+    for i in range(4):
+        f.learn_one({"cash": int(i < 3), "x": 1}, "spam")
+    for i in range(6):
+        f.learn_one({"cash": int(i < 1), "meeting": int(i < 4), "x": 1}, "ham")
+    # cash: b = 3/4, g = 1/6, p = 0.75 / (0.75 + 1/6) = 9/11, n = 4, f = (0.5 + 4 * 9/11) / 5
+    f_cash = (0.5 + 4 * 9 / 11) / 5
+    # meeting: b = 0, g = 4/6, p = 0, n = 4, f = 0.5 / 5 = 0.1
+    f_meeting = 0.1
+    # x: b = 1, g = 1, p = 0.5: f = 0.5, below min_dev, not combined
+    scores = {t.token: t for t in f.token_scores({"cash": 1, "meeting": 1, "x": 1, "hi": 1})}
+    assert scores["cash"].f == pytest.approx(f_cash, rel=1e-12) and scores["meeting"].f == pytest.approx(0.1)
+    assert not scores["x"].used and not scores["hi"].used and scores["hi"].f == 0.5
+    # Fisher with 2 tokens (4 degrees of freedom): Q(chi, 4) = exp(-chi/2) (1 + chi/2)
+    ham_chi = -2 * (math.log(f_cash) + math.log(f_meeting))
+    spam_chi = -2 * (math.log(1 - f_cash) + math.log(1 - f_meeting))
+    H = 1 - math.exp(-ham_chi / 2) * (1 + ham_chi / 2)
+    S = 1 - math.exp(-spam_chi / 2) * (1 + spam_chi / 2)
+    verdict = f.classify_one({"cash": 1, "meeting": 1, "x": 1, "hi": 1})
+    assert (verdict.spam, verdict.ham, verdict.score) == pytest.approx((S, H, (1 + S - H) / 2), rel=1e-12)
+    assert verdict.n_tokens == 2 and verdict.label == "unsure"
+    assert robinson(np.array([0.0]), np.array([0.0]), 0.0, 0.0, 1.0, 0.4)[0] == 0.4
+    assert chi2q(10.0, 2) == pytest.approx(math.exp(-5))
+    assert chi2q(1e6, 300) == 0.0 and fisher(np.array([])) == (0.0, 0.0, 0.5)
+
+
+def train(model, n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        spam = rng.random() < 0.4
+        words = rng.integers(0, 40, 6) + (30 if spam else 0)
+        model.learn_one({f"w{w}": 1 for w in words.tolist()}, "spam" if spam else "ham")
+    return model
+
+
+def test_separates_and_predicts_three_ways():
+    f = train(SpamFilter())
+    assert f.classify_one({"w60": 1, "w65": 1, "w50": 1}).label == "spam"
+    assert f.classify_one({"w1": 1, "w2": 1, "w5": 1}).label == "ham"
+    assert f.predict_one({"w60": 1, "w65": 1}) == "spam" and f.predict_one({}) == "ham"
+    assert f.predict_proba_one({}) == {"spam": 0.5, "ham": 0.5}
+    assert f.classify_one({"w35": 1}).label == "unsure"  # both classes use w30..w39
+
+
+@pytest.mark.parametrize("model", [SpamFilter(**p) for p in SpamFilter._unit_test_params()]
+                         + [Trainer(**p) for p in Trainer._unit_test_params()], ids=str)  # fmt: skip
+def test_check_estimator_without_skips(model):
+    assert model._unit_test_skips() == set()
+    checks.check_estimator(model)
+
+
+def test_unlearn_restores_the_exact_state():
+    f = train(SpamFilter())
+    for x, y in [({"w1": 1, "new": 3, "w70": 1}, "spam"), ({"w2": 1}, "ham"), ({"only-new": 1}, "ham")]:
+        before = state(f)
+        f.learn_one(x, y)
+        f.unlearn_one(x, y)
+        assert state(f) == before
+    with pytest.raises(InvalidEventError):
+        f.unlearn_one({"never-seen": 1}, "spam")
+    with pytest.raises(InvalidEventError):
+        f.learn_one({"a": 1}, "eggs")
+    again = SpamFilter()
+    again.load_state(f.to_state())
+    assert state(again) == state(f)
+
+
+def test_vocabulary_cap_holds():
+    f = SpamFilter(max_tokens=100)
+    rng = np.random.default_rng(1)
+    for i in range(5000):
+        spam = i % 3 == 0
+        x = {f"w{t}": 1 for t in (rng.zipf(1.3, 5) % 5000).tolist()}
+        x["spamword" if spam else "hamword"] = 1
+        f.learn_one(x, "spam" if spam else "ham")
+        assert f.n_tokens <= 100
+        if i % 500 == 0:
+            f.decay(0.9)
+    assert f.classify_one({"spamword": 1}).label == "spam"  # the heavy hitters stay
+
+
+def test_explanations_of_the_filter_sum_to_half_the_chi_difference():
+    f = train(SpamFilter())
+    x = {"w1": 1, "w35": 1, "w60": 1, "w61": 1, "unknown": 1}
+    rows = explain(f, x)
+    used = [t for t in f.token_scores(x) if t.used]
+    ham_chi = -2 * sum(math.log(t.f) for t in used)
+    spam_chi = -2 * sum(math.log(1 - t.f) for t in used)
+    assert sum(v for _, v in rows) == pytest.approx((spam_chi - ham_chi) / 2, rel=1e-12)
+    assert dict(rows)["w60"] > 0 > dict(rows)["w1"] and "unknown" not in dict(rows)
+    assert [abs(v) for _, v in rows] == sorted((abs(v) for _, v in rows), reverse=True)
+    text = report(compose.Pipeline(Tokenizer(), f), "w60 w61 w1")
+    assert "w60" in text and "I=" in text
+
+
+def test_training_regimes_and_half_life():
+    seen = {}
+    for regime in ("everything", "on_error", "unsure"):
+        trainer = train(Trainer(SpamFilter(), regime=regime))
+        seen[regime] = trainer.n_learned
+        assert trainer.n_seen == 400
+    assert seen["everything"] == 400 and seen["on_error"] < seen["unsure"] < 400
+    nb = train(Trainer(streamnb.MultinomialNB(), regime="unsure", confidence=0.99))
+    assert 0 < nb.n_learned < 400
+    decayed = train(Trainer(SpamFilter(), half_life=100.0, decay_every=100))
+    # 400 messages seen: the first message weighs 2**-4 of a new one
+    assert decayed.model._messages.total() < 400 / 3
+
+
+def test_evaluate_metrics_and_command(tmp_path):
+    assert roc_auc(np.array([1, 0], bool), np.array([0.9, 0.1])) == 1.0
+    m = metrics(np.array([1, 1, 0, 0], bool), np.array([1, 1, 0, 0], bool))
+    assert m["mcc"] == 1.0 and m["ham_misclassified"] == 0.0
+    stream = tmp_path / "stream.jsonl"
+    lines = [{"text": "win free cash now", "label": "spam"}, {"text": "lunch at noon?", "label": "ham"}] * 30
+    stream.write_text("\n".join(json.dumps(o) for o in lines) + "\n")
+    result = evaluate(compose.Pipeline(Tokenizer(), SpamFilter()), str(stream))
+    assert result.n == 60 and result.metrics["roc_auc"] > 0.9
+    png = tmp_path / "rolling.png"
+    assert main([str(stream), "--model", "complement", "--plot", str(png), "--window", "10", "--json"]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"txt": 1}\n')
+    with pytest.raises(SystemExit):
+        main([str(bad)])

@@ -1,7 +1,8 @@
 """Plain-text tokens: words, numbers, URLs, e-mail addresses, optional bigrams.
 
 One regular expression reads a text left to right; URLs and e-mail addresses are tried before
-words so they stay whole. Each also yields a short "shape" token that generalizes over values
+words so they stay whole; a word is a run of letters and digits with at least one letter
+(``mp3``, ``2nite``), a number a run of digits (with ``. , : /`` inside: ``3.5``, ``12:30``). Each also yields a short "shape" token that generalizes over values
 spammers vary from message to message: the host of a URL (``url:example.com``), the domain of
 an address (``email:example.com``), the number of digits of a long number (``num:11``: phone
 numbers, short codes).
@@ -26,8 +27,8 @@ _TOKEN = re.compile(
     r"""
     (?P<url>(?:https?://|www\.)[^\s<>"'()\[\]{}]+)
   | (?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+  | (?P<word>\d*[^\W\d_][^\W_]*(?:['’][^\W_]+)*)
   | (?P<number>\d+(?:[.,:/]\d+)*)
-  | (?P<word>[^\W\d_]+(?:['’][^\W\d_]+)*)
   | (?P<symbol>[$£€¥%!?])
     """,
     re.VERBOSE,

@@ -14,6 +14,7 @@ compacts its arrays the same way before its next read or write (see
 from __future__ import annotations
 
 import math
+from operator import itemgetter
 from collections.abc import Hashable, Iterable
 from typing import Any
 
@@ -87,6 +88,12 @@ class Index:
 
     def lookup(self, keys: Iterable[Hashable], add: bool = False) -> np.ndarray:
         """Ids of ``keys`` as an integer array; unknown keys get -1 unless ``add``."""
+        keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+        if len(keys) > 1:
+            try:  # every key known: one C-level lookup
+                return np.array(itemgetter(*keys)(self._ids), dtype=np.intp)
+            except (KeyError, TypeError):
+                pass
         if add:
             get = self._ids.get
             ids = [get(k) for k in keys]

@@ -131,7 +131,10 @@ def main() -> None:
 @click.option("--max-pending", default=100_000, show_default=True, type=int,
               help="Unlabelled events kept for late labels.")
 @click.option("--idempotent-producer/--no-idempotent-producer", default=False, show_default=True,
-              help="kafka-python's idempotent producer (does not survive broker restarts).")
+              help="The idempotent producer (kafka-python's never recovers after a broker restart: "
+                   "the outbox then recreates it).")
+@click.option("--producer", type=click.Choice(["auto", "confluent", "kafka-python"]), default="auto",
+              show_default=True, help="Producer for outputs (auto: confluent-kafka when installed).")
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port (0: any free port).")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address for the metrics endpoint.")
 @click.option("--progress/--no-progress", default=None, help="Live progress line [default: on a terminal].")
@@ -164,6 +167,7 @@ def run(**o: Any) -> None:
             checkpoint_interval=o["checkpoint_interval"], batch_size=o["batch_size"],
             batch_learning=o["batch_learning"], on_checkpoint_ahead=o["on_checkpoint_ahead"],
             max_pending=o["max_pending"], idempotent_producer=o["idempotent_producer"],
+            producer=o["producer"],
             metrics_port=o["metrics_port"], metrics_host=o["metrics_host"], progress=o["progress"],
             exit_when_idle=o["exit_when_idle"], max_events=o["max_events"],
         )

@@ -78,6 +78,9 @@ class ServiceConfig:
         Records per poll; ``"auto"`` learns a poll's events with ``learn_many`` when that is
         bit-for-bit equal to one by one and faster (dense events, categorical/Bernoulli),
         ``"always"``/``"never"`` force it.
+    producer
+        Producer backend for outputs: ``"confluent"`` (confluent-kafka), ``"kafka-python"`` or
+        ``"auto"`` (confluent when importable); ``producer_config`` is in that backend's names.
     flush_timeout
         Seconds a checkpoint waits for outputs to be acknowledged before it is postponed.
     on_checkpoint_ahead
@@ -110,6 +113,7 @@ class ServiceConfig:
     on_checkpoint_ahead: str = "fail"
     max_pending: int = 100_000
     idempotent_producer: bool = False
+    producer: str = "auto"
     flush_timeout: float = 5.0
     create_topics: bool = True
     output_partitions: int = 1
@@ -131,6 +135,13 @@ class ServiceConfig:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.batch_learning not in ("auto", "always", "never"):
             raise ValueError("batch_learning must be auto, always or never")
+        if self.producer not in ("auto", "confluent", "kafka-python"):
+            raise ValueError("producer must be auto, confluent or kafka-python")
+        if self.producer == "confluent":
+            try:
+                import confluent_kafka  # noqa: F401
+            except ImportError as exc:
+                raise ValueError("producer 'confluent' needs confluent-kafka (pip install confluent-kafka)") from exc
         if self.on_checkpoint_ahead not in ("fail", "reset"):
             raise ValueError("on_checkpoint_ahead must be fail or reset")
         if self.dead_letter_topic is None:

@@ -443,7 +443,7 @@ class Service:
                 topics = {t: c.output_partitions for t in (c.output_topic, c.dead_letter_topic) if t}
                 self._retry(lambda: ensure_topics(c.bootstrap, topics, timeout=5.0), "create topics")
             self.publisher = Publisher(c.bootstrap, c.idempotent_producer, c.producer_config,
-                                       on_recreate=self.metrics.producer_recreated.inc)
+                                       on_recreate=self.metrics.producer_recreated.inc, backend=c.producer)
             self.dead = DeadLetter(self.publisher, c.dead_letter_topic)  # type: ignore[arg-type]
             self.source = Source(c.bootstrap, c.input_topics, c.group_id, c.partitions, c.batch_size,
                                  c.consumer_config, self._on_assigned, self._on_revoked)
@@ -488,6 +488,8 @@ class Service:
                 with self._lock:
                     self._process(batch)
                 idle_since = now
+            if self.publisher is not None:
+                self.publisher.poll()
             self._check_ahead()
             due = self._dirty and (self._since_ckpt >= c.checkpoint_every or now - self._last_ckpt >= c.checkpoint_interval)
             if due and now >= ckpt_backoff:

@@ -36,12 +36,12 @@ from river import naive_bayes as river_nb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import streamnb  # noqa: E402
-from streamnb.datasets import sms_spam  # noqa: E402
-from streamnb.evaluate import metrics  # noqa: E402
-from streamnb.naive_bayes import ComplementNB  # noqa: E402
-from streamnb.spam import SpamFilter  # noqa: E402
-from streamnb.text import Tokenizer  # noqa: E402
+import streamnb
+from streamnb.datasets import sms_spam
+from streamnb.evaluate import metrics
+from streamnb.naive_bayes import ComplementNB
+from streamnb.spam import SpamFilter
+from streamnb.text import Tokenizer
 
 
 def run_river_style(model, data) -> tuple[np.ndarray, np.ndarray, float, float]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["evaluate", "metrics", "rolling", "roc_auc", "plot", "main", "MODELS", "Evaluation"]
+__all__ = ["MODELS", "Evaluation", "evaluate", "main", "metrics", "plot", "roc_auc", "rolling"]
 
 
 def _models() -> dict[str, Callable[[], Any]]:

@@ -77,7 +77,7 @@ class BernoulliPart(Part):
         return ids, ids[present]
 
     def check_unlearn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
-        ids, present = self._present_ids(prepared)
+        _, present = self._present_ids(prepared)
         if (present < 0).any() or (self.counts.n[k, present] < w).any():
             raise InvalidEventError("this event was not learned with this class: cannot unlearn it")
 

@@ -14,7 +14,7 @@ from streamnb.naive_bayes.values import check_weight, numeric_items
 from streamnb.spam.robinson import fisher, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 
-__all__ = ["SpamFilter", "Verdict", "TokenScore"]
+__all__ = ["SpamFilter", "TokenScore", "Verdict"]
 
 HAM, UNSURE, SPAM = "ham", "unsure", "spam"
 

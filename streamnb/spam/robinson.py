@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-__all__ = ["robinson", "chi2q", "fisher", "significant"]
+__all__ = ["chi2q", "fisher", "robinson", "significant"]
 
 
 def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:

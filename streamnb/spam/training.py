@@ -7,9 +7,9 @@ from typing import Any
 
 from river import base
 
-from streamnb.spam.filter import SPAM, HAM, SpamFilter
+from streamnb.spam.filter import HAM, SPAM, SpamFilter
 
-__all__ = ["Trainer", "REGIMES"]
+__all__ = ["REGIMES", "Trainer"]
 
 #: ``everything``: learn every message; ``on_error``: only those predicted wrong (TOE);
 #: ``unsure``: those not confidently right (train-until-no-errors thresholds, TUNE/"thick

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from email import policy
 from email.message import Message
 
-__all__ = ["Mail", "parse", "looks_like_mail", "decode_bytes"]
+__all__ = ["Mail", "decode_bytes", "looks_like_mail", "parse"]
 
 _HEADER_LINE = re.compile(r"^[!-9;-~]+:[ \t]?.*$|^[ \t]+\S.*$")
 _KNOWN = {"from", "to", "subject", "date", "received", "message-id", "mime-version", "return-path",
           "content-type", "reply-to", "delivered-to", "x-mailer", "cc"}  # fmt: skip
-_TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.I | re.S)
-_HREF = re.compile(r"""(?:href|src)\s*=\s*["']?([^"'\s>]+)""", re.I)
+_TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.IGNORECASE | re.DOTALL)
+_HREF = re.compile(r"""(?:href|src)\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
 
 
 @dataclass
@@ -81,7 +81,7 @@ def parse(raw: bytes | str) -> Mail:
             else:
                 msg = email.message_from_string(raw, policy=pol)
             return _read(msg)
-        except Exception:  # noqa: BLE001 -- a malformed message must not stop a stream
+        except Exception:  # noqa: BLE001, S112 -- a malformed message must not stop a stream
             continue
     text = decode_bytes(raw) if isinstance(raw, bytes) else raw
     return Mail(texts=[text])
@@ -102,14 +102,14 @@ def _header(msg: Message, name: str) -> str | None:
     if "=?" in value:  # compat32 leaves encoded words in place
         try:
             value = str(email.header.make_header(email.header.decode_header(value)))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110 -- undecodable encoded words are kept as written
             pass
     return value
 
 
 def _read(msg: Message) -> Mail:
     out = Mail()
-    for name in {k.lower() for k in msg.keys()}:
+    for name in {k.lower() for k in msg}:
         value = _header(msg, name)
         if value is not None:
             out.headers[name] = value

@@ -11,7 +11,7 @@ from river.base import tags
 from streamnb.text.mail import decode_bytes, looks_like_mail, parse
 from streamnb.text.tokens import tokens
 
-__all__ = ["Tokenizer", "DEFAULT_HEADERS"]
+__all__ = ["DEFAULT_HEADERS", "Tokenizer"]
 
 #: Headers whose tokens are kept, each prefixed by its name (``subject:free``).
 DEFAULT_HEADERS = ("subject", "from", "reply-to", "to", "x-mailer", "content-type")

@@ -15,10 +15,11 @@ numbers, short codes).
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 
-__all__ = ["tokens", "MAX_TOKEN_LENGTH"]
+__all__ = ["MAX_TOKEN_LENGTH", "tokens"]
 
 #: Longer tokens (base64 runs, hashes) are replaced by a ``skip:<first char>:<length // 10>``.
 MAX_TOKEN_LENGTH = 40
@@ -71,5 +72,5 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
         if kind != "symbol":
             plain.append(tok)
     if bigrams:
-        out += [f"{a} {b}" for a, b in zip(plain, plain[1:])]
+        out += [f"{a} {b}" for a, b in itertools.pairwise(plain)]
     return [prefix + t for t in out] if prefix else out

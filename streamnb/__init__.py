@@ -2,6 +2,7 @@
 
 from streamnb import persistence  # noqa: F401  (streamnb.persistence.save/load)
 from streamnb.bn import AODE, BayesNetClassifier, ChowLiuClassifier, TANClassifier
+from streamnb.drift import DriftTriggered, Forgetful, Windowed
 from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
 from streamnb.naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB
 
@@ -13,6 +14,8 @@ __all__ = [
     "BernoulliNB",
     "CategoricalNB",
     "ChowLiuClassifier",
+    "DriftTriggered",
+    "Forgetful",
     "GaussianNB",
     "InvalidEventError",
     "MixedNB",
@@ -20,4 +23,5 @@ __all__ = [
     "StateError",
     "StreamnbError",
     "TANClassifier",
+    "Windowed",
 ]

@@ -186,11 +186,11 @@ class Forgetful(DriftWrapper):
         if not n:
             return
         if self.clock is None:
-            t = np.arange(self._events + 1, self._events + n + 1, dtype=float)
+            t = np.arange(self._events + 1, self._events + n + 1, dtype=np.float64)
         else:
             if self.clock not in X.columns:
                 raise InvalidEventError("missing the clock feature", self.clock)
-            t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=float)
+            t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=np.float64)
         weights = np.broadcast_to(np.asarray(w, dtype=float), (n,))
         frame = self._features_frame(X)
         start = 0

@@ -7,8 +7,8 @@ is predicted by the model *before* it learns it). When the detector flags a drif
    or the learner is reset to a fresh clone (``keep=0``), or nothing is forgotten
    (``keep=None``);
 2. learners with a structure (TAN, Chow-Liu, or a :class:`~streamnb.drift.Forgetful` around
-   one) recompute it from their counts now (``relearn=True``), then keep following their own
-   ``relearn_every`` clock.
+   one) recompute it from their counts now (``relearn_structure=True``), then keep following
+   their own ``relearn_every`` clock.
 
 Why shrink to ``keep`` events rather than to a fixed factor: the old concept then weighs as a
 prior of ``keep`` pseudo-events whatever the length of the history, so the new concept has the
@@ -45,7 +45,7 @@ class DriftTriggered(DriftWrapper):
     keep
         Weight, in events, the past keeps after a drift: ``0`` resets the learner to a fresh
         clone, ``None`` forgets nothing (relearn only).
-    relearn
+    relearn_structure
         Recompute the learner's structure from its counts at each drift (when it has one).
 
     Attributes
@@ -69,13 +69,13 @@ class DriftTriggered(DriftWrapper):
     """
 
     def __init__(self, model: Any, detector: Any = None, keep: float | None = 0.0,
-                 relearn: bool = True) -> None:
+                 relearn_structure: bool = True) -> None:
         if keep is not None and not keep >= 0:
             raise ValueError(f"keep must be None or >= 0, got {keep!r}")
         self.model = model
         self.detector = detector
         self.keep = keep
-        self.relearn = relearn
+        self.relearn_structure = relearn_structure
         self._detector = detector.clone() if detector is not None else drift.ADWIN()
         self._binary = isinstance(self._detector, base.BinaryDriftDetector)
         self._drifts: list[int] = []
@@ -150,7 +150,7 @@ class DriftTriggered(DriftWrapper):
             n = self.model.n_seen
             if n > keep:
                 self.model.decay(keep / n)
-        if self.relearn and has_relearn(self.model):
+        if self.relearn_structure and has_relearn(self.model):
             self.model.relearn()
 
     # -- state -----------------------------------------------------------------------------

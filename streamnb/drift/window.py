@@ -131,7 +131,7 @@ class Windowed(DriftWrapper):
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace this model's state by :meth:`to_state`'s output; all or nothing."""
-        blocks = deque()
+        blocks: deque = deque()
         for s in state["blocks"]:
             block = self.model.clone()
             block.load_state(s)

@@ -56,5 +56,5 @@ def assert_stats_close(a: dict, b: dict, rtol: float = 1e-9) -> None:
 
 def assert_proba_close(p: dict, q: dict, rtol: float = 1e-9) -> None:
     assert p.keys() == q.keys()
-    for k in p:
-        assert abs(p[k] - q[k]) <= rtol * max(abs(p[k]), abs(q[k])) + 1e-15, (k, p[k], q[k])
+    for k, a in p.items():
+        assert abs(a - q[k]) <= rtol * max(abs(a), abs(q[k])) + 1e-15, (k, a, q[k])

@@ -89,6 +89,9 @@ def test_keep_none_relearns_a_forgetful_tan_without_forgetting():
     for x, y in stagger(1700):
         model.learn_one(x, y)
     assert model.drifts and model.learner.learner.history  # relearn reached the TAN inside
+    before = len(model.learner.learner.history)
+    model.relearn()  # wrappers pass relearn() through: nothing changed since the last one
+    assert len(model.learner.learner.history) == before
 
 
 def test_state_roundtrip_keeps_drifts():

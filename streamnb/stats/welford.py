@@ -70,29 +70,37 @@ class Welford(Statistic):
     def update_many_ids(self, r: np.ndarray, c: np.ndarray, values: np.ndarray, w: Any = 1.0) -> None:
         """Many observations ``(r[i], c[i], values[i])``; cells may repeat.
 
-        Each cell's batch is summarized exactly (two passes) and merged with :func:`chan`, so
-        the result equals one-by-one updates up to floating-point rounding (about 1e-15).
+        Each cell's batch is summarized (two passes, shifted by a value of the cell so that
+        equal values give exactly their value and a zero spread) and merged with :func:`chan`,
+        so the result equals one-by-one updates up to floating-point rounding (about 1e-15).
         """
         self._fit()
         cap = self._arrays["n"].shape
         size = cap[0] * cap[1]
         flat = r * cap[1] + c
         w = np.broadcast_to(np.asarray(w, dtype=float), values.shape)
+        n, mean, m2 = (self._arrays[f].reshape(-1) for f in self.fields)
+        if not len(flat):
+            return
         if size <= max(1 << 16, 8 * len(flat)):  # dense bincounts: no sort
+            order = np.arange(len(flat))
+            first = np.zeros(size, dtype=np.intp)
+            first[flat[::-1]] = order[::-1]  # the first event of each cell
+            shift = np.where(n > 0, mean, values[first])
+            d = values - shift[flat]
             nb = np.bincount(flat, weights=w, minlength=size)
-            sx = np.bincount(flat, weights=w * values, minlength=size)
             cells = np.flatnonzero(nb)
-            mean_of = sx / np.where(nb > 0, nb, 1.0)
+            mean_of = shift + np.bincount(flat, weights=w * d, minlength=size) / np.where(nb > 0, nb, 1.0)
             dev = values - mean_of[flat]
             m2b = np.bincount(flat, weights=w * dev * dev, minlength=size)[cells]
             nb, mb = nb[cells], mean_of[cells]
         else:
-            cells, inv = np.unique(flat, return_inverse=True)
+            cells, first, inv = np.unique(flat, return_index=True, return_inverse=True)
+            shift = np.where(n[cells] > 0, mean[cells], values[first])
             nb = np.bincount(inv, weights=w)
-            mb = np.bincount(inv, weights=w * values) / nb
+            mb = shift + np.bincount(inv, weights=w * (values - shift[inv])) / nb
             dev = values - mb[inv]
             m2b = np.bincount(inv, weights=w * dev * dev)
-        n, mean, m2 = (self._arrays[f].reshape(-1) for f in self.fields)
         n[cells], mean[cells], m2[cells] = chan(n[cells], mean[cells], m2[cells], nb, mb, m2b)
 
     def update_matrix(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, w: np.ndarray) -> None:
@@ -116,18 +124,23 @@ class Welford(Statistic):
         for r in classes.tolist():
             sel = rows == r if len(classes) > 1 else slice(None)
             x, wr, c = values[sel], w[sel], cols
+            # shift by the running mean (or a value of the batch) so equal values stay exact
+            n_a, mean_a = a["n"][r, c], a["mean"][r, c]
             if not any_missing:
+                shift = np.where(n_a > 0, mean_a, x[0])
                 nb = np.full(values.shape[1], wr.sum())
-                mb = (wr @ x) / nb
+                mb = shift + (wr @ (x - shift)) / nb
                 dev = x - mb
                 m2b = wr @ (dev * dev)
             else:
                 seen = ~missing[sel]
+                first = x[seen.argmax(axis=0), np.arange(x.shape[1])]  # NaN where never seen
+                shift = np.where(n_a > 0, mean_a, np.where(seen.any(axis=0), first, 0.0))
                 ww = seen * wr[:, None]
                 nb = ww.sum(axis=0)
                 touched = nb > 0
-                xz = np.where(seen, x, 0.0)
-                mb = (ww * xz).sum(axis=0) / np.where(touched, nb, 1.0)
+                dz = np.where(seen, x - shift, 0.0)
+                mb = shift + (ww * dz).sum(axis=0) / np.where(touched, nb, 1.0)
                 dev = np.where(seen, x - mb, 0.0)
                 m2b = (ww * dev * dev).sum(axis=0)
                 c = np.arange(c.start, c.stop)[touched] if isinstance(c, slice) else c[touched]

@@ -138,3 +138,19 @@ def test_index_state_round_trip_keeps_types(keys_):
     again = Index.from_state(idx.to_state())
     assert again.keys == idx.keys
     assert [type(k) for k in again.keys] == [type(k) for k in idx.keys]
+
+
+def test_welford_batches_of_equal_values_keep_zero_spread():
+    """A stuck sensor: equal values give exactly that mean and M2 = 0 in a batch too."""
+    x = -443814.40648977074
+    one = welford_of([x, x, x])
+    batch = Welford(2)
+    batch.axes[0].add("k")
+    batch.axes[1].add("f")
+    batch.update_many_ids(np.zeros(3, dtype=np.intp), np.zeros(3, dtype=np.intp), np.array([x, x, x]), 1.0)
+    matrix = Welford(2)
+    matrix.axes[0].add("k")
+    matrix.axes[1].add("f")
+    matrix.update_matrix(np.zeros(3, dtype=np.intp), np.zeros(1, dtype=np.intp), np.full((3, 1), x), np.ones(3))
+    for w in (one, batch, matrix):
+        assert w.mean()[0, 0] == x and w.m2()[0, 0] == 0.0

@@ -4,7 +4,9 @@ from streamnb import persistence  # noqa: F401  (streamnb.persistence.save/load)
 from streamnb.bn import AODE, BayesNetClassifier, ChowLiuClassifier, TANClassifier
 from streamnb.drift import DriftTriggered, Forgetful, Windowed
 from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
-from streamnb.naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB
+from streamnb.naive_bayes import BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB, MultinomialNB
+from streamnb.spam import SpamFilter, Trainer
+from streamnb.text import Tokenizer
 
 __version__ = "0.1.0"
 
@@ -13,6 +15,7 @@ __all__ = [
     "BayesNetClassifier",
     "BernoulliNB",
     "CategoricalNB",
+    "ComplementNB",
     "ChowLiuClassifier",
     "DriftTriggered",
     "Forgetful",
@@ -20,8 +23,11 @@ __all__ = [
     "InvalidEventError",
     "MixedNB",
     "MultinomialNB",
+    "SpamFilter",
     "StateError",
     "StreamnbError",
     "TANClassifier",
+    "Tokenizer",
+    "Trainer",
     "Windowed",
 ]

@@ -42,21 +42,43 @@ MAX_BYTES = 4 << 30
 _REGISTRY: dict[str, type] = {}
 
 
-def register(cls: type) -> type:
+def register(cls: type, name: str | None = None) -> type:
     """Allow ``cls`` (a learner with ``to_state``/``load_state``) to be saved and loaded."""
-    _REGISTRY[cls.__name__] = cls
+    _REGISTRY[name or cls.__name__] = cls
     return cls
 
 
+_BUILTINS_LOADED = False
+
+
 def _registry() -> dict[str, type]:
-    if not _REGISTRY:
-        import streamnb  # noqa: F401  (importing registers the learners)
+    """streamnb's exported learners, River's drift detectors (as nested parameters of the
+    drift wrappers), and whatever was registered explicitly."""
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        import river.drift
+        import river.drift.binary
+
+        import streamnb
 
         for name in streamnb.__all__:
             obj = getattr(streamnb, name)
             if isinstance(obj, type) and hasattr(obj, "load_state"):
-                register(obj)
+                _REGISTRY.setdefault(name, obj)
+        for module in (river.drift, river.drift.binary):
+            for name in getattr(module, "__all__", []):
+                obj = getattr(module, name, None)
+                if isinstance(obj, type):
+                    _REGISTRY.setdefault(f"{module.__name__}.{name}", obj)
+        _BUILTINS_LOADED = True
     return _REGISTRY
+
+
+def _registered_name(cls: type) -> str:
+    for name, known in _registry().items():
+        if known is cls:
+            return name
+    raise StateError(f"{cls.__module__}.{cls.__name__} is not a registered streamnb learner")
 
 
 # -- plain data <-> JSON + arrays ------------------------------------------------------------
@@ -71,6 +93,9 @@ def to_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
         if all(isinstance(k, str) and not k.startswith("__") for k in obj):
             return {k: to_plain(v, arrays) for k, v in obj.items()}
         return {"__pairs__": [[encode_key(k), to_plain(v, arrays)] for k, v in obj.items()]}
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], type) and isinstance(obj[1], dict):
+        # a nested estimator, as River's _get_params gives it: (class, parameters)
+        return {"__learner__": _registered_name(obj[0]), "params": to_plain(obj[1], arrays)}
     if isinstance(obj, (list, tuple)):
         return [to_plain(v, arrays) for v in obj]
     if isinstance(obj, np.generic):
@@ -90,6 +115,11 @@ def from_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
             return arrays[i]
         if set(obj) == {"__pairs__"}:
             return {decode_key(k): from_plain(v, arrays) for k, v in obj["__pairs__"]}
+        if set(obj) == {"__learner__", "params"}:
+            cls = _registry().get(obj["__learner__"])
+            if cls is None:
+                raise StateError(f"unknown learner {obj['__learner__']!r}")
+            return cls(**from_plain(obj["params"], arrays))
         return {k: from_plain(v, arrays) for k, v in obj.items()}
     if isinstance(obj, list):
         return [from_plain(v, arrays) for v in obj]
@@ -107,9 +137,7 @@ def _digest(arrays: list[np.ndarray]) -> str:
 # -- archives --------------------------------------------------------------------------------
 def dumps(model: Any, extra: dict | None = None) -> bytes:
     """Serialize a registered learner (and optional plain ``extra`` data) to bytes."""
-    name = type(model).__name__
-    if _registry().get(name) is not type(model):
-        raise StateError(f"{name} is not a registered streamnb learner")
+    name = _registered_name(type(model))
     arrays: list[np.ndarray] = []
     doc = {
         "format": FORMAT,

@@ -126,3 +126,48 @@ def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
         persistence.save(streamnb.GaussianNB(), path)
     assert path.read_bytes() == good
     assert [p.name for p in tmp_path.iterdir()] == ["m.snb"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: streamnb.Forgetful(streamnb.TANClassifier(), half_life=30),
+        lambda: streamnb.Windowed(streamnb.MultinomialNB(), window=40, blocks=4),
+        lambda: streamnb.DriftTriggered(streamnb.CategoricalNB(), keep=10.0),
+        lambda: streamnb.ComplementNB(),
+        lambda: streamnb.SpamFilter(),
+    ],
+    ids=["Forgetful(TAN)", "Windowed(Multinomial)", "DriftTriggered", "ComplementNB", "SpamFilter"],
+)
+def test_wrappers_and_text_learners_round_trip(make):
+    m = make()
+    tokens = isinstance(m, (streamnb.ComplementNB, streamnb.SpamFilter, streamnb.Windowed))
+    labels = ("ham", "spam") if isinstance(m, streamnb.SpamFilter) else (0, 1)
+    for i in range(120):
+        x = {f"t{i % 7}": 1, f"u{i % 3}": 2} if tokens else {"a": str(i % 3), "b": str(i % 5)}
+        m.learn_one(x, labels[i % 2])
+    again = persistence.loads(persistence.dumps(m))
+    assert type(again) is type(m) and again._get_params().keys() == m._get_params().keys()
+    q = {"t3": 1, "u1": 1} if tokens else {"a": "1", "b": "2"}
+    assert again.predict_proba_one(q) == m.predict_proba_one(q)
+
+
+def test_nested_learner_names_are_checked_against_the_registry():
+    wrapped = _rewrite_doc(streamnb.Forgetful(streamnb.GaussianNB()),
+                           lambda d: d["params"]["model"].update({"__learner__": "os.system"}))
+    with pytest.raises(streamnb.StateError, match="unknown learner 'os.system'"):
+        persistence.loads(wrapped)
+
+
+def _rewrite_doc(m, change) -> bytes:
+    good = persistence.dumps(m)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "model.json":
+                doc = json.loads(data)
+                change(doc)
+                data = json.dumps(doc).encode()
+            dst.writestr(info, data)
+    return out.getvalue()

@@ -32,7 +32,9 @@ import numpy as np
 from streamnb.exceptions import StateError
 from streamnb.stats.index import decode_key, encode_key
 
-__all__ = ["FORMAT", "VERSION", "register", "dumps", "loads", "save", "load", "to_plain", "from_plain"]
+__all__ = [
+    "FORMAT", "VERSION", "register", "dumps", "loads", "save", "load", "write_atomic", "to_plain", "from_plain",
+]
 
 FORMAT = "streamnb-model"
 VERSION = 1
@@ -217,12 +219,17 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
 
 
 def save(model: Any, path: str | os.PathLike, extra: dict | None = None) -> None:
-    """Write atomically: temp file in the same folder, fsync, rename, fsync the folder.
+    """Save ``model`` atomically (see :func:`write_atomic`)."""
+    write_atomic(path, dumps(model, extra))
 
-    If anything fails (disk full included), the previous file at ``path`` is left intact.
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write a file atomically: temp file in the same folder, fsync, rename, fsync the folder.
+
+    If anything fails (disk full included), the previous file at ``path`` is left intact and
+    no temp file is left behind.
     """
     path = Path(path)
-    data = dumps(model, extra)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -86,17 +86,7 @@ def test_corruption_is_detected_or_harmless():
 
 
 def _rewrite(doc_change) -> bytes:
-    good = persistence.dumps(model())
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            data = src.read(info)
-            if info.filename == "model.json":
-                doc = json.loads(data)
-                doc_change(doc)
-                data = json.dumps(doc).encode()
-            dst.writestr(info, data)
-    return out.getvalue()
+    return _rewrite_doc(model(), doc_change)
 
 
 def test_future_version_says_what_to_do():

@@ -34,13 +34,13 @@ import json
 import logging
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamnb import persistence
+from streamnb.persistence import write_atomic
 from streamnb.exceptions import StateError
 from streamnb.kafka.errors import ServiceError
 
@@ -167,22 +167,7 @@ class Checkpointer:
             "offsets": dict(offsets),
             "n_seen": float(model.n_seen),
         }
-        path = self.directory / f"{self.member}.{new_id:012d}.ckpt"
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.member}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_encode(header, payload))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomic(self.directory / f"{self.member}.{new_id:012d}.ckpt", _encode(header, payload))
         self.last_id = new_id
         for _, _, old in self._files(self.member)[self.keep:]:
             old.unlink(missing_ok=True)

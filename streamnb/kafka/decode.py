@@ -5,6 +5,11 @@ input it rejects. :class:`JsonDeserializer` is strict: UTF-8 only, a JSON object
 finite numbers only (Python's ``json`` accepts ``NaN``, ``Infinity`` and ``1e999``), bounded
 size and nesting depth.
 
+When orjson is installed it decodes (about 5x faster than ``json``); the result is always what
+the ``json`` path gives: orjson already rejects ``NaN``/``Infinity``/overflowing literals and
+invalid UTF-8, and any message it rejects, or whose numbers reach 2**63 (where orjson turns
+integers into floats), is decoded again by the ``json`` path, which classifies it.
+
 >>> decode = JsonDeserializer()
 >>> decode(b'{"x": 1.5, "y": "a"}')
 {'x': 1.5, 'y': 'a'}
@@ -22,6 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from streamnb.kafka.errors import BadMessage
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency, but optional here
+    _orjson = None
 
 __all__ = ["DESERIALIZERS", "Deserializer", "JsonDeserializer", "get_deserializer"]
 
@@ -43,6 +53,42 @@ def _parse_int(text: str) -> int | float:
     if len(text) > 30:
         raise BadMessage("not_finite", f"integer with {len(text)} digits is too large")
     return int(text)
+
+
+#: orjson turns integers outside [-2**63, 2**64) into floats: re-decode such messages with json
+_BIG = float(2**63)
+
+
+def _check_fast(obj: dict, limit: int) -> bool:
+    """False if the ``json`` path must decide: too deep (it says so, after its own checks), or
+    numbers where orjson and ``json`` could differ."""
+    for v in obj.values():
+        t = type(v)
+        if t is float:
+            if not -_BIG < v < _BIG:
+                return False
+        elif t is int:
+            if not -_BIG <= v < _BIG:
+                return False
+        elif t is dict or t is list:
+            if limit < 2 or not _check_nested(v, limit, 2):
+                return False
+    return True
+
+
+def _check_nested(obj: Any, limit: int, level: int) -> bool:
+    for v in (obj.values() if type(obj) is dict else obj):
+        t = type(v)
+        if t is float:
+            if not -_BIG < v < _BIG:
+                return False
+        elif t is int:
+            if not -_BIG <= v < _BIG:
+                return False
+        elif t is dict or t is list:
+            if level >= limit or not _check_nested(v, limit, level + 1):
+                return False
+    return True
 
 
 def _depth(obj: Any, limit: int, level: int = 1) -> None:
@@ -67,11 +113,14 @@ class JsonDeserializer:
         Larger messages are rejected (``oversized``) before decoding.
     max_depth
         Deeper nesting is rejected (``too_deep``).
+    fast
+        Decode with orjson when it is installed (same results, see the module docstring).
     """
 
-    def __init__(self, max_bytes: int = 1 << 20, max_depth: int = 8) -> None:
+    def __init__(self, max_bytes: int = 1 << 20, max_depth: int = 8, fast: bool = True) -> None:
         self.max_bytes = max_bytes
         self.max_depth = max_depth
+        self.fast = fast and _orjson is not None
         self._decoder = json.JSONDecoder(
             parse_constant=_reject_constant, parse_float=_parse_float, parse_int=_parse_int
         )
@@ -81,6 +130,17 @@ class JsonDeserializer:
             raise BadMessage("empty", "message has no value (tombstone)")
         if len(value) > self.max_bytes:
             raise BadMessage("oversized", f"{len(value)} bytes > limit {self.max_bytes}")
+        if self.fast:
+            try:
+                obj = _orjson.loads(value)
+            except _orjson.JSONDecodeError:
+                pass  # the json path below says why (or accepts what orjson is stricter about)
+            else:
+                if type(obj) is dict and _check_fast(obj, self.max_depth):
+                    return obj
+        return self._slow(value)
+
+    def _slow(self, value: bytes) -> dict:
         try:
             text = value.decode("utf-8")
         except UnicodeDecodeError as exc:

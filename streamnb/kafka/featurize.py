@@ -42,6 +42,7 @@ class _NoLabel:
 NO_LABEL: Any = _NoLabel()
 
 _SCALARS = (str, bool, int, float)
+_PLAIN = frozenset(_SCALARS)  # exact types the fast path accepts (subclasses take the slow path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,26 @@ class FieldFeaturizer:
         self._known = None if features is None else frozenset(self.features) | self.ignore | {label_field}
 
     def __call__(self, event: dict) -> Example:
+        if self._known is None and not self.ignore:
+            # fast path (every field but the label is a feature): plain values only; anything
+            # else (None, wrong types, no features) is decided by the general path below
+            label_field = self.label_field
+            x = {k: v for k, v in event.items() if k != label_field}
+            if x:
+                plain = _PLAIN
+                for v in x.values():
+                    if type(v) not in plain:
+                        break
+                else:
+                    y = event.get(label_field, NO_LABEL) if label_field is not None else NO_LABEL
+                    if y is None:
+                        y = NO_LABEL
+                    elif y is not NO_LABEL and type(y) is not str and type(y) is not int and type(y) is not bool:
+                        y = _label(event, label_field)
+                    return Example(x, y)
+        return self._general(event)
+
+    def _general(self, event: dict) -> Example:
         y = _label(event, self.label_field)
         if self._known is not None:
             unknown = [k for k in event if k not in self._known]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
+from itertools import islice
 from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -36,6 +37,33 @@ class RollingAccuracy:
         self.n_total += 1
         self.n_correct += correct
 
+    def update_many(self, hits: list[bool]) -> None:
+        """``update`` for each of ``hits``, in order.
+
+        >>> a, b = RollingAccuracy(window=3), RollingAccuracy(window=3)
+        >>> hits = [True, False, True, True, False]
+        >>> for h in hits:
+        ...     a.update(h)
+        >>> b.update_many(hits[:2]); b.update_many(hits[2:])
+        >>> (a.get(), a.n_total, a.n_correct) == (b.get(), b.n_total, b.n_correct)
+        True
+        """
+        if not hits:
+            return
+        n, correct = len(hits), sum(hits)
+        self.n_total += n
+        self.n_correct += correct
+        window = self._hits.maxlen or 0
+        if n >= window:
+            self._hits = deque(hits[n - window:], maxlen=window)
+            self._sum = sum(self._hits)
+            return
+        drop = len(self._hits) + n - window
+        if drop > 0:
+            self._sum -= sum(islice(self._hits, drop))
+        self._hits.extend(hits)
+        self._sum += correct
+
     def get(self) -> float | None:
         return self._sum / len(self._hits) if self._hits else None
 
@@ -62,7 +90,21 @@ class Metrics:
                               registry=r)
         self.n_seen = Gauge("streamnb_model_n_seen", "Weight of the events the model has learned", registry=r)
         self.partitions = Gauge("streamnb_partitions", "Partitions owned", registry=r)
+        # label children looked up once (labels() costs a lock and a dict lookup per call)
+        self.learned = self.events.labels("learned")
+        self.predicted = self.events.labels("predicted")
+        self.ignored = self.events.labels("ignored")
+        self.dead_lettered = self.events.labels("dead_letter")
+        self._reasons: dict[str, Any] = {}
         self._server: Any = None
+
+    def dead_letter(self, reason: str) -> None:
+        """Count one dead letter for ``reason``."""
+        child = self._reasons.get(reason)
+        if child is None:
+            child = self._reasons[reason] = self.dead_letters.labels(reason)
+        child.inc()
+        self.dead_lettered.inc()
 
     def serve(self, port: int, host: str = "127.0.0.1") -> int:
         """Start the ``/metrics`` endpoint; returns the port (``port=0`` picks a free one)."""

@@ -1,7 +1,13 @@
 """The service: consume, learn, predict, publish, with exactly-once model state.
 
 Per poll: decode and featurize each record (rejects go to the dead-letter topic), predict,
-learn (one ``learn_many`` per poll where that equals one by one), publish. Every
+learn, publish. Dense events are predicted per poll: one ``predict_proba_many`` on the poll's
+events *before* any of them is learned, so every prediction of a poll uses the model as of the
+start of that poll (``batch_learning="never"`` predicts and learns event by event instead,
+strictly prequential). They are then learned in order, with one ``learn_many`` where that is
+bit-for-bit equal to one by one, else ``learn_one`` each; the model is the one a clean
+one-by-one pass learns either way. Sparse events (token counts) are predicted and learned one
+by one. Every
 ``checkpoint_every`` events or ``checkpoint_interval`` seconds, and on shutdown or revocation:
 flush the outputs, write model + next offsets + pending late-label events in one atomic
 checkpoint, then commit the offsets of owned partitions to Kafka (for lag monitoring only).
@@ -20,20 +26,27 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from kafka import TopicPartition
 
+from streamnb import CategoricalNB
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.kafka.checkpoint import Checkpointer, tp_key
 from streamnb.kafka.config import EXACT_BATCH, ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
 from streamnb.kafka.errors import BadMessage, CheckpointAheadError
-from streamnb.kafka.featurize import Example, Featurizer, FieldFeaturizer, TextFeaturizer
+from streamnb.kafka.featurize import NO_LABEL, Example, Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.metrics import Metrics, Progress, RollingAccuracy
 from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import DeadLetter, Publisher
 from streamnb.kafka.source import Backoff, Source
 from streamnb.kafka.topics import ensure_topics
+
+try:
+    from orjson import dumps as _orjson_dumps
+except ImportError:  # pragma: no cover
+    _orjson_dumps = None
 
 __all__ = ["RunSummary", "Service", "frame"]
 
@@ -61,15 +74,53 @@ class RunSummary:
         return self.events / self.seconds if self.seconds else 0.0
 
 
-def frame(xs: list[dict]) -> pd.DataFrame:
+def frame(xs: list[dict], categorical: bool = False) -> pd.DataFrame:
     """Rows as an object DataFrame; columns in first-seen order, so ``learn_many`` adds
-    features in the order ``learn_one`` would, and values keep their Python types."""
-    cols: dict = {}
+    features in the order ``learn_one`` would, and values keep their Python types.
+
+    ``categorical``: dense columns become pandas categoricals whose categories are the column's
+    values (object dtype, first-seen order), so a learner that factorizes each column several
+    times per batch (CategoricalNB: check, predict, check, learn) does the work once; the values
+    it gets back are the same Python objects.
+
+    >>> frame([{"a": 1, "b": "x"}, {"b": "y", "c": True}]).to_dict("list")
+    {'a': [1, None], 'b': ['x', 'y'], 'c': [None, True]}
+    >>> frame([{"a": 1, "b": "x"}, {"a": True, "b": None}], categorical=True)["b"].tolist()
+    ['x', nan]
+    """
+    index = range(len(xs))
+    if xs:
+        keys = xs[0].keys()
+        if all(x.keys() == keys for x in xs):  # dense: every row has the first row's features
+            if categorical:
+                return pd.DataFrame({c: _categorical([x[c] for x in xs]) for c in keys})
+            return pd.DataFrame({c: pd.Series([x[c] for x in xs], dtype=object, index=index) for c in keys},
+                                index=index)
+    names: dict = {}
     for x in xs:
         for k in x:
-            cols.setdefault(k, None)
-    return pd.DataFrame({c: pd.Series([x.get(c) for x in xs], dtype=object) for c in cols},
-                        index=range(len(xs)))
+            names.setdefault(k, None)
+    return pd.DataFrame({c: pd.Series([x.get(c) for x in xs], dtype=object) for c in names}, index=index)
+
+
+def _categorical(values: list) -> Any:
+    arr = np.fromiter(values, dtype=object, count=len(values))
+    try:
+        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+        return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+    except (TypeError, ValueError):  # unhashable values: the learner says so, on the plain column
+        return pd.Series(arr, dtype=object)
+
+
+def dumps(obj: Any) -> bytes:
+    """JSON bytes (orjson when installed; ``json`` for what orjson refuses, e.g. integers
+    beyond 64 bits or strings with lone surrogates)."""
+    if _orjson_dumps is not None:
+        try:
+            return _orjson_dumps(obj)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+    return json.dumps(obj).encode()
 
 
 def _key_text(key: bytes | None) -> str | None:
@@ -133,10 +184,26 @@ class Service:
 
     @property
     def batch_learning(self) -> bool:
+        """Whether a poll's events are learned with one ``learn_many``."""
         mode = self.config.batch_learning
         if mode != "auto":
             return mode == "always"
         return isinstance(self.model, EXACT_BATCH) and not getattr(self.featurize, "sparse", False)
+
+    @property
+    def _categorical_frames(self) -> bool:
+        # CategoricalNB only factorizes its columns: categoricals spare it repeated work
+        return type(self.model) is CategoricalNB
+
+    @property
+    def batch_prediction(self) -> bool:
+        """Whether a poll's events are predicted together, with the model as of the poll's start."""
+        mode = self.config.batch_learning
+        if mode == "never":
+            return False
+        if mode == "always":
+            return True
+        return not getattr(self.featurize, "sparse", False) and hasattr(self.model, "predict_proba_many")
 
     # -- state -----------------------------------------------------------------------------------
     def _restore(self) -> None:
@@ -238,8 +305,7 @@ class Service:
     def _reject(self, record: Any, reason: str, detail: str) -> None:
         assert self.dead is not None
         self.dead.send(record, reason, detail)
-        self.metrics.dead_letters.labels(reason).inc()
-        self.metrics.events.labels("dead_letter").inc()
+        self.metrics.dead_letter(reason)
         self.summary.dead_letters[reason] = self.summary.dead_letters.get(reason, 0) + 1
         log.debug("dead letter %s:%d@%d: %s %s", record.topic, record.partition, record.offset, reason, detail)
 
@@ -255,28 +321,72 @@ class Service:
         out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
                          "key": _key_text(record.key)}
         assert self.publisher is not None and self.config.output_topic is not None
-        self.publisher.send(self.config.output_topic, json.dumps(out).encode(), key=record.key)
-        self.metrics.events.labels("predicted").inc()
+        self.publisher.send(self.config.output_topic, dumps(out), key=record.key)
+        self.metrics.predicted.inc()
         self.summary.predicted += 1
+
+    def _publish_rows(self, feats: list, classes: list, rows: list, n_seen: float) -> None:
+        """:meth:`_publish` for a poll: ``rows[i]`` are the probabilities of ``classes`` for
+        ``feats[i]``; the same messages, built with per-poll work done once."""
+        assert self.publisher is not None and self.config.output_topic is not None
+        names = [str(k) if not isinstance(k, str) else k for k in classes]
+        n = len(classes)
+        if n:
+            arr = np.asarray(rows, dtype=float)
+            best = arr.argmax(axis=1).tolist() if not np.isnan(arr).any() else [
+                max(range(n), key=row.__getitem__) for row in rows]
+        hits: list[bool] = []
+        values: list[bytes] = []
+        keys: list = []
+        for i, (rec, ex) in enumerate(feats):
+            pred = classes[best[i]] if n else None
+            out: dict[str, Any] = {"prediction": pred, "proba": dict(zip(names, rows[i]))}
+            y = ex.y
+            if y is not NO_LABEL:
+                out["label"] = y
+                if n:
+                    hits.append(pred == y)
+            out["n_seen"] = n_seen
+            key = rec.key
+            out["source"] = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+                             "key": _key_text(key)}
+            values.append(dumps(out))
+            keys.append(key)
+        if values:
+            self.publisher.send_many(self.config.output_topic, values, keys)
+        self.accuracy.update_many(hits)
+        self.metrics.predicted.inc(len(feats))
+        self.summary.predicted += len(feats)
 
     def _process(self, batch: dict) -> None:
         items: list[tuple[Any, Example]] = []
+        append, featurize, deserialize = items.append, self.featurize, self.deserialize
+        n = 0
         for tp, records in batch.items():
-            for rec in records:
-                if not self._accept(tp, rec.offset):
+            if not records:
+                continue
+            expected = self._next.get(tp)
+            if expected is None or records[0].offset >= expected:  # offsets grow within a partition
+                self._verify.pop(tp, None)
+            else:
+                records = [rec for rec in records if self._accept(tp, rec.offset)]
+                if not records:
                     continue
-                self._next[tp] = rec.offset + 1
-                self._dirty = True
-                self._since_ckpt += 1
-                self.summary.events += 1
+            self._next[tp] = records[-1].offset + 1
+            n += len(records)
+            for rec in records:
                 try:
-                    items.append((rec, self.featurize(self.deserialize(rec.value))))
+                    append((rec, featurize(deserialize(rec.value))))
                 except BadMessage as exc:
                     self._reject(rec, exc.reason, exc.detail)
                 except Exception as exc:  # noqa: BLE001 - a plug-in failed on this message
                     self._reject(rec, "deserializer_error", f"{type(exc).__name__}: {exc}")
-        if self.batch_learning:
-            self._run_batch(items)
+        if n:
+            self._dirty = True
+            self._since_ckpt += n
+            self.summary.events += n
+        if self.batch_learning or self.batch_prediction:
+            self._run_batch(items, self.batch_learning)
         else:
             self._run_one_by_one(items)
 
@@ -292,14 +402,14 @@ class Service:
 
     def _learned(self, n: int = 1) -> None:
         self.summary.learned += n
-        self.metrics.events.labels("learned").inc(n)
+        self.metrics.learned.inc(n)
 
     def _run_one_by_one(self, items: list) -> None:
         mode = self.config.mode
         for rec, ex in items:
             if ex.is_label_only:
                 if mode == "predict":
-                    self.metrics.events.labels("ignored").inc()
+                    self.metrics.ignored.inc()
                     continue
                 x = self._resolve_label(rec, ex)
                 if x is not None:
@@ -333,39 +443,47 @@ class Service:
                 self.pending.put(rec.key, ex.x)  # type: ignore[arg-type]
             self._publish(rec, ex, proba, n_seen)
 
-    def _run_batch(self, items: list) -> None:
+    def _run_batch(self, items: list, learn_many: bool = True) -> None:
+        """Predict the poll's events with the model as of the start of the poll, then learn
+        them in order (one ``learn_many`` if ``learn_many``, else ``learn_one`` each)."""
         mode = self.config.mode
-        feats = [(rec, ex) for rec, ex in items if not ex.is_label_only]
+        model = self.model
+        feats = [(rec, ex) for rec, ex in items if ex.x is not None]
         probas: dict[int, dict] = {}
-        n_seen = self.model.n_seen
+        rows: list | None = None
+        classes: list = []
+        X = None
+        n_seen = model.n_seen
         rejected: set[int] = set()
         if mode != "learn" and feats:
             try:
-                if self.model.classes:
-                    P = self.model.predict_proba_many(frame([ex.x for _, ex in feats]))
-                    cols = list(P.columns)
-                    for (rec, _), row in zip(feats, P.to_numpy().tolist()):
-                        probas[id(rec)] = dict(zip(cols, row))
+                classes = list(model.classes)
+                if classes:
+                    X = frame([ex.x for _, ex in feats], self._categorical_frames)
+                    P = model.predict_proba_many(X)
+                    classes = list(P.columns)
+                    rows = P.to_numpy().tolist()
                 else:
-                    probas = {id(rec): {} for rec, _ in feats}
+                    rows = [[] for _ in feats]
             except InvalidEventError:
+                X, rows = None, None
                 for rec, ex in feats:
                     try:
-                        probas[id(rec)] = self.model.predict_proba_one(ex.x)
+                        probas[id(rec)] = model.predict_proba_one(ex.x)
                     except InvalidEventError as exc:
                         self._reject(rec, "invalid_event", str(exc))
                         rejected.add(id(rec))
         to_learn: list[tuple[Any, dict, Any, bool]] = []
         for rec, ex in items:
-            if id(rec) in rejected:
+            if rejected and id(rec) in rejected:
                 continue
-            if ex.is_label_only:
+            if ex.x is None:
                 if mode == "predict":
                     continue
                 x = self._resolve_label(rec, ex)
                 if x is not None:
                     to_learn.append((rec, x, ex.y, True))
-            elif ex.has_label and mode != "predict":
+            elif ex.y is not NO_LABEL and mode != "predict":
                 to_learn.append((rec, ex.x, ex.y, False))
             elif mode == "learn":
                 self._reject(rec, "missing_label", f"no label field {self.config.label_field!r}")
@@ -373,6 +491,24 @@ class Service:
             elif mode == "prequential" and rec.key is not None:
                 self.pending.put(rec.key, ex.x)  # type: ignore[arg-type]
         if to_learn:
+            same = (X is not None and len(to_learn) == len(feats)
+                    and all(t[1] is f[1].x for t, f in zip(to_learn, feats)))
+            self._learn_batch(to_learn, rejected, learn_many, X if same else None)
+        if mode != "learn":
+            if rows is not None and not rejected:
+                self._publish_rows(feats, classes, rows, n_seen)
+            else:
+                for i, (rec, ex) in enumerate(feats):
+                    if id(rec) not in rejected:
+                        if rows is None:
+                            self._publish(rec, ex, probas[id(rec)], n_seen)
+                        else:
+                            self._publish(rec, ex, dict(zip(classes, rows[i])), n_seen)
+
+    def _learn_batch(self, to_learn: list, rejected: set, learn_many: bool, X: pd.DataFrame | None) -> None:
+        """Learn ``(record, x, y, late)`` in order; ``X`` may be their frame, if already built."""
+        model = self.model
+        if learn_many:
             xs = [x for _, x, _, _ in to_learn]
             keys = xs[0].keys()
             # rows with missing features: learn_many may add keys in another order than
@@ -381,22 +517,26 @@ class Service:
             try:
                 if not whole:
                     raise InvalidEventError("batch with missing features: learning one by one")
-                self.model.learn_many(frame(xs), pd.Series([y for _, _, y, _ in to_learn]))
+                if X is None:  # else: the frame predictions used, of the same rows
+                    X = frame(xs, self._categorical_frames)
+                model.learn_many(X, pd.Series([y for _, _, y, _ in to_learn]))
                 self._learned(len(to_learn))
                 self.summary.late_labels += sum(late for *_, late in to_learn)
+                return
             except InvalidEventError:
-                for rec, x, y, late in to_learn:
-                    try:
-                        self.model.learn_one(x, y)
-                        self._learned()
-                        self.summary.late_labels += late
-                    except InvalidEventError as exc:
-                        self._reject(rec, "invalid_event", str(exc))
-                        rejected.add(id(rec))
-        if mode != "learn":
-            for rec, ex in feats:
-                if id(rec) not in rejected:
-                    self._publish(rec, ex, probas[id(rec)], n_seen)
+                pass  # below, one by one: the bad events are dead letters, the rest is learned
+        learn_one = model.learn_one
+        n = late_n = 0
+        for rec, x, y, late in to_learn:
+            try:
+                learn_one(x, y)
+                n += 1
+                late_n += late
+            except InvalidEventError as exc:
+                self._reject(rec, "invalid_event", str(exc))
+                rejected.add(id(rec))
+        self._learned(n)
+        self.summary.late_labels += late_n
 
     def _check_ahead(self) -> None:
         assert self.source is not None

@@ -96,7 +96,8 @@ def test_idempotent_producer_is_recreated_after_a_broker_restart(memory_broker, 
     bs = memory_broker.bootstrap
     create(bs, names.output, 1)
     recreated = []
-    pub = Publisher(bs, idempotent=True, on_recreate=lambda: recreated.append(1), backend=backend)
+    pub = Publisher(bs, idempotent=True, on_recreate=lambda: recreated.append(1), backend=backend,
+                    stall_timeout=2.0)
     try:
         pub.send(names.output, b"before")
         assert pub.flush(10)

@@ -29,23 +29,33 @@ def test_strict_json_rejects(payload, reason):
     assert err.value.reason == reason
 
 
-@pytest.mark.parametrize("cls", [streamnb.CategoricalNB, streamnb.BernoulliNB])
-def test_batches_built_by_frame_learn_exactly_as_one_by_one(cls):
-    """What batch learning in "auto" mode relies on (it batches rows with the same features)."""
+@pytest.mark.parametrize("cls, categorical", [(streamnb.CategoricalNB, False), (streamnb.CategoricalNB, True),
+                                              (streamnb.BernoulliNB, False)])
+def test_batches_built_by_frame_learn_exactly_as_one_by_one(cls, categorical):
+    """What batch learning in "auto" mode relies on (it batches rows with the same features);
+    the service predicts from the same frame first, as of the start of the batch."""
     rng = random.Random(2)
     rows = []
+    values = [0, 1, 2, True, False, "a", 2.5, 1.0, None]
     for _ in range(400):
-        x = {f"f{j}": rng.choice([0, 1, 2, True, "a"]) if cls is streamnb.CategoricalNB else rng.choice([0, 1])
+        x = {f"f{j}": rng.choice(values) if cls is streamnb.CategoricalNB else rng.choice([0, 1])
              for j in range(5)}
         rows.append((x, rng.choice(["u", "v"])))
     one = cls()
     for x, y in rows:
         one.learn_one(x, y)
     for size in (1, 7, 64, 400):
-        many = cls()
+        many, ref = cls(), cls()
         for i in range(0, len(rows), size):
             chunk = rows[i:i + size]
-            many.learn_many(frame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
+            X = frame([x for x, _ in chunk], categorical=categorical)
+            if size == 64 and many.classes:  # predictions of the batch, as of its start
+                got = many.predict_proba_many(X).to_dict("records")
+                for row, (x, _) in zip(got, chunk):
+                    assert row == pytest.approx(ref.predict_proba_one(x), rel=1e-12, abs=1e-300)
+            for x, y in chunk:
+                ref.learn_one(x, y)
+            many.learn_many(X, pd.Series([y for _, y in chunk]))
         assert persistence.dumps(many) == persistence.dumps(one), size
 
 

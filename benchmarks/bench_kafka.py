@@ -3,19 +3,26 @@
 On one broker (the embedded Tansu on 127.0.0.1 unless ``--bootstrap`` is given), in one run:
 
 1. raw: how fast kafka-python alone consumes the topic (poll, nothing else);
-2. service: consume + decode + learn + predict + publish predictions + checkpoint, for a dense
-   categorical stream (batch learning with ``learn_many``) and for SMS text (token counts,
-   one by one); reported as events/s and as a ratio to raw;
+2. service: consume + decode + featurize + predict + learn + publish predictions + checkpoint,
+   once per output producer backend (confluent-kafka, kafka-python), and learn only (no
+   outputs); for a dense categorical stream (batch prediction per poll, ``learn_many``) and for
+   SMS text (token counts, one by one); events/s and the ratio to raw;
 3. latency: events produced at a fixed rate, time from produce to the prediction being readable
-   on the output topic (p50/p99).
+   on the output topic (p50/p99), per producer backend.
 
+Raw and service runs alternate ``--repeat`` times (the machine is shared: the best run of each
+is the capacity, the median shows the spread). Both are timed from the first poll (after
+assignment) until every event is consumed, and for the service every output acknowledged and
+the final checkpoint written. Cyclic GC is frozen after start-up for both (``gc.freeze()``, as
+``streamnb run`` does): without it full collections over the imported libraries cost 10-30 %.
 Prints figures and ratios; asserts nothing about speed. Run:
-``python benchmarks/bench_kafka.py [--events 50000] [--rate 1000] [--bootstrap HOST:PORT]``.
+``python benchmarks/bench_kafka.py [--events 50000] [--text-events 20000] [--repeat 2] [--rate 1000]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import statistics
@@ -28,6 +35,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streamnb.datasets import sms_spam
 from streamnb.kafka import EmbeddedBroker, Service, ServiceConfig, ensure_topics
+from streamnb.kafka.publisher import default_backend
 
 
 def produce_all(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -55,16 +63,32 @@ def raw_consume(bootstrap: str, topic: str, n: int) -> float:
     return n / elapsed
 
 
+class TimedService(Service):
+    """Times from the first poll to the final checkpoint (outputs acknowledged), like raw."""
+
+    started = ended = 0.0
+
+    def _loop(self, progress):
+        self.started = time.perf_counter()
+        return super()._loop(progress)
+
+    def _shutdown(self) -> None:
+        if self.publisher is not None and self.source is not None and self.source.consumer is not None:
+            self._checkpoint("end")
+        self.ended = time.perf_counter()
+        super()._shutdown()
+
+
 def service_rate(bootstrap: str, topic: str, n: int, **kw) -> tuple[float, object]:
     output = None if kw.get("mode") == "learn" else f"{topic}.out"
     cfg = ServiceConfig(bootstrap=bootstrap, input_topics=[topic], output_topic=output,
                         group_id=f"bench-{uuid.uuid4().hex[:6]}", partitions=[0], max_events=n,
                         checkpoint_dir=tempfile.mkdtemp(prefix="bench-ckpt-"), checkpoint_every=20_000,
                         progress=False, **kw)
-    service = Service(cfg)
+    service = TimedService(cfg)
     summary = service.run()
-    # time from the first poll, not counting start-up (connect, topic creation)
-    return summary.events / summary.seconds, summary
+    assert summary.events == n, summary
+    return n / (service.ended - service.started), summary
 
 
 def dense_events(n: int) -> list[bytes]:
@@ -82,12 +106,12 @@ def text_events(n: int) -> list[bytes]:
     return [sms[i % len(sms)] for i in range(n)]
 
 
-def latency(bootstrap: str, rate: float, seconds: float) -> list[float]:
+def latency(bootstrap: str, rate: float, seconds: float, producer: str) -> list[float]:
     topic = f"lat-{uuid.uuid4().hex[:6]}"
     ensure_topics(bootstrap, {topic: 1, f"{topic}.out": 1})
     cfg = ServiceConfig(bootstrap=bootstrap, input_topics=[topic], output_topic=f"{topic}.out",
                         group_id=f"lat-{topic}", partitions=[0], checkpoint_dir=tempfile.mkdtemp(),
-                        progress=False, batch_size=500)
+                        progress=False, batch_size=500, producer=producer)
     service = Service(cfg)
     runner = threading.Thread(target=service.run, daemon=True)
     runner.start()
@@ -136,46 +160,69 @@ def latency(bootstrap: str, rate: float, seconds: float) -> list[float]:
     return lat
 
 
+def _row(name: str, rates: list[float], raw: float | None = None, unit: str = "events/s") -> str:
+    best = max(rates)
+    line = f"  {name:<40} {best:>10,.0f} {unit:<8}"
+    if raw:
+        line += f"  ratio to raw {best / raw:.2f}"
+    if len(rates) > 1:
+        line += f"   (median {statistics.median(rates):,.0f})"
+    return line
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap")
-    ap.add_argument("--events", type=int, default=50_000)
-    ap.add_argument("--rate", type=float, default=1000.0, help="events/s for the latency run")
-    ap.add_argument("--seconds", type=float, default=10.0, help="length of the latency run")
+    ap.add_argument("--events", type=int, default=50_000, help="events of the dense stream")
+    ap.add_argument("--text-events", type=int, default=20_000, help="events of the SMS stream")
+    ap.add_argument("--repeat", type=int, default=2, help="alternating runs of raw and each service setup")
+    ap.add_argument("--rate", type=float, default=1000.0, help="events/s for the latency runs")
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of each latency run")
     args = ap.parse_args()
+    backends = ["confluent", "kafka-python"] if default_backend() == "confluent" else ["kafka-python"]
     broker = None
     bootstrap = args.bootstrap
     if bootstrap is None:
         broker = EmbeddedBroker().start()
         bootstrap = broker.bootstrap
+    gc.collect()
+    gc.freeze()
     try:
-        print(f"broker {bootstrap}; {args.events:,} events per throughput run (2 cores shared with the broker)")
+        print(f"broker {bootstrap}; 2 cores shared with the broker; best of {args.repeat} alternating runs")
         for name, rows, kw in [
-            ("dense categorical (8 features, learn_many per poll)", dense_events(args.events),
+            ("dense categorical (8 features; batch prediction per poll, learn_many)", dense_events(args.events),
              {"model": "categorical"}),
-            ("SMS text (bag of words, MultinomialNB, one by one)", text_events(args.events),
+            ("SMS text (bag of words, MultinomialNB, one by one)", text_events(args.text_events),
              {"model": "multinomial", "text_field": "text", "label_field": "label"}),
         ]:
             topic = f"bench-{uuid.uuid4().hex[:6]}"
             ensure_topics(bootstrap, {topic: 1, f"{topic}.out": 1})
             produce_all(bootstrap, topic, rows)
-            raw = raw_consume(bootstrap, topic, len(rows))
-            rate, summary = service_rate(bootstrap, topic, len(rows), **kw)
-            learn_rate, _ = service_rate(bootstrap, topic, len(rows), mode="learn", **kw)
-            print(f"\n{name}")
-            print(f"  raw kafka-python consume      {raw:>10,.0f} msg/s")
-            print(f"  service end to end            {rate:>10,.0f} events/s  "
-                  f"(consumed, learned, predicted, published; ratio to raw {rate / raw:.2f})")
-            print(f"  service, learn only           {learn_rate:>10,.0f} events/s  "
-                  f"(consumed, learned, checkpointed, no outputs; ratio to raw {learn_rate / raw:.2f})")
-            print(f"  learned {summary.learned:,}  predicted {summary.predicted:,}  "
-                  f"checkpoints {summary.checkpoints}")
-        lat = latency(bootstrap, args.rate, args.seconds)
-        if lat:
-            q = statistics.quantiles(lat, n=100)
-            print(f"\nproduce -> prediction readable, at {args.rate:,.0f} events/s for {args.seconds:.0f} s "
-                  f"({len(lat):,} events): p50 {q[49] * 1000:.1f} ms, p99 {q[98] * 1000:.1f} ms, "
-                  f"max {max(lat) * 1000:.1f} ms")
+            setups = [(f"service, {b} producer", {**kw, "producer": b}) for b in backends]
+            setups.append(("service, learn only (no outputs)", {**kw, "mode": "learn"}))
+            raw: list[float] = []
+            rates: dict[str, list[float]] = {label: [] for label, _ in setups}
+            summary = None
+            for _ in range(args.repeat):
+                raw.append(raw_consume(bootstrap, topic, len(rows)))
+                for label, skw in setups:
+                    rate, s = service_rate(bootstrap, topic, len(rows), **skw)
+                    rates[label].append(rate)
+                    summary = summary or s
+            best_raw = max(raw)
+            print(f"\n{name}: {len(rows):,} events")
+            print(_row("raw kafka-python consume", raw, unit="msg/s"))
+            for label, _ in setups:
+                print(_row(label, rates[label], best_raw))
+            print(f"  (first run: learned {summary.learned:,}, predicted {summary.predicted:,}, "
+                  f"checkpoints {summary.checkpoints})")
+        print(f"\nproduce -> prediction readable, dense stream at {args.rate:,.0f} events/s for {args.seconds:.0f} s:")
+        for backend in backends:
+            lat = latency(bootstrap, args.rate, args.seconds, backend)
+            if len(lat) > 1:
+                q = statistics.quantiles(lat, n=100)
+                print(f"  {backend + ' producer':<24} p50 {q[49] * 1000:6.1f} ms   p99 {q[98] * 1000:6.1f} ms   "
+                      f"max {max(lat) * 1000:6.1f} ms   ({len(lat):,} events)")
     finally:
         if broker is not None:
             broker.kill()

@@ -174,6 +174,10 @@ def run(**o: Any) -> None:
         service = Service(config)
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
         raise click.UsageError(str(exc)) from exc
+    import gc
+
+    gc.collect()
+    gc.freeze()  # start-up objects (libraries, model) leave the cyclic GC: full collections stay cheap
     try:
         s = service.run()
     except Exception as exc:  # noqa: BLE001 - report and exit with a code

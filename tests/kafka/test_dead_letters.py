@@ -33,8 +33,8 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("batch", ["always", "never"])
-def test_every_bad_message_is_dead_lettered_with_reason(bootstrap, names, tmp_path, batch):
+@pytest.mark.parametrize("batch, producer", [("always", "confluent"), ("never", "kafka-python")])
+def test_every_bad_message_is_dead_lettered_with_reason(bootstrap, names, tmp_path, batch, producer):
     create(bootstrap, names.topic, 1)
     messages = []
     for i, (payload, _) in enumerate(BAD):
@@ -42,7 +42,8 @@ def test_every_bad_message_is_dead_lettered_with_reason(bootstrap, names, tmp_pa
         messages.append((f"bad{i}", payload))
     produce(bootstrap, names.topic, messages)
     cfg = config(bootstrap, names, tmp_path, model="mixed", features=["temp", "sky"], mode="learn",
-                 output_topic=None, max_message_bytes=2048, partitions=[0], batch_learning=batch)
+                 output_topic=None, max_message_bytes=2048, partitions=[0], batch_learning=batch,
+                 producer=producer)
     summary = Service(cfg).run()
 
     reasons = [reason for _, reason in BAD]

@@ -74,3 +74,79 @@ def test_non_finite_never_passes():
         with pytest.raises(BadMessage, match="not_finite"):
             FAST(payload)
     assert math.isfinite(FAST(b'{"a": 1.7976931348623157e308}')["a"])
+
+
+# -- featurizer: the fast path decides as the general one ---------------------------------------
+
+SCALAR = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3)
+          | st.lists(st.integers(), max_size=1))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.sampled_from(["a", "b", "c", "y"]), SCALAR, max_size=4), st.sampled_from(["y", None]))
+def test_field_featurizer_fast_path_equals_general_path(event, label_field):
+    from streamnb.kafka import FieldFeaturizer
+
+    f = FieldFeaturizer(label_field=label_field)
+
+    def run(fn):
+        try:
+            ex = fn(event)
+            return "ok", ex.x, repr(ex.y), type(ex.y)
+        except BadMessage as exc:
+            return exc.reason, exc.detail
+
+    assert run(f) == run(f._general)
+
+
+# -- publisher outboxes, without a broker ---------------------------------------------------------
+
+def test_confluent_outbox_keeps_everything_until_acknowledged_and_keeps_order():
+    """No broker: nothing is acknowledged, flush says so, and nothing is dropped or reordered."""
+    pytest.importorskip("confluent_kafka")
+    from streamnb.kafka.broker import free_port
+    from streamnb.kafka.publisher import Publisher
+
+    pub = Publisher(f"127.0.0.1:{free_port()}", backend="confluent", config={"message.timeout.ms": 600})
+    try:
+        pub.send("t", b"0", key=b"k0")
+        pub.send_many("t", [b"1", b"2"], [b"k1", b"k2"])
+        pub.send("t", b"3", key=None, headers=[("h", b"v")])
+        assert pub.pending == 4
+        assert not pub.flush(1.5)  # messages time out (0.6 s): the producer is recreated, all kept
+        assert pub.pending == 4
+        assert [m[1] for m in pub._impl._outbox] == [b"0", b"1", b"2", b"3"]
+    finally:
+        pub.close(timeout=0.1)
+
+
+@pytest.mark.parametrize("backend", ["auto", "kafka-python", "confluent"])
+def test_backend_selection(backend):
+    from streamnb.kafka.publisher import Publisher, default_backend
+
+    pub = Publisher("127.0.0.1:1", backend=backend)
+    try:
+        assert pub.backend == (default_backend() if backend == "auto" else backend)
+    finally:
+        pub.close(timeout=0)
+
+
+def test_unknown_backend_or_bad_setting_fails_at_start():
+    from streamnb.kafka import ServiceConfig
+    from streamnb.kafka.publisher import Publisher
+
+    with pytest.raises(ValueError, match="backend"):
+        Publisher("127.0.0.1:1", backend="nope")
+    with pytest.raises(ValueError, match="producer"):
+        ServiceConfig("127.0.0.1:1", ["t"], "o", producer="nope")
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    with pytest.raises(confluent_kafka.KafkaException):
+        Publisher("127.0.0.1:1", backend="confluent", config={"linger_ms": 5})  # a kafka-python name
+
+
+def test_dumps_falls_back_to_json_for_what_orjson_refuses():
+    from streamnb.kafka.service import dumps
+
+    assert json.loads(dumps({"a": 1.5, "b": [True, None]})) == {"a": 1.5, "b": [True, None]}
+    assert json.loads(dumps({"y": 10**25})) == {"y": 10**25}  # beyond 64 bits
+    assert json.loads(dumps({"y": "\ud800"})) == {"y": "\ud800"}  # lone surrogate

@@ -42,10 +42,13 @@ def kill_runs(bootstrap, names, tmp_path, kills: int, seed: int) -> dict:
     ckdir = tmp_path / "ckpt"
     stop = threading.Event()
 
+    chunks = len(events) // 100
+    pause = kills * 1.8 / chunks  # spread the stream over all the kills (a run lives ~1.6 s)
+
     def feed() -> None:  # a live stream: kills land while events keep arriving
         for i in range(0, len(events), 100):
             produce(bootstrap, names.topic, events[i:i + 100])
-            if stop.wait(0.03):
+            if stop.wait(pause):
                 return
 
     feeder = threading.Thread(target=feed)
@@ -66,6 +69,7 @@ def kill_runs(bootstrap, names, tmp_path, kills: int, seed: int) -> dict:
     assert final.returncode == 0, out
     assert assert_checkpoint_is_a_clean_pass(ckdir, names.topic, events) == len(events)
     assert landed >= kills * 0.8
+    assert len(set(progress)) >= kills // 2, progress  # the kills landed all along the stream
     return {"kills": landed, "events": len(events), "checkpointed_after_each_kill": progress}
 
 

@@ -129,7 +129,7 @@ events = st.lists(st.tuples(st.dictionaries(feature_names, values, max_size=5), 
 
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 @pytest.mark.parametrize("name", LEARNERS)
-@settings(max_examples=25, deadline=None, derandomize=True,
+@settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(stream=events)
 def test_hostile_events_are_rejected_cleanly_or_learned_soundly(name, stream):

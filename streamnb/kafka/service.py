@@ -162,6 +162,7 @@ class Service:
         self.summary = RunSummary()
         self._stop = threading.Event()
         self._lock = threading.RLock()
+        self._in_batch = False
         self.model: Any = None
         self._next: dict[TopicPartition, int] = {}
         self._checkpointed: dict[TopicPartition, int] = {}
@@ -626,7 +627,9 @@ class Service:
             now = time.monotonic()
             if batch:
                 with self._lock:
+                    self._in_batch = True  # stays True if an exception escapes mid-batch
                     self._process(batch)
+                    self._in_batch = False
                 idle_since = now
             if self.publisher is not None:
                 self.publisher.poll()
@@ -661,6 +664,12 @@ class Service:
 
     def _shutdown(self) -> None:
         """Checkpoint, commit, leave the group, close the producer."""
+        if self._in_batch:
+            # an exception escaped in the middle of a batch: the model and the offsets may
+            # disagree, so keep the last checkpoint (the next start replays from it)
+            log.error("stopped in the middle of a batch: not checkpointing; the next start "
+                      "resumes from checkpoint %d", self.checkpointer.last_id)
+            self._dirty = False
         if self.source is not None and self.source.consumer is not None and self.publisher is not None:
             if self._checkpoint("shutdown"):
                 self._commit()

@@ -249,3 +249,31 @@ def _peek(proc) -> str:
 
         proc.communicate = communicate
     return "".join(_OUTPUT[proc.pid])
+
+
+def test_an_exception_mid_batch_does_not_checkpoint_unlearned_offsets(bootstrap, names, tmp_path):
+    """A BaseException escaping in the middle of a batch (a second Ctrl-C, a plug-in bug) leaves
+    the last good checkpoint in place; the restart learns every event exactly once."""
+    events = weather(200, seed=5)
+    create(bootstrap, names.topic, 1)
+    produce(bootstrap, names.topic, events)
+    cfg = config(bootstrap, names, tmp_path, model="categorical", partitions=[0], exit_when_idle=1.0,
+                 checkpoint_every=10**6, checkpoint_interval=3600, batch_learning="never")
+    service = Service(cfg)
+    plain, seen = service.deserialize, []
+
+    def interrupting(value):
+        seen.append(1)
+        if len(seen) == 120:
+            raise KeyboardInterrupt
+        return plain(value)
+
+    service.deserialize = interrupting
+    with pytest.raises(KeyboardInterrupt):
+        service.run()
+    ckdir = tmp_path / "ckpt"
+    assert newest_id(ckdir) == 0  # nothing was checkpointed: no offset ran ahead of the model
+    assert Service(cfg).run().events == 200
+    ck = Checkpointer(ckdir).load()
+    assert ck.offsets == {f"{names.topic}:0": 200}
+    assert persistence.dumps(ck.model) == persistence.dumps(clean_pass(events, "categorical"))

@@ -96,7 +96,8 @@ def _decode(data: bytes, what: str) -> tuple[dict, bytes]:
         raise StateError(f"{what}: not a streamnb checkpoint")
     if header.get("version") != VERSION:
         raise StateError(f"{what}: checkpoint format version {header.get('version')} is not supported "
-                         f"(this streamnb reads version {VERSION})")
+                         f"(this streamnb reads version {VERSION}); run the streamnb release that wrote "
+                         f"it, or move the checkpoint directory aside to start from scratch")
     return header, payload
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from kafka.errors import KafkaError
 
-__all__ = ["BACKENDS", "DeadLetter", "Publisher", "default_backend"]
+__all__ = ["BACKENDS", "DeadLetter", "MAX_KEY_BYTES", "Publisher", "default_backend"]
 
 log = logging.getLogger(__name__)
 
@@ -451,12 +451,19 @@ class Publisher:
         self._impl.close(timeout)
 
 
+#: Keys longer than this are rejected by the service (outputs reuse the input key) and cut in
+#: dead letters, so that one message can never exceed the producer's request size.
+MAX_KEY_BYTES = 16 * 1024
+
+
 class DeadLetter:
     """Sends rejected messages, unchanged, to a dead-letter topic with why and where from.
 
     The value is the original bytes (cut to ``max_bytes``, with header ``streamnb.truncated``);
-    the key is the original key; headers ``streamnb.reason`` (a code), ``streamnb.detail``,
-    ``streamnb.source.topic``, ``streamnb.source.partition``, ``streamnb.source.offset``.
+    the key is the original key (cut to :data:`MAX_KEY_BYTES`, with header
+    ``streamnb.key_truncated`` giving its length); headers ``streamnb.reason`` (a code),
+    ``streamnb.detail``, ``streamnb.source.topic``, ``streamnb.source.partition``,
+    ``streamnb.source.offset``.
     """
 
     def __init__(self, publisher: Publisher, topic: str, max_bytes: int = 900 * 1024) -> None:
@@ -477,5 +484,9 @@ class DeadLetter:
         if len(value) > self.max_bytes:
             headers.append(("streamnb.truncated", str(len(value)).encode()))
             value = value[: self.max_bytes]
-        self.publisher.send(self.topic, value=value, key=record.key, headers=headers)
+        key = record.key
+        if key is not None and len(key) > MAX_KEY_BYTES:
+            headers.append(("streamnb.key_truncated", str(len(key)).encode()))
+            key = key[:MAX_KEY_BYTES]
+        self.publisher.send(self.topic, value=value, key=key, headers=headers)
         self.counts[reason] = self.counts.get(reason, 0) + 1

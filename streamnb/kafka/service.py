@@ -39,7 +39,7 @@ from streamnb.kafka.errors import BadMessage, CheckpointAheadError
 from streamnb.kafka.featurize import NO_LABEL, Example, Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.metrics import Metrics, Progress, RollingAccuracy
 from streamnb.kafka.pending import Pending
-from streamnb.kafka.publisher import DeadLetter, Publisher
+from streamnb.kafka.publisher import MAX_KEY_BYTES, DeadLetter, Publisher
 from streamnb.kafka.source import Backoff, Source
 from streamnb.kafka.topics import ensure_topics
 
@@ -376,6 +376,9 @@ class Service:
             self._next[tp] = records[-1].offset + 1
             n += len(records)
             for rec in records:
+                if rec.key is not None and len(rec.key) > MAX_KEY_BYTES:  # outputs reuse the key
+                    self._reject(rec, "oversized_key", f"key of {len(rec.key)} bytes > {MAX_KEY_BYTES}")
+                    continue
                 try:
                     append((rec, featurize(deserialize(rec.value))))
                 except BadMessage as exc:

@@ -62,8 +62,12 @@ def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, np.ndarr
     """
     values = list(x.values())
     # sum |v| is NaN or inf if any value is, and bounds every |v|: one test for all three
-    if set(map(type, values)) <= _FAST_TYPES and sum(map(abs, values)) <= MAX_ABS:
-        if not nonnegative or not values or min(values) >= 0:
+    if set(map(type, values)) <= _FAST_TYPES:
+        try:
+            fine = float(sum(map(abs, values))) <= MAX_ABS
+        except OverflowError:  # an int beyond float range
+            fine = False
+        if fine and (not nonnegative or not values or min(values) >= 0):
             return list(x), np.array(values, dtype=float)
     return _numeric_items_slow(x, nonnegative)
 
@@ -75,7 +79,10 @@ def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, np.ndarray
             continue
         if not isinstance(xi, (Real, np.number)) or isinstance(xi, (complex, np.complexfloating)):
             raise InvalidEventError(f"expected a number, got {type(xi).__name__} {_short(xi)}", f)
-        v = float(xi)
+        try:
+            v = float(xi)
+        except OverflowError as exc:
+            raise InvalidEventError(f"value {_short(xi)} is beyond {MAX_ABS:g}", f) from exc
         if not abs(v) <= MAX_ABS:
             raise InvalidEventError(f"value {v} is not finite or beyond {MAX_ABS:g}", f)
         if nonnegative and v < 0:
@@ -109,7 +116,10 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
             for v in X[col]:
                 if not is_missing(v) and not (isinstance(v, (Real, np.number)) and not isinstance(v, complex)):
                     raise InvalidEventError(f"expected a number, got {type(v).__name__} {_short(v)}", col)
-    v = X.to_numpy(dtype=float, na_value=np.nan)
+    try:
+        v = X.to_numpy(dtype=float, na_value=np.nan)
+    except OverflowError as exc:  # an int beyond float range in an object column
+        raise InvalidEventError(f"a value is beyond {MAX_ABS:g}") from exc
     if not v.size:
         return v
     top = np.abs(v).max()  # NaN if anything is missing: then look closer

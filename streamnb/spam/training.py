@@ -90,10 +90,10 @@ class Trainer(base.Wrapper, base.Classifier):
         return self.model.predict_proba_one(x).get(y, 0.0) < self.confidence
 
     def learn_one(self, x: Mapping, y: Hashable, **kwargs: Any) -> None:
-        self.n_seen += 1
         if self.wants(x, y):
-            self.model.learn_one(x, y, **kwargs)
+            self.model.learn_one(x, y, **kwargs)  # a rejected event raises here: nothing counted
             self.n_learned += 1
+        self.n_seen += 1
         if self.half_life is not None and self.n_seen % self.decay_every == 0:
             self.model.decay(0.5 ** (self.decay_every / self.half_life))
 

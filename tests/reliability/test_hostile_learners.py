@@ -255,8 +255,6 @@ NUMERIC = ["AODE", "BernoulliNB", "ChowLiuClassifier", "ComplementNB", "Gaussian
            "SpamFilter", "TANClassifier"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an int beyond float range (10**400) raises OverflowError, "
-                   "not InvalidEventError, in learn_one and predict_proba_one of numeric learners")
 @pytest.mark.parametrize("name", NUMERIC)
 def test_int_beyond_float_range_is_an_invalid_event(name):
     model = warm(name)
@@ -299,8 +297,6 @@ def test_learned_keys_can_always_be_saved(name, where):
         _learn_then_save(name, where, value)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Trainer.learn_one counts a rejected event in n_seen (and so "
-                   "shifts its decay schedule) before the inner model rejects it")
 def test_trainer_rejected_event_changes_nothing():
     trainer = streamnb.Trainer(streamnb.MultinomialNB(), half_life=10.0, decay_every=2)
     trainer.learn_one({"f0": 1.0}, "a")
@@ -309,8 +305,6 @@ def test_trainer_rejected_event_changes_nothing():
     assert trainer.n_seen == 1
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a numpy float32 value makes numeric_items compare it with 1e100 "
-                   "in float32 (RuntimeWarning: overflow encountered in cast; an error under -W error)")
 def test_float32_values_raise_no_warning():
     import warnings
 

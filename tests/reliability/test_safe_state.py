@@ -129,9 +129,6 @@ def test_future_model_version_says_what_to_do():
         persistence.loads(data)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a checkpoint from a newer format version is refused with "
-                   "'not supported (this streamnb reads version 1)' but no advice (upgrade streamnb, or a "
-                   "fresh --checkpoint-dir), unlike saved models")
 def test_future_checkpoint_version_says_what_to_do(tmp_path):
     path = tmp_path / "main.000000000001.ckpt"
     path.write_bytes(checkpoint_bytes(persistence.dumps(model()), version=2))

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.exceptions import InvalidEventError
+from streamnb.stats.index import is_saveable_key
 
 __all__ = [
     "MAX_ABS",
@@ -24,6 +25,7 @@ __all__ = [
     "drop_impossible",
     "class_sums",
     "factorize",
+    "check_feature_name",
     "check_label",
     "check_labels",
     "check_weight",
@@ -61,6 +63,9 @@ def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, np.ndarr
     (['a', 'c', 'd'], array([1. , 2.5, 1. ]))
     """
     values = list(x.values())
+    if not set(map(type, x)) <= _PLAIN_KEYS:
+        for f in x:
+            check_feature_name(f)
     # sum |v| is NaN or inf if any value is, and bounds every |v|: one test for all three
     if set(map(type, values)) <= _FAST_TYPES:
         try:
@@ -182,10 +187,24 @@ def class_sums(k: np.ndarray, w: np.ndarray, M: np.ndarray, n_classes: int) -> n
 
 
 def check_hashable(value: Any, feature: object) -> None:
+    """Raise :class:`InvalidEventError` unless the category ``value`` and the feature name can be
+    keys of a saved model (hashable, of a type :func:`~streamnb.stats.index.encode_key` stores)."""
     try:
         hash(value)
     except TypeError as exc:
         raise InvalidEventError(f"a category must be hashable, got {type(value).__name__}", feature) from exc
+    if type(value) not in _PLAIN_KEYS and not is_saveable_key(value):
+        raise InvalidEventError(f"a category of type {type(value).__name__} cannot be saved", feature)
+    check_feature_name(feature)
+
+
+_PLAIN_KEYS = frozenset({str, int, float, bool})
+
+
+def check_feature_name(feature: Any) -> None:
+    """Raise :class:`InvalidEventError` for a feature name a saved model could not store."""
+    if type(feature) not in _PLAIN_KEYS and not is_saveable_key(feature):
+        raise InvalidEventError(f"a feature name of type {type(feature).__name__} cannot be saved", feature)
 
 
 def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
@@ -219,6 +238,8 @@ def check_label(y: object) -> None:
         hash(y)
     except TypeError as exc:
         raise InvalidEventError(f"a label of type {type(y).__name__} is not hashable") from exc
+    if not is_saveable_key(y):
+        raise InvalidEventError(f"a label of type {type(y).__name__} cannot be saved")
 
 
 def check_labels(y: Any) -> list:

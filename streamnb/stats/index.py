@@ -13,6 +13,7 @@ compacts its arrays the same way before its next read or write (see
 
 from __future__ import annotations
 
+import base64
 import math
 from operator import itemgetter
 from collections.abc import Hashable, Iterable
@@ -22,7 +23,7 @@ import numpy as np
 
 from streamnb.exceptions import InvalidEventError, StateError
 
-__all__ = ["Index", "encode_key", "decode_key"]
+__all__ = ["Index", "encode_key", "decode_key", "is_saveable_key"]
 
 
 def _plain(key: Any) -> Any:
@@ -168,6 +169,22 @@ class Index:
         return idx
 
 
+_ATOMS = (str, bool, int, float, bytes, complex, type(None))
+
+
+def is_saveable_key(key: Any) -> bool:
+    """Whether :func:`encode_key` can store ``key`` (so a model that learned it can be saved).
+
+    >>> [is_saveable_key(k) for k in ("a", 1, (1, "b"), b"x", object())]
+    [True, True, True, True, False]
+    """
+    if isinstance(key, (_ATOMS, np.generic)):
+        return True
+    if isinstance(key, (tuple, frozenset)):
+        return all(is_saveable_key(k) for k in key)
+    return False
+
+
 def encode_key(key: Any) -> Any:
     """A JSON-able form of a key that keeps its type.
 
@@ -191,6 +208,10 @@ def encode_key(key: Any) -> Any:
         return ["n", None]
     if isinstance(key, tuple):
         return ["t", [encode_key(k) for k in key]]
+    if isinstance(key, bytes):
+        return ["y", base64.b64encode(key).decode("ascii")]
+    if isinstance(key, complex):
+        return ["c", [encode_key(key.real), encode_key(key.imag)]]
     if isinstance(key, frozenset):
         return ["fs", sorted((encode_key(k) for k in key), key=repr)]
     raise InvalidEventError(f"keys of type {type(key).__name__} cannot be saved")
@@ -221,6 +242,15 @@ def decode_key(obj: Any) -> Any:
         return None
     if tag == "t" and isinstance(value, list):
         return tuple(decode_key(v) for v in value)
+    if tag == "y" and isinstance(value, str):
+        try:
+            return base64.b64decode(value.encode("ascii"), validate=True)
+        except ValueError as exc:
+            raise StateError(f"malformed bytes key {value!r}") from exc
+    if tag == "c" and isinstance(value, list) and len(value) == 2:
+        re_, im = (decode_key(v) for v in value)
+        if isinstance(re_, float) and isinstance(im, float):
+            return complex(re_, im)
     if tag == "fs" and isinstance(value, list):
         return frozenset(decode_key(v) for v in value)
     raise StateError(f"malformed key {obj!r}")

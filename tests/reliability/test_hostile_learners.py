@@ -286,9 +286,6 @@ def _learn_then_save(name, where, value):
     persistence.loads(persistence.dumps(model))  # accepted: it must still save
 
 
-@pytest.mark.xfail(strict=True, reason="bug: categories, feature names and labels of types persistence "
-                   "cannot encode (bytes, complex, objects) are learned, then the model cannot be saved "
-                   "or checkpointed (InvalidEventError from encode_key at save time)")
 @pytest.mark.parametrize("name,where", [("CategoricalNB", "value"), ("CategoricalNB", "feature"),
                                         ("CategoricalNB", "label"), ("GaussianNB", "feature"),
                                         ("GaussianNB", "label")])

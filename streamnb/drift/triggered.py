@@ -18,6 +18,7 @@ behaviour; a positive ``keep`` keeps a TAN's tree and the class list through a f
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ import pandas as pd
 from river import base, drift
 
 from streamnb.drift.base import DriftWrapper, has_relearn
+from streamnb.exceptions import StreamnbError
 
 __all__ = ["DriftTriggered"]
 
@@ -135,10 +137,17 @@ class DriftTriggered(DriftWrapper):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
         """Learn the rows in turn (each needs a test-then-train prediction for the detector):
-        exactly :meth:`learn_one` row by row, and no faster."""
+        exactly :meth:`learn_one` row by row, and no faster. All or nothing: if a row is
+        rejected, the wrapper (model and detector) is put back as it was before the batch."""
         weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),))
-        for x, yy, ww in zip(X.to_dict("records"), y.tolist(), weights.tolist()):
-            self.learn_one(x, yy, ww, **kwargs)
+        before = copy.deepcopy(self.__dict__)
+        try:
+            for x, yy, ww in zip(X.to_dict("records"), y.tolist(), weights.tolist()):
+                self.learn_one(x, yy, ww, **kwargs)
+        except StreamnbError:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
 
     def _on_drift(self) -> None:
         self._drifts.append(self._events)

@@ -182,13 +182,7 @@ def test_new_classes_late_and_extreme_magnitudes(name):
     check_proba(reload(model), {"f0": 3.0})
 
 
-BATCH_CASES = [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason="bug: DriftTriggered.learn_many learns the rows before a bad row, then raises "
-    "InvalidEventError (not all-or-nothing; a caller that retries row by row learns them twice)"))
-    if n == "DriftTriggered" else n for n in LEARNERS]
-
-
-@pytest.mark.parametrize("name", BATCH_CASES)
+@pytest.mark.parametrize("name", LEARNERS)
 def test_hostile_batches_change_nothing(name):
     """learn_many: a batch with one bad cell in its last row is rejected as a whole, naming the column."""
     model = warm(name)

@@ -15,6 +15,19 @@ from streamnb.stats import Counts, Index
 __all__ = ["ComplementNB", "ComplementPart"]
 
 
+def sum_of_others(a: np.ndarray) -> np.ndarray:
+    """For each row (class), the sum of the other rows, without subtracting (so a huge count in
+    one class cannot cancel the others to 0 or below).
+
+    >>> sum_of_others(np.array([[1e50, 1.0], [1.0, 2.0], [3.0, 4.0]])).tolist()
+    [[4.0, 6.0], [1e+50, 5.0], [1e+50, 3.0]]
+    """
+    zero = np.zeros_like(a[:1])
+    before = np.concatenate([zero, np.cumsum(a, axis=0)[:-1]])
+    after = np.concatenate([np.cumsum(a[::-1], axis=0)[::-1][1:], zero])
+    return before + after
+
+
 class ComplementPart(MultinomialPart):
     """Token frequencies scored against each class's complement.
 
@@ -48,14 +61,14 @@ class ComplementPart(MultinomialPart):
         if self._log_d is None:
             totals = self.totals.n
             with np.errstate(divide="ignore"):
-                self._log_d = np.log(totals.sum() - totals + self.alpha * len(self.tokens))
+                self._log_d = np.log(sum_of_others(totals) + self.alpha * len(self.tokens))
         return self._log_d
 
     def _sum_log_theta(self) -> np.ndarray:
         """``sum_t log theta[c, t]`` over the vocabulary, for ``norm`` (derived lazily)."""
         if self._sum_log is None:
             n = self.counts.n
-            comp = n.sum(axis=0) + self.alpha - n
+            comp = sum_of_others(n) + self.alpha
             self._sum_log = np.log(comp).sum(axis=1) - len(self.tokens) * self._log_denominator()
         return self._sum_log
 
@@ -65,7 +78,7 @@ class ComplementPart(MultinomialPart):
             return np.zeros((len(self.classes), len(ids)))
         n = self.counts.raw("n")[: len(self.classes)]
         cols = n[:, np.maximum(ids, 0)]
-        comp = np.where(ids >= 0, cols.sum(axis=0) + self.alpha - cols, self.alpha)
+        comp = np.where(ids >= 0, sum_of_others(cols) + self.alpha, self.alpha)
         log_theta = np.log(comp) - self._log_denominator()[:, None]
         if self.norm:
             return log_theta / self._sum_log_theta()[:, None]

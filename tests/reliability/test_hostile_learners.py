@@ -315,9 +315,6 @@ def test_pairwise_learners_survive_100000_distinct_categories(name):
         else test_100000_distinct_categories(name)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning, reason="bug: ComplementNB computes complement counts "
-                   "by subtraction: after one count ~1e16 times the others (1e50 is accepted, <= MAX_ABS) they "
-                   "cancel to 0 and predict_proba_one takes log(0) (RuntimeWarning; certainty 0/1 for any input)")
 def test_complement_nb_survives_huge_counts():
     import warnings
 

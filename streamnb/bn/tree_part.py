@@ -44,6 +44,9 @@ __all__ = ["TreePart", "HISTORY_SIZE", "structure_to_state", "structure_from_sta
 #: Structure changes kept in a learner's history (oldest dropped first).
 HISTORY_SIZE = 256
 
+#: Most distinct (feature, value) cells a pair table takes (see :class:`TreePart`).
+MAX_CELLS = 1024
+
 
 def structure_to_state(s: Structure) -> dict:
     return {
@@ -74,6 +77,12 @@ class TreePart(Part):
     relearn_every
         Recompute the structure after every ``relearn_every`` learned events (0: never
         automatically; call :meth:`relearn`).
+
+    Memory: the pair table holds ``classes x cells x cells`` floats, ``cells`` being the
+    distinct ``(feature, value)`` pairs seen (up to 4x that with capacity doubling). It is capped
+    at :data:`MAX_CELLS` cells: once full, values never seen before are learned as missing for
+    the structured part (the event and its other features still count), so an id-like feature
+    cannot exhaust memory. Declare such features ``"gaussian"`` or drop them.
     """
 
     kind = "categorical"
@@ -128,10 +137,21 @@ class TreePart(Part):
             cells.append((f, v))
         return feats, cells
 
+    def _register(self, cells: list) -> np.ndarray:
+        """Ids of ``cells``, adding new ones while the table has room (-1: beyond the cap)."""
+        ids = self.cells.lookup(cells)
+        if (ids < 0).any():
+            for i in np.flatnonzero(ids < 0):
+                if len(self.cells) >= MAX_CELLS:
+                    break
+                ids[i] = self.cells.add(cells[i])
+        return ids
+
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         _, cells = prepared
         if cells:
-            self.pairs.update_ids(k, self.cells.lookup(cells, add=True), w)
+            ids = self._register(cells)
+            self.pairs.update_ids(k, ids[ids >= 0], w)
         self._tick(1)
 
     def check_frame(self, X: pd.DataFrame) -> None:
@@ -149,7 +169,7 @@ class TreePart(Part):
                 _, first = np.unique(codes, return_index=True)
                 firsts += [(int(r), c, (names[c], uniques[codes[r]])) for r in first if codes[r] >= 0]
             firsts.sort(key=lambda t: (t[0], t[1]))
-            self.cells.lookup([cell for _, _, cell in firsts], add=True)
+            self._register([cell for _, _, cell in firsts])
             for c, (f, (cc, uniques)) in enumerate(zip(names, coded)):
                 cell_ids = self.cells.lookup([(f, u) for u in uniques])
                 ids[:, c] = np.where(cc >= 0, cell_ids[np.maximum(cc, 0)] if len(uniques) else -1, -1)

@@ -260,5 +260,23 @@ def merge(checkpoint_dir: str, out: str) -> None:
     click.echo(f"merged model ({model.n_seen:g} events learned) written to {out}; offsets {offsets}")
 
 
+@main.command(
+    "evaluate",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+@click.pass_context
+def evaluate_cmd(ctx: click.Context) -> None:
+    """Prequential evaluation of a text model over a stream: accuracy, spam recall, ham
+    misclassification, F1, MCC, ROC AUC, and a PNG of the rolling metrics.
+
+    streamnb evaluate sms|FILE.jsonl [--model multinomial|complement|bernoulli|spamfilter]
+    [--plot out.png] [--window N] [--limit N] [--json]   (streamnb evaluate --help for all)
+    """
+    from streamnb.evaluate import main as run
+
+    ctx.exit(run(list(ctx.args)))
+
+
 if __name__ == "__main__":
     main()

@@ -9,6 +9,7 @@ Run: ``make bench`` or ``.venv/bin/python benchmarks/run_all.py [args...]``.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +19,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str]) -> int:
-    scripts = sorted(HERE.glob("bench_*.py"))
+    # the soak runs for minutes by design: only on request (STREAMNB_SOAK=1)
+    soak = os.environ.get("STREAMNB_SOAK") == "1"
+    scripts = sorted(p for p in HERE.glob("bench_*.py") if soak or p.name != "bench_soak.py")
     if not scripts:
         print(f"no bench_*.py in {HERE}")
         return 1

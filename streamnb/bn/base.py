@@ -25,7 +25,7 @@ from typing import Any
 
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
-from streamnb.naive_bayes.mixed import KINDS, MixedNB
+from streamnb.naive_bayes.mixed import MixedNB, check_kinds
 from streamnb.naive_bayes.values import is_missing
 from streamnb.structure import Structure
 
@@ -70,10 +70,7 @@ class TreeAugmentedNB(BaseNB):
     def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9) -> None:
         self.kinds = kinds
         self.var_smoothing = var_smoothing
-        if kinds is not None:
-            bad = {f: k for f, k in kinds.items() if k not in KINDS}
-            if bad:
-                raise ValueError(f"unknown kinds {bad}; expected one of {KINDS}")
+        check_kinds(kinds)
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:

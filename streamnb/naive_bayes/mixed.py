@@ -14,10 +14,17 @@ from streamnb.naive_bayes.categorical import CategoricalPart
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import is_missing
 
-__all__ = ["MixedNB", "KINDS"]
+__all__ = ["MixedNB", "KINDS", "check_kinds", "infer_kind"]
 
 #: Distributions a feature of a MixedNB can have.
 KINDS = ("gaussian", "categorical")
+
+
+def check_kinds(kinds: dict | None) -> None:
+    """Raise ``ValueError`` if a per-feature kind override is not one of :data:`KINDS`."""
+    bad = {f: k for f, k in (kinds or {}).items() if k not in KINDS}
+    if bad:
+        raise ValueError(f"unknown kinds {bad}; expected one of {KINDS}")
 
 
 def infer_kind(value: Any) -> str:
@@ -79,10 +86,7 @@ class MixedNB(BaseNB):
         self.epsilon = epsilon
         self.var_smoothing = var_smoothing
         self.ddof = ddof
-        if kinds is not None:
-            bad = {f: k for f, k in kinds.items() if k not in KINDS}
-            if bad:
-                raise ValueError(f"unknown kinds {bad}; expected one of {KINDS}")
+        check_kinds(kinds)
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:

@@ -62,18 +62,7 @@ _BIG = float(2**63)
 def _check_fast(obj: dict, limit: int) -> bool:
     """False if the ``json`` path must decide: too deep (it says so, after its own checks), or
     numbers where orjson and ``json`` could differ."""
-    for v in obj.values():
-        t = type(v)
-        if t is float:
-            if not -_BIG < v < _BIG:
-                return False
-        elif t is int:
-            if not -_BIG <= v < _BIG:
-                return False
-        elif t is dict or t is list:
-            if limit < 2 or not _check_nested(v, limit, 2):
-                return False
-    return True
+    return _check_nested(obj, limit, 1)
 
 
 def _check_nested(obj: Any, limit: int, level: int) -> bool:

@@ -100,9 +100,12 @@ class Statistic:
         if self._drops_seen != Index.drops:
             self._sync()
         cap = next(iter(self._arrays.values())).shape
-        want = self.shape
-        if all(w <= c for w, c in zip(want, cap)):
+        for axis, c in zip(self.axes, cap):  # the hot path: every axis fits
+            if len(axis) > c:
+                break
+        else:
             return
+        want = self.shape
         new_cap = tuple(c if w <= c else max(2 * c, w) for w, c in zip(want, cap))
         for name, old in self._arrays.items():
             new = np.zeros(new_cap)

@@ -123,6 +123,11 @@ def main() -> None:
 @click.option("--checkpoint-every", default=10_000, show_default=True, type=int, help="Events per checkpoint.")
 @click.option("--checkpoint-interval", default=10.0, show_default=True, type=float,
               help="Seconds between checkpoints.")
+@click.option("--model-topic", metavar="TOPIC",
+              help="Scale-out: publish each checkpointed model here (compacted, key = --member) and predict "
+                   "with the own model merged with the other members' latest snapshots.")
+@click.option("--model-interval", default=5.0, show_default=True, type=float, metavar="SECONDS",
+              help="Rebuild the merged model at most this often (with --model-topic).")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="Learn each poll with learn_many (auto: when bit-for-bit equal and faster).")
@@ -164,7 +169,8 @@ def run(**o: Any) -> None:
             max_message_bytes=o["max_message_bytes"], mode=o["mode"], group_id=o["group_id"],
             partitions=[int(p) for p in _split((o["partitions"],))] if o["partitions"] else None,
             member=o["member"], checkpoint_dir=o["checkpoint_dir"], checkpoint_every=o["checkpoint_every"],
-            checkpoint_interval=o["checkpoint_interval"], batch_size=o["batch_size"],
+            checkpoint_interval=o["checkpoint_interval"], model_topic=o["model_topic"],
+            model_interval=o["model_interval"], batch_size=o["batch_size"],
             batch_learning=o["batch_learning"], on_checkpoint_ahead=o["on_checkpoint_ahead"],
             max_pending=o["max_pending"], idempotent_producer=o["idempotent_producer"],
             producer=o["producer"],

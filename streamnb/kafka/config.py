@@ -83,6 +83,12 @@ class ServiceConfig:
         ``"auto"`` (confluent when importable); ``producer_config`` is in that backend's names.
     flush_timeout
         Seconds a checkpoint waits for outputs to be acknowledged before it is postponed.
+    model_topic, model_interval, model_max_bytes
+        Scale-out (see :mod:`streamnb.kafka.modelsync`): after each checkpoint publish the
+        checkpointed model to this compacted topic (key: ``member``), read the other members'
+        snapshots from it, and predict with the own model merged with them, rebuilt at most every
+        ``model_interval`` seconds. Snapshots larger than ``model_max_bytes`` are not published
+        (logged): raise it together with the producer's and broker's message size limits.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -123,6 +129,9 @@ class ServiceConfig:
     exit_when_idle: float | None = None
     max_events: int | None = None
     connect_timeout: float | None = None
+    model_topic: str | None = None
+    model_interval: float = 5.0
+    model_max_bytes: int = 1_000_000
     consumer_config: dict = field(default_factory=dict)
     producer_config: dict = field(default_factory=dict)
 
@@ -148,5 +157,10 @@ class ServiceConfig:
             self.dead_letter_topic = f"{self.input_topics[0]}.dead-letter"
         if self.mode != "learn" and self.output_topic is None:
             raise ValueError(f"mode {self.mode!r} publishes predictions: an output topic is needed")
+        if self.model_interval < 0 or self.model_max_bytes < 1:
+            raise ValueError("model_interval must be >= 0 and model_max_bytes >= 1")
+        if self.model_topic is not None and self.model_topic in (*self.input_topics, self.output_topic,
+                                                                  self.dead_letter_topic):
+            raise ValueError("the model topic must differ from the input, output and dead-letter topics")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
             raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")

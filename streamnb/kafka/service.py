@@ -38,6 +38,7 @@ from streamnb.kafka.decode import Deserializer, get_deserializer
 from streamnb.kafka.errors import BadMessage, CheckpointAheadError
 from streamnb.kafka.featurize import NO_LABEL, Example, Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.metrics import Metrics, Progress, RollingAccuracy
+from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import MAX_KEY_BYTES, DeadLetter, Publisher
 from streamnb.kafka.source import Backoff, Source
@@ -68,6 +69,9 @@ class RunSummary:
     seconds: float = 0.0
     accuracy: float | None = None
     reason: str = ""
+    snapshots_published: int = 0
+    snapshots_received: int = 0
+    snapshots_ignored: int = 0
 
     @property
     def rate(self) -> float:
@@ -177,6 +181,12 @@ class Service:
         self.source: Source | None = None
         self.publisher: Publisher | None = None
         self.dead: DeadLetter | None = None
+        #: scale-out (``model_topic``): the other members' snapshots, and the model predictions
+        #: use (own model merged with them; None: predict with the own model)
+        self.models: ModelSync | None = None
+        self.view: Any = None
+        self._view_stale = True
+        self._view_at = float("-inf")
 
     # -- control ---------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -206,6 +216,46 @@ class Service:
             return True
         return not getattr(self.featurize, "sparse", False) and hasattr(self.model, "predict_proba_many")
 
+    @property
+    def predictor(self) -> Any:
+        """The model predictions use: the own model merged with the other members' latest
+        snapshots when a model topic is set, else the own model."""
+        return self.view if self.view is not None else self.model
+
+    def merged_model(self) -> Any:
+        """A fresh merge of the own model with the other members' latest snapshots."""
+        if self.models is None:
+            return self.model
+        with self._lock:
+            return self.models.merged(self.model)
+
+    # -- scale-out -------------------------------------------------------------------------------
+    def _publish_model(self, ck_id: int, offsets: dict) -> None:
+        """Publish the just checkpointed own model to the model topic (key: member name)."""
+        c = self.config
+        if c.model_topic is None or self.publisher is None:
+            return
+        data = snapshot(self.model, c.member, ck_id, offsets)
+        if len(data) > c.model_max_bytes:
+            log.error("model snapshot of %d bytes > model_max_bytes %d: not published (raise the limit "
+                      "with the producer's and broker's message size limits)", len(data), c.model_max_bytes)
+            return
+        self.publisher.send(c.model_topic, data, key=c.member.encode())
+        self.summary.snapshots_published += 1
+
+    def _sync_models(self, now: float, force: bool = False) -> None:
+        """Read new snapshots; rebuild the merged view at most every ``model_interval`` seconds."""
+        if self.models is None:
+            return
+        self.models.poll(self.model)
+        self.summary.snapshots_received = self.models.received
+        self.summary.snapshots_ignored = self.models.ignored
+        if (self._view_stale or self.models.changed or self.view is None) and (
+                force or now - self._view_at >= self.config.model_interval):
+            with self._lock:
+                self.view = self.models.merged(self.model)
+                self._view_stale, self._view_at = False, now
+
     # -- state -----------------------------------------------------------------------------------
     def _restore(self) -> None:
         ck = self.checkpointer.load()
@@ -213,6 +263,9 @@ class Service:
         if ck is None:
             self.model = self._initial_model if self._initial_model is not None else make_model(c.model, c.model_params)
             self._next, self.pending, self._checkpointed = {}, Pending(c.max_pending), {}
+            self._view_stale = True
+            if self.models is not None:
+                self.view = self.models.merged(self.model)
             log.info("no checkpoint: starting with a fresh %s", type(self.model).__name__)
             return
         if self._initial_model is not None and type(ck.model) is not type(self._initial_model):
@@ -224,6 +277,9 @@ class Service:
             self._next[TopicPartition(topic, int(part))] = off
         self.pending = Pending.from_state(ck.extra.get("pending", {}), c.max_pending)
         self._checkpointed = dict(self._next)
+        self._view_stale = True
+        if self.models is not None:  # a rollback: do not predict with what was forgotten
+            self.view = self.models.merged(self.model)
         log.info("resumed from checkpoint %d: %s events learned, offsets %s", ck.id, ck.model.n_seen, ck.offsets,
                  extra={"event": "resume", "checkpoint": ck.id})
 
@@ -252,6 +308,7 @@ class Service:
             self.summary.checkpoint_id = ck_id
             self.metrics.checkpoints.inc()
             self.metrics.checkpoint_seconds.observe(time.monotonic() - start)
+            self._publish_model(ck_id, offsets)
             log.debug("checkpoint %d (%s): offsets %s", ck_id, reason, offsets,
                       extra={"event": "checkpoint", "checkpoint": ck_id})
             return True
@@ -434,9 +491,9 @@ class Service:
                 except InvalidEventError as exc:
                     self._reject(rec, "invalid_event", str(exc))
                 continue
-            n_seen = self.model.n_seen
+            n_seen = self.predictor.n_seen
             try:
-                proba = self.model.predict_proba_one(ex.x)
+                proba = self.predictor.predict_proba_one(ex.x)
                 if mode == "prequential" and ex.has_label:
                     self.model.learn_one(ex.x, ex.y)
                     self._learned()
@@ -451,7 +508,7 @@ class Service:
         """Predict the poll's events with the model as of the start of the poll, then learn
         them in order (one ``learn_many`` if ``learn_many``, else ``learn_one`` each)."""
         mode = self.config.mode
-        model = self.model
+        model = self.predictor  # predictions only: learning goes to self.model
         feats = [(rec, ex) for rec, ex in items if ex.x is not None]
         probas: dict[int, dict] = {}
         rows: list | None = None
@@ -589,6 +646,16 @@ class Service:
             self.publisher = Publisher(c.bootstrap, c.idempotent_producer, c.producer_config,
                                        on_recreate=self.metrics.producer_recreated.inc, backend=c.producer)
             self.dead = DeadLetter(self.publisher, c.dead_letter_topic)  # type: ignore[arg-type]
+            if c.model_topic:
+                if c.create_topics:
+                    self._retry(lambda: ensure_topics(c.bootstrap, {c.model_topic: 1}, timeout=5.0,
+                                                      configs={c.model_topic: {"cleanup.policy": "compact"}}),
+                                "create the model topic")
+                self.models = ModelSync(c.bootstrap, c.model_topic, c.member, c.consumer_config)
+                if self.checkpointer.last_id:  # (re)publish the checkpoint this member resumed from
+                    self._publish_model(self.checkpointer.last_id,
+                                        {tp_key(tp.topic, tp.partition): o for tp, o in self._checkpointed.items()})
+                self._sync_models(time.monotonic(), force=True)
             self.source = Source(c.bootstrap, c.input_topics, c.group_id, c.partitions, c.batch_size,
                                  c.consumer_config, self._on_assigned, self._on_revoked)
             self.source.connect(self._stop, c.connect_timeout)
@@ -636,6 +703,10 @@ class Service:
                 idle_since = now
             if self.publisher is not None:
                 self.publisher.poll()
+            if self.models is not None:
+                if batch:
+                    self._view_stale = True
+                self._sync_models(now)
             self._check_ahead()
             due = self._dirty and (self._since_ckpt >= c.checkpoint_every or now - self._last_ckpt >= c.checkpoint_interval)
             if due and now >= ckpt_backoff:
@@ -682,6 +753,8 @@ class Service:
                 self._dirty = False  # do not try again while leaving the group
         if self.source is not None:
             self.source.close()
+        if self.models is not None:
+            self.models.close()
         if self.publisher is not None:
             self.publisher.close()
 

@@ -16,8 +16,14 @@ __all__ = ["ensure_topics"]
 log = logging.getLogger(__name__)
 
 
-def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0) -> list[str]:
-    """Create the topics of ``{name: partitions}`` that do not exist; return those created."""
+def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0,
+                  configs: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """Create the topics of ``{name: partitions}`` that do not exist; return those created.
+
+    ``configs``: topic settings by name (e.g. ``{"models": {"cleanup.policy": "compact"}}``); a
+    broker that refuses them gets the topic without them (logged).
+    """
+    configs = configs or {}
     deadline = time.monotonic() + timeout
     delay = 0.1
     while True:
@@ -31,12 +37,22 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 30.0)
             delay = min(delay * 2, 2.0)
     try:
         existing = set(admin.list_topics())
-        new = [NewTopic(name, n, 1) for name, n in topics.items() if name not in existing]
+        new = [NewTopic(name, n, 1, topic_configs=configs.get(name, {})) for name, n in topics.items()
+               if name not in existing]
         if new:
             try:
                 admin.create_topics(new)
             except TopicAlreadyExistsError:
                 pass
+            except KafkaError as exc:
+                if not any(t.topic_configs for t in new):
+                    raise
+                log.warning("broker refused topic configs %s (%s): creating the topics without them",
+                            {t.name: t.topic_configs for t in new if t.topic_configs}, exc)
+                try:
+                    admin.create_topics([NewTopic(t.name, t.num_partitions, 1) for t in new])
+                except TopicAlreadyExistsError:
+                    pass
             log.info("created topics %s", [t.name for t in new])
         _wait_visible(admin, list(topics), deadline)
         return [t.name for t in new]

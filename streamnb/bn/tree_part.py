@@ -33,7 +33,7 @@ import pandas as pd
 
 from streamnb.naive_bayes.base import Part, clean_features
 from streamnb.naive_bayes.categorical import lidstone
-from streamnb.naive_bayes.values import check_hashable, factorize, is_missing
+from streamnb.naive_bayes.values import category_cells, factorize
 from streamnb.stats import Counts, Index
 from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
@@ -128,14 +128,7 @@ class TreePart(Part):
 
     # -- learning --------------------------------------------------------------------------
     def prepare(self, x: Mapping) -> tuple[list, list]:
-        feats, cells = [], []
-        for f, v in x.items():
-            if is_missing(v):
-                continue
-            check_hashable(v, f)
-            feats.append(f)
-            cells.append((f, v))
-        return feats, cells
+        return category_cells(x)
 
     def _register(self, cells: list) -> np.ndarray:
         """Ids of ``cells``, adding new ones while the table has room (-1: beyond the cap)."""

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.naive_bayes.base import BaseNB, Part
-from streamnb.naive_bayes.values import check_hashable, drop_impossible, factorize, is_missing
+from streamnb.naive_bayes.values import category_cells, drop_impossible, factorize
 from streamnb.stats import Counts, Index
 
 __all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone"]
@@ -79,14 +79,7 @@ class CategoricalPart(Part):
 
     # -- learning --------------------------------------------------------------------------
     def prepare(self, x: Mapping) -> tuple[list, list]:
-        feats, cells = [], []
-        for f, v in x.items():
-            if is_missing(v):
-                continue
-            check_hashable(v, f)
-            feats.append(f)
-            cells.append((f, v))
-        return feats, cells
+        return category_cells(x)
 
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         feats, cells = prepared

@@ -24,6 +24,7 @@ __all__ = [
     "log_dot",
     "drop_impossible",
     "class_sums",
+    "category_cells",
     "factorize",
     "check_feature_name",
     "check_label",
@@ -205,6 +206,23 @@ def check_feature_name(feature: Any) -> None:
     """Raise :class:`InvalidEventError` for a feature name a saved model could not store."""
     if type(feature) not in _PLAIN_KEYS and not is_saveable_key(feature):
         raise InvalidEventError(f"a feature name of type {type(feature).__name__} cannot be saved", feature)
+
+
+def category_cells(x: Mapping) -> tuple[list, list]:
+    """Observed features of ``x`` and their ``(feature, category)`` cells; missing values
+    skipped, categories checked (:func:`check_hashable`).
+
+    >>> category_cells({"sky": "sun", "wind": None, "n": 3})
+    (['sky', 'n'], [('sky', 'sun'), ('n', 3)])
+    """
+    feats, cells = [], []
+    for f, v in x.items():
+        if is_missing(v):
+            continue
+        check_hashable(v, f)
+        feats.append(f)
+        cells.append((f, v))
+    return feats, cells
 
 
 def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:

@@ -48,13 +48,13 @@ def posterior(jll: np.ndarray) -> np.ndarray:
         return p / p.sum(axis=-1, keepdims=True)
 
 
-def _normalize(jll: list, log_prior: np.ndarray) -> list:
+def _normalize(jll: list, log_prior: list) -> list:
     """Probabilities from one event's joint log-likelihoods (max-shifted); if every class is
     ruled out, the prior."""
     top = max(jll)
     if top == -math.inf or top != top:
         if top == top:  # every class impossible: fall back on the prior
-            return _normalize(log_prior.tolist(), log_prior)
+            return _normalize(log_prior, log_prior)
         return posterior(np.array(jll)).tolist()
     if top == math.inf:
         return posterior(np.array(jll)).tolist()
@@ -109,6 +109,16 @@ class Part:
         """Learn several prepared events in order (override to vectorize)."""
         for p, kk, ww in zip(prepared, k.tolist(), w.tolist()):
             self.learn(p, kk, ww)
+
+    def learn_one(self, prepared: Any, k: int, w: float) -> None:
+        """Learn one prepared event: the scalar path, touching only the event's cells.
+        Override with plain-float code (see :meth:`Statistic.flat`)."""
+        self.learn(prepared, k, w)
+
+    def joint_one(self, prepared: Any) -> list:
+        """:meth:`joint` of one event as a list of floats: the scalar path. Override with
+        plain-float code whose cost is that of the event."""
+        return self.joint(prepared).tolist()
 
     def log_likelihoods(self, prepared: Any) -> tuple[list, np.ndarray]:
         """Features used and their log-likelihoods, an array ``[features, classes]``."""
@@ -207,15 +217,11 @@ class Explanation(dict):
 class BaseNB(base.MiniBatchClassifier):
     """Base of the naive Bayes learners: class counts and the parts' statistics."""
 
-    #: Events buffered by learn_one before they are folded in (any read folds them in first).
-    _buffer_size = 256
-
     def __init__(self) -> None:
         self._classes = Index()
         self._class_counts = Counts([self._classes])
         self._parts: dict[str, Part] = self._make_parts()
         self._single = next(iter(self._parts.values())) if len(self._parts) == 1 else None
-        self._buffer: list = []
         self._log_prior_cache: np.ndarray | None = None
 
     # -- to be provided by each learner ----------------------------------------------------
@@ -239,21 +245,18 @@ class BaseNB(base.MiniBatchClassifier):
     @property
     def classes(self) -> list:
         """Classes seen so far, in order of first appearance."""
-        self._flush()
         return list(self._classes.keys)
 
     @property
     def n_seen(self) -> float:
         """Total (decayed) weight of the events learned."""
-        self._flush()
         return self._class_counts.total()
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Learn one event with weight ``w``; a rejected event changes nothing.
 
-        The validated event is buffered and folded into the statistics, vectorized, at the next
-        read (any prediction, inspection, merge or save) or when the buffer is full: counts are
-        exactly those of one-by-one updates, Welford means and variances equal to rounding.
+        The cost is that of the event (its features, times the classes where a part needs
+        it), never that of the model: only the cells of the event are touched.
         """
         if type(y) not in PLAIN_LABELS:
             check_label(y)
@@ -263,63 +266,23 @@ class BaseNB(base.MiniBatchClassifier):
         prepared = single.prepare(x) if single is not None else self._split(x)
         if w == 0.0:
             return
-        buffer = self._buffer
-        buffer.append((prepared, y, w))
-        if len(buffer) >= self._buffer_size:
-            self._flush()
-
-    def _flush(self) -> None:
-        """Fold the buffered events into the statistics, in arrival order.
-
-        With a vocabulary cap, the buffer is cut after each event that takes a vocabulary past
-        the cap, and the cap is enforced there: the same as after every single event.
-        """
-        buffer = self._buffer
-        if not buffer:
-            return
-        self._buffer = []
-        start = 0
-        while start < len(buffer):
-            end = self._overflow(buffer, start)
-            self._learn_buffered(buffer[start:end] if start or end < len(buffer) else buffer)
-            self._cap()
-            start = end
-        self._changed()
-
-    def _learn_buffered(self, buffer: list) -> None:
-        k = self._classes.lookup([y for _, y, _ in buffer], add=True)
-        w = np.fromiter((w for _, _, w in buffer), dtype=float, count=len(buffer))
-        if len(buffer) == 1:
-            self._class_counts.add((k,), w)
-        else:
-            self._class_counts.add_at((k,), w)
-        if self._single is not None:
-            self._single.learn_batch([p for p, _, _ in buffer], k, w)
+        k = self._classes.get(y)
+        if k < 0:
+            k = self._classes.add(y)
+            self._class_counts.fit()
+        self._class_counts.add((k,), w)
+        if single is not None:
+            single.learn_one(prepared, k, w)
         else:
             for name, part in self._parts.items():
-                part.learn_batch([p[name] for p, _, _ in buffer], k, w)
-
-    def _overflow(self, buffer: list, start: int) -> int:
-        """One past the first buffered event (from ``start``) taking a vocabulary past the cap."""
+                part.learn_one(prepared[name], k, w)
         cap = getattr(self, "max_features", None)
-        end = len(buffer)
-        if cap is None:
-            return end
-        for name, part in self._parts.items():
-            vocabulary = part.vocabulary
-            if vocabulary is None:
-                continue
-            new: set = set()
-            for i in range(start, end):
-                p = buffer[i][0] if self._single is not None else buffer[i][0][name]
-                new.update(key for key in part.event_keys(p) if key not in vocabulary)
-                if len(vocabulary) + len(new) > cap:
-                    end = i + 1
-                    break
-        return end
+        if cap is not None:
+            self._cap()
+        self._changed()
 
     def _frame_overflow(self, frames: dict[str, pd.DataFrame], start: int) -> int:
-        """:meth:`_overflow` for the rows of a batch."""
+        """One past the first row (from ``start``) of a batch taking a vocabulary past the cap."""
         cap = getattr(self, "max_features", None)
         end = len(next(iter(frames.values())))
         if cap is None:
@@ -356,7 +319,6 @@ class BaseNB(base.MiniBatchClassifier):
         check_label(y)
         w = check_weight(w)
         prepared = self._split(x)
-        self._flush()
         if w == 0.0:
             return
         k = self._classes.get(y)
@@ -387,20 +349,26 @@ class BaseNB(base.MiniBatchClassifier):
         return self.explain_one(x).joint()
 
     def predict_proba_one(self, x: Mapping) -> dict:
-        self._flush()
         classes = self._classes.keys
         if not classes:
             return {}
-        log_prior = self._log_prior()
         single = self._single
         if single is not None:
-            jll = log_prior + single.joint(single.prepare(x))
+            jll = single.joint_one(single.prepare(x))
         else:
             prepared = self._split(x)
-            jll = log_prior
+            jll = [0.0] * len(classes)
             for name, part in self._parts.items():
-                jll = jll + part.joint(prepared[name])
-        return dict(zip(classes, _normalize(jll.tolist(), log_prior)))
+                jll = [a + b for a, b in zip(jll, part.joint_one(prepared[name]))]
+        log_prior = self._log_prior_one()
+        return dict(zip(classes, _normalize([a + b for a, b in zip(log_prior, jll)], log_prior)))
+
+    def _log_prior_one(self) -> list:
+        """``log P(y)`` as a list of floats, from the class counts (O(classes))."""
+        counts, (step,) = self._class_counts.flat("n")
+        n = [counts[c * step] for c in range(len(self._classes))]
+        log_total = math.log(math.fsum(n))
+        return [math.log(v) - log_total if v > 0 else -math.inf for v in n]
 
     def predict_one(self, x: Mapping) -> Any:
         proba = self.predict_proba_one(x)
@@ -408,7 +376,6 @@ class BaseNB(base.MiniBatchClassifier):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0) -> None:
         """Learn a batch; the statistics equal those of learning each row in turn."""
-        self._flush()
         if len(X) != len(y):
             raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
         if not len(X):
@@ -440,7 +407,6 @@ class BaseNB(base.MiniBatchClassifier):
         self._changed()
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        self._flush()
         if not self._classes.keys:
             return pd.DataFrame(index=X.index)
         frames = self._split_frame(X)
@@ -469,7 +435,6 @@ class BaseNB(base.MiniBatchClassifier):
 
         Features that are missing, unknown or (by the smoothing policy) ignored are absent.
         """
-        self._flush()
         prepared = self._split(x)
         classes = self._classes.keys
         contributions: dict = {}
@@ -481,7 +446,6 @@ class BaseNB(base.MiniBatchClassifier):
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The learned parameters as readable tables (one DataFrame per statistic)."""
-        self._flush()
         out = {"class_counts": pd.DataFrame({"n": self._class_counts.n}, index=self.classes)}
         for part in self._parts.values():
             out.update(part.tables())
@@ -503,8 +467,7 @@ class BaseNB(base.MiniBatchClassifier):
 
     # -- merge, decay, state ---------------------------------------------------------------
     def _stats(self) -> dict[str, Statistic]:
-        """Every statistic of the model, by name (buffered events folded in first)."""
-        self._flush()
+        """Every statistic of the model, by name."""
         out: dict[str, Statistic] = {"class_counts": self._class_counts}
         for name, part in self._parts.items():
             out.update({f"{name}.{k}": s for k, s in part.stats().items()})
@@ -545,7 +508,6 @@ class BaseNB(base.MiniBatchClassifier):
 
     def to_state(self) -> dict[str, Any]:
         """Plain data (JSON-able values and numpy arrays); see :mod:`streamnb.persistence`."""
-        self._flush()
         return {
             "classes": self._classes.to_state(),
             "stats": {name: s.to_state() for name, s in self._stats().items()},

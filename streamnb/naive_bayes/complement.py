@@ -176,6 +176,9 @@ class ComplementNB(BaseNB):
             self._log_prior_cache = np.zeros(len(self._classes))
         return self._log_prior_cache
 
+    def _log_prior_one(self) -> list:
+        return [0.0] * len(self._classes)
+
     def _more_tags(self):
         return {tags.POSITIVE_INPUT}
 

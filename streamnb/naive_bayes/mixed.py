@@ -69,7 +69,6 @@ class MixedNB(BaseNB):
     """
 
     # a feature's kind is read from the parts' statistics, so every event is folded in at once
-    _buffer_size = 1
 
     def __init__(
         self,

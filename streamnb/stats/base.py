@@ -45,6 +45,10 @@ class Statistic:
         )
         shape = tuple(max(_MIN_CAPACITY, 2 * len(a)) for a in self.axes)
         self._arrays: dict[str, np.ndarray] = {f: np.zeros(shape) for f in self.fields}
+        #: Bumped whenever the backing arrays are replaced or compacted: a :meth:`flat` view
+        #: or id taken before is stale.
+        self.generation = 0
+        self._flat: dict[str, memoryview] = {}
         self._synced()
 
     # -- shape -----------------------------------------------------------------------------
@@ -57,6 +61,12 @@ class Statistic:
         """Record that the arrays match the axes' current keys (after a drop, a load)."""
         self._epochs = [a.epoch for a in self.axes]
         self._drops_seen = Index.drops
+        self._replaced()
+
+    def _replaced(self) -> None:
+        """The backing arrays were replaced or moved: drop the flat views."""
+        self.generation = getattr(self, "generation", 0) + 1
+        self._flat = {}
 
     def _sync(self) -> None:
         """Apply to the arrays the drops made on the axes since the last access."""
@@ -111,6 +121,27 @@ class Statistic:
             new = np.zeros(new_cap)
             new[tuple(slice(0, c) for c in old.shape)] = old
             self._arrays[name] = new
+        self._replaced()
+
+    def fit(self) -> None:
+        """Make the arrays follow the axes now (apply drops, grow): call after adding keys
+        and before using :meth:`flat` views."""
+        self._fit()
+
+    def flat(self, field: str) -> tuple[memoryview, tuple[int, ...]]:
+        """The backing array of ``field`` as a flat memoryview and its element strides.
+
+        Cell ``(i, j, ...)`` is ``view[i * strides[0] + j * strides[1] + ...]``, read and
+        written as a plain Python float: the scalar path of one event, without numpy's
+        per-call overhead. The view is valid while :attr:`generation` is unchanged (call
+        :meth:`fit` after adding keys to an axis, then compare the generation).
+        """
+        self._fit()
+        view = self._flat.get(field)
+        arr = self._arrays[field]
+        if view is None:
+            view = self._flat[field] = memoryview(arr.reshape(-1))
+        return view, tuple(s // arr.itemsize for s in arr.strides)
 
     def raw(self, field: str) -> np.ndarray:
         """The whole backing array of ``field`` (capacity, not shape); writable, fitted."""
@@ -149,6 +180,11 @@ class Statistic:
         raise NotImplementedError
 
     # -- copies and state ------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_flat"] = {}  # memoryviews are neither copied nor pickled: rebuilt on demand
+        return state
+
     def copy(self: S) -> S:
         """A deep copy (shared axes are copied too)."""
         return copy.deepcopy(self)

@@ -1,14 +1,20 @@
 """Plain-text tokens: words, numbers, URLs, e-mail addresses, optional bigrams.
 
-One regular expression reads a text left to right; URLs and e-mail addresses are tried before
-words so they stay whole; a word is a run of letters and digits with at least one letter
-(``mp3``, ``2nite``), a number a run of digits (with ``. , : /`` inside: ``3.5``, ``12:30``). Each also yields a short "shape" token that generalizes over values
-spammers vary from message to message: the host of a URL (``url:example.com``), the domain of
-an address (``email:example.com``), the number of digits of a long number (``num:11``: phone
-numbers, short codes).
+One regular expression reads a text left to right, in linear time (every quantifier that could
+backtrack is bounded); URLs and e-mail addresses are tried before words so they stay whole; a
+word is a run of letters and digits with at least one letter (``mp3``, ``2nite``), a number a
+run of digits (with ``. , : /`` inside: ``3.5``, ``12:30``). Each also yields short "shape"
+tokens that generalize over values spammers vary from message to message: the host of a URL,
+its parent domains and its path pieces (``url:example.com``, ``url:claim``; see
+:func:`url_tokens`), the domain of an address (``email:example.com``), the number of digits of
+a long number (``num:11``: phone numbers, short codes). Other tokens longer than
+``MAX_TOKEN_LENGTH`` (base64 runs, hashes) become ``skip:<first char>:<length // 10>``; a long
+URL is only its pieces.
 
 >>> tokens("WIN £1000 now! Call 09061701461 or see http://Win.example.com/x?a=1.")
-['win', '£', '1000', 'now', '!', 'call', '09061701461', 'num:11', 'or', 'see', 'http://win.example.com/x?a=1', 'url:win.example.com']
+['win', '£', '1000', 'now', '!', 'call', '09061701461', 'num:11', 'or', 'see', 'http://win.example.com/x?a=1', 'url:win.example.com', 'url:example.com', 'url:com']
+>>> tokens("Go to http://deals.example.net/spring-sale/claim_your_prize/index.html now")
+['go', 'to', 'url:deals.example.net', 'url:example.net', 'url:net', 'url:spring', 'url:sale', 'url:claim', 'url:your', 'url:prize', 'url:index', 'url:html', 'now']
 >>> tokens("Mail bob@Example.org, it's 3.5 GB", bigrams=True)
 ['mail', 'bob@example.org', 'email:example.org', "it's", '3.5', 'gb', 'mail bob@example.org', "bob@example.org it's", "it's 3.5", '3.5 gb']
 """
@@ -18,16 +24,18 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+import urllib.parse
 
-__all__ = ["MAX_TOKEN_LENGTH", "tokens"]
+__all__ = ["MAX_HOST_SUFFIXES", "MAX_TOKEN_LENGTH", "tokens", "url_tokens"]
 
-#: Longer tokens (base64 runs, hashes) are replaced by a ``skip:<first char>:<length // 10>``.
+#: Longer tokens (base64 runs, hashes) are replaced by a ``skip:<first char>:<length // 10>``;
+#: longer URLs give only their :func:`url_tokens`.
 MAX_TOKEN_LENGTH = 40
 
 _TOKEN = re.compile(
     r"""
     (?P<url>(?:https?://|www\.)[^\s<>"'()\[\]{}]+)
-  | (?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+  | (?P<email>[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})
   | (?P<word>\d*[^\W\d_][^\W_]*(?:['’][^\W_]+)*)
   | (?P<number>\d+(?:[.,:/]\d+)*)
   | (?P<symbol>[$£€¥%!?])
@@ -35,11 +43,34 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _TRAILING = ".,;:!?'\""
+_NETLOC = re.compile(r"[^/?#]*")
+_URL_SEPARATORS = re.compile(r"[\W_]+")
+
+#: A URL's host gives ``url:`` tokens for itself and its parents, this many at most.
+MAX_HOST_SUFFIXES = 4
 
 
-def _host(url: str) -> str:
+def url_tokens(url: str) -> list[str]:
+    """Tokens of a URL, as SpamBayes and bogofilter take URLs apart: ``url:`` + the host, + its
+    parent domains (at most ``MAX_HOST_SUFFIXES``), + each piece of the %-decoded path and
+    query split at ``/ ? & = ; . , : + @ #`` and the like (pieces of one character dropped,
+    longer than ``MAX_TOKEN_LENGTH`` replaced by a ``skip:`` token).
+
+    >>> url_tokens("http://user@Mail.Win.example.com:8080/claim/prize%20now.php?id=42&x=a")
+    ['url:mail.win.example.com', 'url:win.example.com', 'url:example.com', 'url:com', 'url:claim', 'url:prize', 'url:now', 'url:php', 'url:id', 'url:42']
+    """
     rest = url.split("://", 1)[-1]
-    return re.split(r"[/?#:]", rest, maxsplit=1)[0]
+    m = _NETLOC.match(rest)
+    netloc, path = m.group(), rest[m.end() :]
+    host = netloc.rsplit("@", 1)[-1].split(":", 1)[0].strip(".").lower()
+    labels = host.split(".")
+    out = ["url:" + ".".join(labels[i:]) for i in range(min(len(labels), MAX_HOST_SUFFIXES))] if host else []
+    for piece in _URL_SEPARATORS.split(urllib.parse.unquote(path)):
+        if len(piece) > MAX_TOKEN_LENGTH:
+            out.append(f"skip:{piece[0]}:{len(piece) // 10}")
+        elif len(piece) > 1:
+            out.append("url:" + piece)
+    return out
 
 
 def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str = "") -> list[str]:
@@ -58,7 +89,12 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
         extra: list[str] = []
         if kind == "url":
             tok = tok.rstrip(_TRAILING)
-            extra = ["url:" + _host(tok)]
+            extra = url_tokens(tok)
+            if len(tok) > MAX_TOKEN_LENGTH:  # no skip: token; its pieces say more
+                out += extra
+                if extra:
+                    plain.append(extra[0])
+                continue
         elif kind == "email":
             tok = tok.strip(".")
             extra = ["email:" + tok.rsplit("@", 1)[1]]

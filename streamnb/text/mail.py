@@ -45,6 +45,7 @@ True
 from __future__ import annotations
 
 import binascii
+import codecs
 import email.header
 import html
 import re
@@ -64,6 +65,7 @@ MAX_DEPTH = 20
 
 _FIELD = re.compile(r"([!-9;-~]+)[ \t]*:")
 _BLANK_LINE = re.compile(r"\n\r?\n")
+_BASE64 = re.compile(rb"(?:[A-Za-z0-9+/=]*[ \t\r]*\n)*[A-Za-z0-9+/=]*")
 _KNOWN = {"from", "to", "subject", "date", "received", "message-id", "mime-version", "return-path",
           "content-type", "reply-to", "delivered-to", "x-mailer", "cc"}  # fmt: skip
 _TOKEN_CHARS = r"[!#$%&'*+.^`|~\w-]+"
@@ -88,11 +90,14 @@ class Mail:
 
 
 def decode_bytes(data: bytes, charset: str | None = None) -> str:
-    """Text of ``data``: the declared charset if it decodes cleanly, else UTF-8, else cp1252
-    (undefined bytes replaced), so a wrong or unknown charset never fails.
+    """Text of ``data``: the declared charset if it decodes cleanly, else UTF-8, else the
+    declared charset (not ASCII) if at most 1 byte in 100 fails in it (replaced), else cp1252 (undefined
+    bytes replaced), so a wrong or unknown charset never fails.
 
     >>> decode_bytes("café".encode("utf-8"), "us-ascii"), decode_bytes(b"caf\\xe9", "utf-8")
     ('café', 'café')
+    >>> decode_bytes("한국어 텍스트".encode("euc-kr") * 20 + b"\\xff", "euc-kr")[:7]
+    '한국어 텍스트'
     """
     for cs in (charset, "utf-8"):
         if not cs:
@@ -101,6 +106,13 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
             return data.decode(cs)
         except (LookupError, UnicodeDecodeError, TypeError, ValueError):
             continue
+    try:
+        if charset and codecs.lookup(charset).name != "ascii":
+            text = data.decode(charset, errors="replace")
+            if text.count("\ufffd") <= len(data) // 100:
+                return text
+    except (LookupError, TypeError, ValueError):
+        pass
     return data.decode("cp1252", errors="replace")
 
 
@@ -272,9 +284,11 @@ class _Reader:
         data = body.encode("latin-1") if self.from_bytes else body.encode("utf-8", "replace")
         encoding = (encoding or "").strip().lower()
         try:
-            if encoding == "base64":
-                data = re.sub(rb"[^A-Za-z0-9+/]", b"", data)
-                return binascii.a2b_base64(data[: len(data) - len(data) % 4])
+            if encoding == "base64":  # up to the first line that is not base64, or the padding
+                m = _BASE64.match(data)
+                data = re.sub(rb"\s+", b"", m.group() if m else b"").split(b"=", 1)[0]
+                data = data[: len(data) - 1] if len(data) % 4 == 1 else data
+                return binascii.a2b_base64(data + b"=" * (-len(data) % 4))
             if encoding == "quoted-printable":
                 return binascii.a2b_qp(data)
         except (binascii.Error, ValueError):
@@ -307,24 +321,25 @@ def parse(raw: bytes | str) -> Mail:
 
 
 def html_text(text: str) -> str:
-    """Visible text of an HTML document, followed by its link and image targets (linear time:
-    an unclosed comment, script or style hides the rest, a ``<`` with no ``>`` is text).
+    """Visible text of an HTML document, followed by its link and image targets, in linear
+    time (an unclosed comment, script or style opener is only a tag; a ``<`` with no ``>`` is
+    text).
 
     >>> html_text('<p>Click <a href="http://x.example/win">HERE</a>&nbsp;now</p><style>p{}</style>')
     'Click HERE now http://x.example/win'
     """
     links = _HREF.findall(text)
-    kept, pos = [], 0
+    kept, pos, unclosed = [], 0, set()
     lower = text.lower() if "<" in text else text
     for m in _OPENER.finditer(text):
-        if m.start() < pos:
+        close = "-->" if m.group(1) is None else f"</{m.group(1).lower()}"
+        if m.start() < pos or close in unclosed:
+            continue
+        end = lower.find(close, m.end())
+        if end < 0:  # never closed: an ordinary tag (each kind is searched for once)
+            unclosed.add(close)
             continue
         kept.append(text[pos : m.start()])
-        close = "-->" if m.group(1) is None else f"</{m.group(1).lower()}"
-        end = lower.find(close, m.end())
-        if end < 0:
-            pos = len(text)
-            break
         pos = lower.find(">", end) + 1 or len(text)
     kept.append(text[pos:])
     visible = _TAG.sub(" ", " ".join(kept))

@@ -50,11 +50,12 @@ _URL_SEPARATORS = re.compile(r"[\W_]+")
 MAX_HOST_SUFFIXES = 4
 
 
-def url_tokens(url: str) -> list[str]:
+def url_tokens(url: str, lowercase: bool = True) -> list[str]:
     """Tokens of a URL, as SpamBayes and bogofilter take URLs apart: ``url:`` + the host, + its
     parent domains (at most ``MAX_HOST_SUFFIXES``), + each piece of the %-decoded path and
     query split at ``/ ? & = ; . , : + @ #`` and the like (pieces of one character dropped,
-    longer than ``MAX_TOKEN_LENGTH`` replaced by a ``skip:`` token).
+    longer than ``MAX_TOKEN_LENGTH`` replaced by a ``skip:`` token; lower-cased unless
+    ``lowercase`` is false; the host always is).
 
     >>> url_tokens("http://user@Mail.Win.example.com:8080/claim/prize%20now.php?id=42&x=a")
     ['url:mail.win.example.com', 'url:win.example.com', 'url:example.com', 'url:com', 'url:claim', 'url:prize', 'url:now', 'url:php', 'url:id', 'url:42']
@@ -65,7 +66,8 @@ def url_tokens(url: str) -> list[str]:
     host = netloc.rsplit("@", 1)[-1].split(":", 1)[0].strip(".").lower()
     labels = host.split(".")
     out = ["url:" + ".".join(labels[i:]) for i in range(min(len(labels), MAX_HOST_SUFFIXES))] if host else []
-    for piece in _URL_SEPARATORS.split(urllib.parse.unquote(path)):
+    path = urllib.parse.unquote(path)
+    for piece in _URL_SEPARATORS.split(path.lower() if lowercase else path):
         if len(piece) > MAX_TOKEN_LENGTH:
             out.append(f"skip:{piece[0]}:{len(piece) // 10}")
         elif len(piece) > 1:
@@ -89,7 +91,7 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
         extra: list[str] = []
         if kind == "url":
             tok = tok.rstrip(_TRAILING)
-            extra = url_tokens(tok)
+            extra = url_tokens(tok, lowercase)
             if len(tok) > MAX_TOKEN_LENGTH:  # no skip: token; its pieces say more
                 out += extra
                 if extra:

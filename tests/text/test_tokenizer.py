@@ -98,3 +98,62 @@ def test_text_parts_decoded_and_attachments_skipped():
     assert not any(k.startswith("png") or "\x00" in k for k in got)
     assert "café" in Tokenizer().transform_one(BROKEN[0]) and "déjà" in Tokenizer().transform_one(BROKEN[1])
     assert parse(BROKEN[0]).headers["subject"]  # the 8-bit header is kept, not dropped
+
+
+# Issue #12: defects found on the SpamAssassin public corpus, each on a small synthetic message.
+
+MBOX = ("From ann@example.org  Tue Aug  6 11:51:02 2002\n"
+        "Return-Path: <ann@example.org>\n"
+        "Received: from mx.example.org (mx.example.org [192.0.2.1])\n\tby home.example; Tue, 6 Aug 2002\n"
+        "Subject: Cheap meds\n\nbuy now")  # fmt: skip
+
+
+@pytest.mark.parametrize("raw", [MBOX, MBOX.encode()], ids=["str", "bytes"])
+def test_an_mbox_from_line_is_skipped_and_the_headers_read(raw):
+    got = Tokenizer().transform_one(raw)
+    assert got["subject:cheap"] == 1 and got["buy"] == 1
+    assert not {"return", "path", "received", "subject", "cheap", "2002"} & set(got)
+
+
+def test_long_urls_give_host_domains_and_path_pieces():
+    url = "http://offers.example.com/very/long/path/to/the-claim-page/index.php?user=12345&a=%41BC"
+    got = tokens(f"click {url} now")
+    assert {"url:offers.example.com", "url:example.com", "url:com", "url:claim", "url:page",
+            "url:index", "url:php", "url:user", "url:12345", "url:abc"} <= set(got)  # fmt: skip
+    assert not any(t.startswith("skip:") for t in got) and url not in got
+    assert "http://short.example/x" in tokens("see http://short.example/x")  # short: also whole
+    assert tokens("id " + "Zm9v" * 20)[1].startswith("skip:z:")  # other long runs: skip tokens
+    assert "url:" + "p" * 41 not in tokens("http://a.example/" + "p" * 41)
+
+
+MISMATCHED = (b"Subject: offer\nContent-Type: multipart/alternative; boundary=\"=Multipart Boundary 1\"\n\n"
+              b"--= Multipart Boundary 1\nContent-Type: text/plain\n\nCheap watches today\n"
+              b"--= Multipart Boundary 1\nContent-Type: text/html\n\n<html><body><b>Replica</b> deals</body></html>\n"
+              b"--= Multipart Boundary 1--\n")  # fmt: skip
+
+
+def test_a_multipart_whose_boundary_never_appears_is_read_as_text():
+    got = Tokenizer().transform_one(MISMATCHED)
+    assert {"cheap", "watches", "today", "replica", "deals"} <= set(got)
+    assert "body" not in got  # read as HTML: tags are not words
+    no_boundary = b"Subject: x\nContent-Type: multipart/mixed\n\nplain words here"
+    assert parse(no_boundary).texts == ["plain words here"]
+
+
+def test_base64_ends_at_its_padding_and_charsets_are_decoded_leniently():
+    body = "Vente spéciale aujourd'hui".encode("latin-1")
+    import base64
+
+    raw = (b"Subject: x\nContent-Type: text/plain; charset=iso-8859-1\nContent-Transfer-Encoding: base64\n\n"
+           + base64.encodebytes(body) + b"\n-- \nList footer: unsubscribe at http://list.example/\n")  # fmt: skip
+    assert parse(raw).texts == ["Vente spéciale aujourd'hui"]
+    korean = "특가 세일 오늘만".encode("euc-kr") * 30 + b"\xff"  # one bad byte in 700
+    raw = b"Subject: x\nContent-Type: text/plain; charset=euc-kr\n\n" + korean
+    assert "특가" in Tokenizer().transform_one(raw)
+    raw = b"Subject: x\nContent-Type: text/plain; charset=us-ascii\n\nemploy\xe9 retrait\xe9"
+    assert {"employé", "retraité"} <= set(Tokenizer().transform_one(raw))  # ASCII declared: cp1252
+
+
+def test_an_unclosed_html_comment_hides_nothing():
+    got = Tokenizer().transform_one(b"Subject: x\nContent-Type: text/html\n\n<p>Hot <!--#rotate> <b>deals</b> inside")
+    assert {"hot", "deals", "inside"} <= set(got)

@@ -3,7 +3,7 @@
 The guarantees are structural: the header decoder is never handed more than
 ``MAX_FIELD_BYTES`` of a header, the tokenizer never more than the body cap, at most
 ``MAX_FIELDS`` headers, ``MAX_PARTS`` parts and ``MAX_DEPTH`` levels are read. One test also
-times every input in a subprocess with a bound 50-100 times the measured time.
+times every input in a subprocess against 5 s, 20 times the slowest measured (0.24 s).
 
 Run this file as a script to print the time of each input:
 ``.venv/bin/python tests/text/test_bounded.py``.
@@ -55,8 +55,8 @@ def many_parts(n: int) -> bytes:
 
 def regex_traps(size: int) -> bytes:
     """Bodies that made the tokenizer's or the HTML stripper's regexes backtrack."""
-    return (b"Subject: =?x?q?" * (size // 1000) + b"\nContent-Type: text/html\n\n"
-            + b"a." * (size // 8) + b"<" * (size // 8) + b"<script" * (size // 16) + b"<!--" * (size // 8))  # fmt: skip
+    head = b"Subject: =?x?q?" * (size // 1000) + b"\nContent-Type: text/html\n\n"
+    return head + b"a." * (size // 8) + b"<" * (size // 8) + b"<script" * (size // 16) + b"<!--" * (size // 8)
 
 
 INPUTS = {

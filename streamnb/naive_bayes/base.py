@@ -21,7 +21,7 @@ from streamnb.naive_bayes.values import PLAIN_LABELS, check_label, check_labels,
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.stats.base import Statistic
 
-__all__ = ["BaseNB", "Part", "Explanation", "posterior"]
+__all__ = ["BaseNB", "Part", "Explanation", "posterior", "add_feature"]
 
 
 def posterior(jll: np.ndarray) -> np.ndarray:
@@ -81,6 +81,20 @@ def clean_features(jll_parts: np.ndarray) -> np.ndarray:
     return out.sum(axis=-2)
 
 
+def add_feature(total: list, ll: list) -> None:
+    """Add one feature's log-likelihoods ``ll`` (per class) to ``total``, in place, with the
+    rules of :func:`clean_features`: a feature for which every class is ``-inf`` is dropped;
+    one where some class is ``+inf`` (a point mass hit) leaves only those classes possible."""
+    top = max(ll)
+    if top == math.inf:
+        for c, v in enumerate(ll):
+            if v != math.inf:
+                total[c] = -math.inf
+    elif top != -math.inf:
+        for c, v in enumerate(ll):
+            total[c] += v
+
+
 class Part:
     """The statistics of one family of features and their log-likelihood per class.
 
@@ -105,15 +119,39 @@ class Part:
     def learn(self, prepared: Any, k: int, w: float) -> None:
         raise NotImplementedError
 
-    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
-        """Learn several prepared events in order (override to vectorize)."""
-        for p, kk, ww in zip(prepared, k.tolist(), w.tolist()):
-            self.learn(p, kk, ww)
+    #: The flat views of the scalar path and the key they are valid for (see :meth:`_fresh`).
+    _views: tuple = ()
+    _views_key: tuple = ()
+
+    def _fresh(self, *stats: Statistic) -> bool:
+        """Whether the cached flat views of ``stats`` are still valid: no drop anywhere, no new
+        class, no reallocation since they were taken. If not, the statistics are fitted and
+        the caller retakes its views (and then calls :meth:`_took`)."""
+        if self._views_key == (Index.drops, len(self.classes.keys), *[s.generation for s in stats]):
+            return True
+        for stat in stats:
+            stat.fit()
+        return False
+
+    def _took(self, views: tuple, *stats: Statistic) -> tuple:
+        """Remember ``views`` as valid for the current state of ``stats``."""
+        self._views = views
+        self._views_key = (Index.drops, len(self.classes.keys), *[s.generation for s in stats])
+        return views
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_views", None)  # memoryviews are neither copied nor pickled
+        state.pop("_views_key", None)
+        return state
 
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
-        """Learn one prepared event: the scalar path, touching only the event's cells.
-        Override with plain-float code (see :meth:`Statistic.flat`)."""
+        """Learn one prepared event: the scalar path, touching only the event's cells, and
+        keeping what is derived from them current. Override with plain-float code (see
+        :meth:`Statistic.flat`); this default learns through :meth:`learn`, then
+        :meth:`changed`."""
         self.learn(prepared, k, w)
+        self.changed()
 
     def joint_one(self, prepared: Any) -> list:
         """:meth:`joint` of one event as a list of floats: the scalar path. Override with
@@ -181,10 +219,6 @@ class Part:
 
     def forget(self, ids: np.ndarray) -> None:
         """Drop the vocabulary keys ``ids``, as if they had never been seen."""
-        raise NotImplementedError
-
-    def event_keys(self, prepared: Any) -> list:
-        """The vocabulary keys learning this prepared event adds."""
         raise NotImplementedError
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
@@ -276,10 +310,9 @@ class BaseNB(base.MiniBatchClassifier):
         else:
             for name, part in self._parts.items():
                 part.learn_one(prepared[name], k, w)
-        cap = getattr(self, "max_features", None)
-        if cap is not None:
+        self._log_prior_cache = None
+        if getattr(self, "max_features", None) is not None:
             self._cap()
-        self._changed()
 
     def _frame_overflow(self, frames: dict[str, pd.DataFrame], start: int) -> int:
         """One past the first row (from ``start``) of a batch taking a vocabulary past the cap."""
@@ -343,6 +376,7 @@ class BaseNB(base.MiniBatchClassifier):
             if vocabulary is not None and len(vocabulary) > cap:
                 weights = part.feature_weights()
                 part.forget(rarest(weights, len(weights) - target(cap), vocabulary.keys))
+                part.changed()
 
     def joint_log_likelihood(self, x: Mapping) -> dict:
         """``log P(y) + log P(x | y)`` per class (unnormalized log posterior)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -46,34 +47,127 @@ class BernoulliPart(Part):
         self.true_threshold = true_threshold
         self.features = self.vocabulary = Index()
         self.counts = Counts([classes, self.features])
+        self._hist: list | None = None  # see learn_one
+        self._absent: list = []
 
-    def prepare(self, x: Mapping) -> tuple[list, np.ndarray, list]:
+    def prepare(self, x: Mapping) -> tuple[list, list, list]:
         keys, v = numeric_items(x)
         missing = [f for f in x if is_missing(x[f])] if len(keys) < len(x) else []
         return keys, v, missing
 
-    def learn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
+    def learn(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
         keys, v, _ = prepared
         if keys:
             ids = self.features.lookup(keys, add=True)
-            self.counts.add((k, ids[v > self.true_threshold]), w)
+            self.counts.add((k, ids[np.array(v) > self.true_threshold]), w)
 
-    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
-        if len(prepared) == 1:  # no repeated cell: plain fancy-index adds
-            self.learn(prepared[0], int(k[0]), float(w[0]))
-            return
-        sizes = [len(keys) for keys, _, _ in prepared]
-        if not sum(sizes):
-            return
-        ids = self.features.lookup([f for keys, _, _ in prepared for f in keys], add=True)
-        present = np.concatenate([v for _, v, _ in prepared]) > self.true_threshold
-        self.counts.add_at((np.repeat(k, sizes)[present], ids[present]), np.repeat(w, sizes)[present])
+    def changed(self) -> None:
+        self._hist = None
 
-    def _present_ids(self, prepared: tuple[list, np.ndarray, list]) -> tuple[np.ndarray, np.ndarray]:
+    # -- the scalar path: one event, plain floats, the event's features only ----------------
+    #
+    # Every known feature takes part in a prediction, so the absent ones are summed once per
+    # class: A[c] = sum_t log P(t absent | c) = sum_t log(N[c] - n[c, t] + alpha) - V log(N[c]
+    # + 2 alpha). Its terms depend on the class count N[c], which every event of the class
+    # changes, so it is kept as a histogram of the counts, H[c] = {m: features with n[c, t] = m},
+    # updated by the event's present features, and A[c] = sum_m H[c][m] log(N[c] - m + alpha)
+    # - V log(N[c] + 2 alpha), recomputed when class c changed: the cost is the number of
+    # distinct counts (at most sqrt(2 x the class's presences) for unit weights), not the
+    # vocabulary. An event then adds log(n + alpha) - log(N - n + alpha) per present feature.
+
+    def _scalar(self) -> tuple:
+        """``(counts view, counts strides, class counts view, class counts strides)``."""
+        if self._fresh(self.counts, self.class_counts):
+            return self._views
+        return self._took((*self.counts.flat("n"), *self.class_counts.flat("n")), self.counts, self.class_counts)
+
+    def _histograms(self) -> list:
+        """Per class, ``{count: number of features with that count}`` (built from the counts
+        after anything but :meth:`learn_one` changed them)."""
+        hist = self._hist
+        if hist is None:
+            hist = self._hist = []
+            self._absent = []
+            for row in self.counts.n:
+                values, times = np.unique(row, return_counts=True)
+                hist.append(dict(zip(values.tolist(), times.tolist())))
+                self._absent.append(None)
+        while len(hist) < len(self.classes.keys):  # a new class: every feature counted 0 times
+            hist.append({0.0: len(self.features.keys)} if len(self.features.keys) else {})
+            self._absent.append(None)
+        return hist
+
+    def learn_one(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
+        keys, values, _ = prepared
+        if not self.alpha > 0:  # the scalar prediction needs alpha > 0: count the numpy way
+            self.learn(prepared, k, w)
+            self.changed()
+            return
+        hist = self._histograms()
+        absent = self._absent
+        absent[k] = None  # the class count changed
+        if not keys:
+            return
+        ids = self.features._ids
+        if any(key not in ids for key in keys):
+            for key in keys:
+                if key not in ids:
+                    self.features.add(key)
+                    for c, h in enumerate(hist):
+                        h[0.0] = h.get(0.0, 0) + 1
+                        absent[c] = None
+            self.counts.fit()
+        cv, (c0, c1), _, _ = self._scalar()
+        row, threshold, h = k * c0, self.true_threshold, hist[k]
+        for key, x in zip(keys, values):
+            if x > threshold:
+                i = row + ids[key] * c1
+                m = cv[i]
+                n = cv[i] = m + w
+                left = h[m] - 1
+                if left:
+                    h[m] = left
+                else:
+                    del h[m]
+                h[n] = h.get(n, 0) + 1
+
+    def joint_one(self, prepared: tuple[list, list, list]) -> list:
+        if not self.alpha > 0:
+            return super().joint_one(prepared)
+        keys, values, missing = prepared
+        hist = self._histograms()
+        absent = self._absent
+        cv, (c0, c1), nv, (n0,) = self._scalar()
+        alpha, log, n_features = self.alpha, math.log, len(self.features.keys)
+        n_classes = len(self.classes.keys)
+        classes = [(c * c0, nv[c * n0]) for c in range(n_classes)]
+        for c, (_, n_c) in enumerate(classes):
+            if absent[c] is None:
+                absent[c] = math.fsum(times * log(n_c - m + alpha) for m, times in hist[c].items()) - (
+                    n_features * log(n_c + 2 * alpha)
+                )
+        out = list(absent[:n_classes])
+        ids, threshold = self.features._ids, self.true_threshold
+        for key, x in zip(keys, values):
+            j = ids.get(key)
+            if j is not None and x > threshold:
+                col = j * c1
+                for c, (r, n_c) in enumerate(classes):
+                    n = cv[r + col]
+                    out[c] += log(n + alpha) - log(n_c - n + alpha)
+        for key in missing:  # skipped: take their absence back out
+            j = ids.get(key)
+            if j is not None:
+                col = j * c1
+                for c, (r, n_c) in enumerate(classes):
+                    out[c] -= log(n_c - cv[r + col] + alpha) - log(n_c + 2 * alpha)
+        return out
+
+    def _present_ids(self, prepared: tuple[list, list, list]) -> tuple[np.ndarray, np.ndarray]:
         """Known ids of the event's features, and those of them that are present."""
         keys, v, _ = prepared
         ids = self.features.lookup(keys)
-        present = v > self.true_threshold
+        present = np.array(v, dtype=float) > self.true_threshold
         return ids, ids[present]
 
     def check_unlearn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
@@ -85,9 +179,6 @@ class BernoulliPart(Part):
         ids, present = self._present_ids(prepared)
         self.counts.add((k, present), -w)
         self.counts.drop(1, self.counts.empty(1, ids[ids >= 0]))
-
-    def event_keys(self, prepared: tuple) -> list:
-        return prepared[0]
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
         v = frame_values(X)
@@ -118,9 +209,9 @@ class BernoulliPart(Part):
         yes = drop_impossible(lidstone(n, n_class, self.alpha, 2))
         return yes, drop_impossible(lidstone(n_class - n, n_class, self.alpha, 2))
 
-    def log_likelihoods(self, prepared: tuple[list, np.ndarray, list]) -> tuple[list, np.ndarray]:
-        keys, v, missing = prepared
-        ids = self.features.lookup(keys)
+    def log_likelihoods(self, prepared: tuple[list, list, list]) -> tuple[list, np.ndarray]:
+        keys, values, missing = prepared
+        ids, v = self.features.lookup(keys), np.array(values, dtype=float)
         known = ids >= 0
         keys, ids, v = [f for f, ok in zip(keys, known) if ok], ids[known], v[known]
         log_yes, log_no = self._log_p()

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.values import category_cells, drop_impossible, factorize
 from streamnb.stats import Counts, Index
 
-__all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone"]
+__all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone", "lidstone_one"]
 
 #: What an unseen category does at prediction time.
 UNSEEN_POLICIES = ("ignore", "smooth")
@@ -49,6 +49,28 @@ def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any, epsi
     return np.where(np.asarray(total) > 0, out, 0.0) if np.any(np.asarray(total) == 0) else out
 
 
+def lidstone_one(num: float, den: float, alpha: float, n_values: float, epsilon: float = 0.0) -> float:
+    """:func:`lidstone` of one cell, in plain floats (the scalar path; same arithmetic).
+
+    >>> [round(math.exp(lidstone_one(n, 4.0, 1.0, 3)), 12) for n in (0.0, 3.0)]
+    [0.142857142857, 0.571428571429]
+    >>> lidstone_one(0.0, 0.0, 0.0, 0), math.exp(lidstone_one(0.0, 0.0, 0.0, 4)), lidstone_one(0.0, 2.0, 0.0, 4)
+    (0.0, 0.25, -inf)
+    """
+    if alpha > 0:
+        total = den + alpha * n_values
+        if total <= 0:
+            return 0.0
+        if epsilon > 0 and num == 0 and den > 0:
+            return math.log(epsilon)
+        return math.log(num + alpha) - math.log(total)
+    if den > 0:
+        if num == 0:
+            return math.log(epsilon) if epsilon > 0 else -math.inf
+        return math.log(num) - math.log(den)
+    return -math.log(n_values) if n_values > 0 else 0.0
+
+
 class CategoricalPart(Part):
     """Features whose values are categories (any hashable value; None/NaN are missing).
 
@@ -76,6 +98,8 @@ class CategoricalPart(Part):
         self.counts = Counts([classes, self.cells])
         self.totals = Counts([classes, self.features])
         self._n_values: np.ndarray | None = None
+        self._nv: list = []  # |X_f| per feature id, kept current by learn_one
+        self._nv_at: tuple = (0, 0)  # (cells, epoch) that _nv was counted for
 
     # -- learning --------------------------------------------------------------------------
     def prepare(self, x: Mapping) -> tuple[list, list]:
@@ -86,17 +110,6 @@ class CategoricalPart(Part):
         if feats:
             self.counts.add((k, self.cells.lookup(cells, add=True)), w)
             self.totals.add((k, self.features.lookup(feats, add=True)), w)
-
-    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
-        if len(prepared) == 1:  # no repeated cell: plain fancy-index adds
-            self.learn(prepared[0], int(k[0]), float(w[0]))
-            return
-        sizes = [len(f) for f, _ in prepared]
-        if not sum(sizes):
-            return
-        kk, ww = np.repeat(k, sizes), np.repeat(w, sizes)
-        self.counts.add_at((kk, self.cells.lookup([c for _, cs in prepared for c in cs], add=True)), ww)
-        self.totals.add_at((kk, self.features.lookup([f for fs, _ in prepared for f in fs], add=True)), ww)
 
     def check_frame(self, X: pd.DataFrame) -> None:
         for f in X.columns:
@@ -124,6 +137,83 @@ class CategoricalPart(Part):
 
     def changed(self) -> None:
         self._n_values = None
+
+    # -- the scalar path: one event, plain floats, the event's cells only -------------------
+    def _scalar(self) -> tuple:
+        """``(counts view, counts strides, totals view, totals strides)``."""
+        if self._fresh(self.counts, self.totals):
+            return self._views
+        return self._took((*self.counts.flat("n"), *self.totals.flat("n")), self.counts, self.totals)
+
+    def _values_per_feature(self) -> list:
+        """|X_f| per feature id as a list: counted once, then kept current by :meth:`learn_one`
+        (counted again only after a batch, a merge, a drop or a load)."""
+        if self._nv_at != (len(self.cells.keys), self.cells.epoch):
+            self._nv = self.n_values().tolist()
+            self._nv_at = (len(self.cells.keys), self.cells.epoch)
+        return self._nv
+
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        feats, cells = prepared
+        if not feats:
+            return
+        cell_ids, feat_ids = self.cells._ids, self.features._ids
+        for f, cell in zip(feats, cells):
+            if cell not in cell_ids:  # a new category: register it, count it for |X_f|
+                nv = self._values_per_feature()
+                self.cells.add(cell)
+                fid = feat_ids.get(f)
+                if fid is None:
+                    fid = self.features.add(f)
+                    nv.append(0.0)
+                nv[fid] += 1.0
+                self._nv_at = (len(self.cells.keys), self.cells.epoch)
+                self._n_values = None
+                self.counts.fit()  # grow the arrays if the new keys need it
+                self.totals.fit()
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
+        kc, kt = k * c0, k * t0
+        for f, cell in zip(feats, cells):
+            cv[kc + cell_ids[cell] * c1] += w
+            tv[kt + feat_ids[f] * t1] += w
+
+    def joint_one(self, prepared: tuple[list, list]) -> list:
+        feats, cells = prepared
+        n_classes = len(self.classes.keys)
+        out = [0.0] * n_classes
+        if not feats:
+            return out
+        cell_ids, feat_ids = self.cells._ids, self.features._ids
+        nv = self._values_per_feature()
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
+        alpha, epsilon, smooth = self.alpha, self.epsilon, self.unseen == "smooth"
+        plain = alpha > 0 and epsilon == 0  # every term finite: no special cases
+        log = math.log
+        offsets = [(c * c0, c * t0) for c in range(n_classes)]
+        for f, cell in zip(feats, cells):
+            fid = feat_ids.get(f)
+            if fid is None:
+                continue
+            cid = cell_ids.get(cell)
+            if cid is None and not smooth:
+                continue
+            tf, nvf = fid * t1, nv[fid]
+            if plain:
+                a_nv = alpha * nvf
+                if cid is None:
+                    la = log(alpha)
+                    for c, (_, ot) in enumerate(offsets):
+                        out[c] += la - log(tv[ot + tf] + a_nv)
+                else:
+                    cc = cid * c1
+                    for c, (oc, ot) in enumerate(offsets):
+                        out[c] += log(cv[oc + cc] + alpha) - log(tv[ot + tf] + a_nv)
+            else:
+                add_feature(out, [
+                    lidstone_one(0.0 if cid is None else cv[oc + cid * c1], tv[ot + tf], alpha, nvf, epsilon)
+                    for oc, ot in offsets
+                ])
+        return out
 
     # -- prediction ------------------------------------------------------------------------
     def n_values(self) -> np.ndarray:

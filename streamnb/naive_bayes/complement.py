@@ -53,8 +53,13 @@ class ComplementPart(MultinomialPart):
         self._sum_log: np.ndarray | None = None
 
     def changed(self) -> None:
-        super().changed()
         self._log_d = self._sum_log = None
+
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        super().learn_one(prepared, k, w)
+        self.changed()
+
+    joint_one = Part.joint_one  # the complement sums need the numpy path (O(vocabulary) with norm)
 
     def _log_denominator(self) -> np.ndarray:
         """``log D[c]``, the complement totals (derived lazily)."""
@@ -84,8 +89,8 @@ class ComplementPart(MultinomialPart):
             return log_theta / self._sum_log_theta()[:, None]
         return -log_theta
 
-    def _known(self, keys: list, v: np.ndarray) -> tuple[list, np.ndarray, np.ndarray]:
-        ids = self.tokens.lookup(keys)
+    def _known(self, keys: list, values: list) -> tuple[list, np.ndarray, np.ndarray]:
+        ids, v = self.tokens.lookup(keys), np.array(values, dtype=float)
         if self.unseen == "ignore" and (ids < 0).any():
             known = ids >= 0
             keys, ids, v = [f for f, ok in zip(keys, known) if ok], ids[known], v[known]

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from streamnb.naive_bayes.base import BaseNB, Part, clean_features
+from streamnb.naive_bayes.base import BaseNB, Part, add_feature, clean_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
 from streamnb.stats import Counts, Index, Welford
 
@@ -38,56 +38,165 @@ class GaussianPart(Part):
         self.ddof = ddof
         self.features = Index()
         self.welford = Welford([classes, self.features])
-        self._cache_keys: tuple = ()
-        self._cache_ids = np.empty(0, dtype=np.intp)
-        self._cache_all = True
         self._derived: tuple | None = None
         self._var = np.zeros((0, 0))
+        # the scalar path's pooled statistics per feature (all classes), kept current by
+        # learn_one and rebuilt from the cells after anything else changed them
+        self._pooled: tuple[list, list, list] | None = None
+        self._spread: list = []  # pooled M2 / n per feature
+        self._top: float | None = None  # max of _spread (None: to be recomputed)
+        self._top_id = -1
 
     # -- learning --------------------------------------------------------------------------
-    def prepare(self, x: Mapping) -> tuple[list, np.ndarray]:
+    def prepare(self, x: Mapping) -> tuple[list, list]:
         return numeric_items(x)
 
-    def _ids(self, keys: list, add: bool) -> np.ndarray:
-        """Feature ids of ``keys`` (-1 for unknown ones unless ``add``); the last all-known key
-        tuple is cached, as events of a stream usually carry the same features."""
-        t = tuple(keys)
-        if t == self._cache_keys:
-            return self._cache_ids
-        ids = self.features.lookup(keys, add=add)
-        if add or (ids >= 0).all():
-            self._cache_keys, self._cache_ids = t, ids
-            self._cache_all = len(ids) == len(self.features) and bool((ids == np.arange(len(ids))).all())
-        return ids
-
-    def _known(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray, np.ndarray | None]:
-        """Known features of an event, their values and ids (None: all features, in order)."""
+    def _known(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray, np.ndarray]:
+        """Known features of an event, their values and ids."""
         keys, v = prepared
-        ids = self._ids(keys, add=False)
-        if ids is self._cache_ids:
-            return keys, v, None if self._cache_all and len(ids) == len(self.features) else ids
+        ids = self.features.lookup(keys)
+        values = np.array(v, dtype=float)
         known = ids >= 0
-        return [f for f, ok in zip(keys, known) if ok], v[known], ids[known]
+        if known.all():
+            return keys, values, ids
+        return [f for f, ok in zip(keys, known.tolist()) if ok], values[known], ids[known]
 
-    def learn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
+    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, v = prepared
         if keys and w > 0:
-            self.welford.update_ids(k, self._ids(keys, add=True), v, w)
+            self.welford.update_ids(k, self.features.lookup(keys, add=True), np.array(v, dtype=float), w)
 
-    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
-        if len(prepared) == 1:  # bit for bit what update_many_ids does with one event per cell
-            self.learn(prepared[0], int(k[0]), float(w[0]))
+    # -- the scalar path: one event, plain floats, the event's cells only -------------------
+    def _scalar(self) -> tuple:
+        """``(n, mean, m2)`` flat views of the Welford cells and their strides."""
+        wf = self.welford
+        if self._fresh(wf):
+            return self._views
+        n, strides = wf.flat("n")
+        return self._took((n, wf.flat("mean")[0], wf.flat("m2")[0], strides), wf)
+
+    def _pool(self) -> tuple[list, list, list]:
+        """Pooled ``(n, mean, M2)`` per feature (over all classes) as lists, each a function of
+        the feature's cells only (:meth:`_pool_feature`), so a saved and loaded model pools
+        bit for bit as the one that learned."""
+        if self._pooled is None:
+            N, M, S, (n0, n1) = self._scalar()
+            rows = [c * n0 for c in range(len(self.classes.keys))]
+            pooled = [self._pool_feature(N, M, S, rows, j * n1) for j in range(len(self.features.keys))]
+            self._pooled = ([p[0] for p in pooled], [p[1] for p in pooled], [p[2] for p in pooled])
+            self._spread = [m2 / n if n > 0 else 0.0 for n, _, m2 in pooled]
+            self._top = None
+        return self._pooled
+
+    @staticmethod
+    def _pool_feature(N: memoryview, M: memoryview, S: memoryview, rows: list, col: int) -> tuple:
+        """``(n, mean, M2)`` of one feature over every class (the cells merged)."""
+        n = mu = m2 = 0.0
+        for r in rows:
+            n += N[r + col]
+        if n > 0:
+            for r in rows:
+                mu += N[r + col] * M[r + col]
+            mu /= n
+            for r in rows:
+                d = M[r + col] - mu
+                m2 += S[r + col] + N[r + col] * d * d
+        return n, mu, m2
+
+    def _eps(self) -> float:
+        """``var_smoothing * max_j spread_j`` (the max kept current; recounted only when the
+        feature holding it shrinks)."""
+        if self._top is None:
+            self._pool()
+            spread = self._spread
+            self._top = max(spread) if spread else 0.0
+            self._top_id = spread.index(self._top) if spread else -1
+        return self.var_smoothing * self._top
+
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        keys, values = prepared
+        if not keys:
             return
-        ids = [self._ids(keys, add=True) for keys, _ in prepared]
-        sizes = [len(i) for i in ids]
-        if not sum(sizes):
-            return
-        self.welford.update_many_ids(
-            np.repeat(k, sizes),
-            np.concatenate(ids),
-            np.concatenate([v for _, v in prepared]),
-            np.repeat(w, sizes),
-        )
+        pn, pmean, pm2 = self._pool()
+        spread = self._spread
+        ids = self.features._ids
+        if len(ids) < len(keys) or any(key not in ids for key in keys):
+            for key in keys:
+                if key not in ids:
+                    self.features.add(key)
+                    pn.append(0.0)
+                    pmean.append(0.0)
+                    pm2.append(0.0)
+                    spread.append(0.0)
+            self.welford.fit()
+        N, M, S, (n0, n1) = self._scalar()
+        base = k * n0
+        rows = [c * n0 for c in range(len(self.classes.keys))]
+        top, top_id = self._top, self._top_id
+        for key, x in zip(keys, values):
+            j = ids[key]
+            i = base + j * n1
+            # chan(n, mean, m2, w, x, 0) for one event, as Welford.update_ids computes it
+            n_a = N[i]
+            n = n_a + w
+            frac = w / n
+            delta = x - M[i]
+            M[i] += delta * frac
+            S[i] += delta * delta * n_a * frac
+            N[i] = n
+            pn[j], pmean[j], pm2[j] = pool = self._pool_feature(N, M, S, rows, j * n1)
+            s = spread[j] = pool[2] / pool[0]
+            if top is not None:
+                if s >= top:
+                    top, top_id = s, j
+                elif j == top_id:
+                    top = None
+        self._top, self._top_id = top, top_id
+        self._derived = None
+
+    def joint_one(self, prepared: tuple[list, list]) -> list:
+        keys, values = prepared
+        n_classes = len(self.classes.keys)
+        out = [0.0] * n_classes
+        if not keys:
+            return out
+        ids = self.features._ids
+        pn, pmean, pm2 = self._pool()
+        eps = self._eps()
+        ddof = self.ddof
+        N, M, S, (n0, n1) = self._scalar()
+        log, inf = math.log, math.inf
+        rows = [c * n0 for c in range(n_classes)]
+        ll = [0.0] * n_classes
+        for key, x in zip(keys, values):
+            j = ids.get(key)
+            if j is None:
+                continue
+            col = j * n1
+            finite = True
+            for c, r in enumerate(rows):
+                i = r + col
+                n = N[i]
+                if n > ddof:
+                    mean, var = M[i], S[i] / (n - ddof) + eps
+                elif pn[j] > ddof:  # no estimate in this class: the feature's pooled Gaussian
+                    mean, var = pmean[j], pm2[j] / (pn[j] - ddof) + eps
+                else:  # no variance estimate at all: no information
+                    ll[c] = 0.0
+                    continue
+                coef = -0.5 / var if var > 0 else -inf
+                if coef == -inf:  # zero (or subnormal) variance: a point mass
+                    ll[c] = inf if x == mean else -inf
+                    finite = False
+                else:
+                    d = x - mean
+                    ll[c] = -0.5 * (_LOG_2PI + log(var)) + coef * (d * d)
+            if finite:
+                for c in range(n_classes):
+                    out[c] += ll[c]
+            else:
+                add_feature(out, ll)
+        return out
 
     def check_frame(self, X: pd.DataFrame) -> None:
         self._memo = (X, frame_values(X))
@@ -104,6 +213,7 @@ class GaussianPart(Part):
 
     def changed(self) -> None:
         self._derived = None
+        self._pooled = None
 
     # -- prediction ------------------------------------------------------------------------
     def _params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,8 +11,8 @@ import pandas as pd
 from river.base import tags
 
 from streamnb.exceptions import InvalidEventError
-from streamnb.naive_bayes.base import BaseNB, Part
-from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone
+from streamnb.naive_bayes.base import BaseNB, Part, add_feature
+from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
     drop_impossible,
     first_seen,
@@ -50,48 +51,89 @@ class MultinomialPart(Part):
         self.tokens = self.vocabulary = Index()
         self.counts = Counts([classes, self.tokens])
         self.totals = Counts([classes])
-        self._log_den: np.ndarray | None = None
 
     def prepare(self, x: Mapping) -> tuple[list, np.ndarray]:
         return numeric_items(x, nonnegative=True)
 
-    def learn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
-        keys, v = prepared
+    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        keys, values = prepared
         if keys:
+            v = np.array(values, dtype=float)
             self.counts.add((k, self.tokens.lookup(keys, add=True)), w * v)
             self.totals.add((k,), w * float(v.sum()))
 
-    def learn_batch(self, prepared: list, k: np.ndarray, w: np.ndarray) -> None:
-        if len(prepared) == 1:  # no repeated cell: plain fancy-index adds
-            self.learn(prepared[0], int(k[0]), float(w[0]))
-            return
-        sizes = [len(keys) for keys, _ in prepared]
-        if not sum(sizes):
-            return
-        ids = self.tokens.lookup([t for keys, _ in prepared for t in keys], add=True)
-        v = np.concatenate([v for _, v in prepared]) * np.repeat(w, sizes)
-        self.counts.add_at((np.repeat(k, sizes), ids), v)
-        totals = np.array([float(vv.sum()) for _, vv in prepared]) * w
-        self.totals.add_at((k,), totals)
+    # -- the scalar path: one event, plain floats, the event's tokens only ------------------
+    def _scalar(self) -> tuple:
+        """``(counts view, counts strides, totals view, totals strides)``."""
+        if self._fresh(self.counts, self.totals):
+            return self._views
+        return self._took((*self.counts.flat("n"), *self.totals.flat("n")), self.counts, self.totals)
 
-    def check_unlearn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
-        keys, v = prepared
-        ids, v = self.tokens.lookup(keys), v * w
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        keys, values = prepared
+        if not keys:
+            return
+        ids = self.tokens._ids
+        if any(key not in ids for key in keys):
+            for key in keys:
+                self.tokens.add(key)
+            self.counts.fit()
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        row = k * c0
+        for key, x in zip(keys, values):
+            cv[row + ids[key] * c1] += w * x
+        tv[k * t0] += w * sum(values)
+
+    def joint_one(self, prepared: tuple[list, list]) -> list:
+        keys, values = prepared
+        n_classes = len(self.classes.keys)
+        out = [0.0] * n_classes
+        if not keys:
+            return out
+        ids = self.tokens._ids
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        alpha, n_tokens, log = self.alpha, len(self.tokens.keys), math.log
+        rows = [c * c0 for c in range(n_classes)]
+        totals = [tv[c * t0] for c in range(n_classes)]
+        if alpha > 0 and self.epsilon == 0 and self.unseen == "ignore":  # every term finite
+            mass = 0.0
+            for key, x in zip(keys, values):
+                j = ids.get(key)
+                if j is None or x == 0:
+                    continue
+                mass += x
+                col = j * c1
+                for c, r in enumerate(rows):
+                    out[c] += x * log(cv[r + col] + alpha)
+            if mass:
+                a_v = alpha * n_tokens
+                for c, total in enumerate(totals):
+                    out[c] -= mass * log(total + a_v)
+            return out
+        for key, x in zip(keys, values):
+            j = ids.get(key)
+            if (j is None and self.unseen == "ignore") or x == 0:
+                continue
+            add_feature(out, [
+                x * lidstone_one(0.0 if j is None else cv[r + j * c1], total, alpha, n_tokens, self.epsilon)
+                for r, total in zip(rows, totals)
+            ])
+        return out
+
+    def check_unlearn(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        keys, values = prepared
+        ids, v = self.tokens.lookup(keys), np.array(values, dtype=float) * w
         n = self.counts.n
         if ((ids < 0) & (v > 0)).any() or (n[k, ids[ids >= 0]] < v[ids >= 0]).any():
             raise InvalidEventError("this event was not learned with this class: cannot unlearn it")
 
-    def unlearn(self, prepared: tuple[list, np.ndarray], k: int, w: float) -> None:
-        keys, v = prepared
-        ids = self.tokens.lookup(keys)
+    def unlearn(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        keys, values = prepared
+        ids, v = self.tokens.lookup(keys), np.array(values, dtype=float)
         known = ids >= 0
-        ids, v = ids[known], v[known]
-        self.counts.add((k, ids), -w * v)
-        self.totals.add((k,), -w * float(prepared[1].sum()))
+        self.counts.add((k, ids[known]), -w * v[known])
+        self.totals.add((k,), -w * float(v.sum()))
         self.counts.drop(1, self.counts.empty(1, ids))
-
-    def event_keys(self, prepared: tuple) -> list:
-        return prepared[0]
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
         v = frame_values(X, nonnegative=True)
@@ -135,37 +177,15 @@ class MultinomialPart(Part):
         num = np.where(ids >= 0, n[:, np.maximum(ids, 0)], 0.0)
         return lidstone(num, self.totals.n[:, None], self.alpha, len(self.tokens), self.epsilon)
 
-    def log_likelihoods(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray]:
-        keys, v = prepared
-        ids = self.tokens.lookup(keys)
+    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
+        keys, values = prepared
+        ids, v = self.tokens.lookup(keys), np.array(values, dtype=float)
         if self.unseen == "ignore" and (ids < 0).any():
             known = ids >= 0
             keys, ids, v = [f for f, ok in zip(keys, known) if ok], ids[known], v[known]
         with np.errstate(invalid="ignore"):
             ll = np.where(v == 0, 0.0, v * self._log_p(ids))
         return keys, ll.T
-
-    def joint(self, prepared: tuple[list, np.ndarray]) -> np.ndarray:
-        if not self.finite or self.unseen != "ignore":
-            return super().joint(prepared)
-        keys, v = prepared
-        ids = self.tokens.lookup(keys)
-        if (ids < 0).any():
-            known = ids >= 0
-            ids, v = ids[known], v[known]
-        if not len(ids):
-            return np.zeros(len(self.classes))
-        n = self.counts.raw("n")[: len(self.classes)]
-        return np.log(n[:, ids] + self.alpha) @ v - v.sum() * self._log_denominator()
-
-    def _log_denominator(self) -> np.ndarray:
-        """``log(N[y] + alpha V)`` per class (derived lazily)."""
-        if self._log_den is None:
-            self._log_den = np.log(self.totals.n + self.alpha * len(self.tokens))
-        return self._log_den
-
-    def changed(self) -> None:
-        self._log_den = None
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
         v = self._convert(X)

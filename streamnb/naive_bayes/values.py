@@ -36,6 +36,7 @@ __all__ = [
 MAX_ABS = 1e100
 
 _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+_FLOAT = frozenset({float})
 
 
 def is_missing(value: object) -> bool:
@@ -56,29 +57,30 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, np.ndarray]:
-    """Features and float values of ``x``; missing values dropped; anything else not a number
-    (or not finite, or beyond :data:`MAX_ABS`) raises :class:`InvalidEventError`.
+def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, list]:
+    """Features and float values of ``x`` (two lists); missing values dropped; anything else
+    not a number (or not finite, or beyond :data:`MAX_ABS`) raises :class:`InvalidEventError`.
 
     >>> numeric_items({"a": 1, "b": None, "c": 2.5, "d": True})
-    (['a', 'c', 'd'], array([1. , 2.5, 1. ]))
+    (['a', 'c', 'd'], [1.0, 2.5, 1.0])
     """
     values = list(x.values())
     if not set(map(type, x)) <= _PLAIN_KEYS:
         for f in x:
             check_feature_name(f)
     # sum |v| is NaN or inf if any value is, and bounds every |v|: one test for all three
-    if set(map(type, values)) <= _FAST_TYPES:
+    types = set(map(type, values))
+    if types <= _FAST_TYPES:
         try:
             fine = float(sum(map(abs, values))) <= MAX_ABS
         except OverflowError:  # an int beyond float range
             fine = False
         if fine and (not nonnegative or not values or min(values) >= 0):
-            return list(x), np.array(values, dtype=float)
+            return list(x), values if types <= _FLOAT else [float(v) for v in values]
     return _numeric_items_slow(x, nonnegative)
 
 
-def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, np.ndarray]:
+def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, list]:
     keys, vals = [], []
     for f, xi in x.items():
         if is_missing(xi):
@@ -95,7 +97,7 @@ def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, np.ndarray
             raise InvalidEventError(f"value {v} is negative", f)
         keys.append(f)
         vals.append(v)
-    return keys, np.array(vals, dtype=float)
+    return keys, vals
 
 
 def is_sparse_frame(X: pd.DataFrame) -> bool:
@@ -217,12 +219,17 @@ def category_cells(x: Mapping) -> tuple[list, list]:
     """
     feats, cells = [], []
     for f, v in x.items():
-        if is_missing(v):
-            continue
-        check_hashable(v, f)
+        if type(v) not in _PLAIN_CATEGORIES or type(f) not in _PLAIN_KEYS:  # the rare cases
+            if is_missing(v):
+                continue
+            check_hashable(v, f)
         feats.append(f)
         cells.append((f, v))
     return feats, cells
+
+
+#: Category types that are never missing and always saveable.
+_PLAIN_CATEGORIES = frozenset({str, int, bool})
 
 
 def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:

@@ -142,7 +142,7 @@ class SpamFilter(base.Classifier):
     @staticmethod
     def _present(x: Mapping) -> list:
         keys, v = numeric_items(x)
-        return [key for key, ok in zip(keys, (v > 0).tolist()) if ok]
+        return [key for key, value in zip(keys, v) if value > 0]
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""

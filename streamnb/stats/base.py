@@ -48,7 +48,7 @@ class Statistic:
         #: Bumped whenever the backing arrays are replaced or compacted: a :meth:`flat` view
         #: or id taken before is stale.
         self.generation = 0
-        self._flat: dict[str, memoryview] = {}
+        self._flat: dict[str, tuple[memoryview, tuple[int, ...]]] = {}
         self._synced()
 
     # -- shape -----------------------------------------------------------------------------
@@ -67,6 +67,7 @@ class Statistic:
         """The backing arrays were replaced or moved: drop the flat views."""
         self.generation = getattr(self, "generation", 0) + 1
         self._flat = {}
+        self._capacity = next(iter(self._arrays.values())).shape if self._arrays else ()
 
     def _sync(self) -> None:
         """Apply to the arrays the drops made on the axes since the last access."""
@@ -109,9 +110,9 @@ class Statistic:
         """Follow the axes: apply drops, then grow the arrays (doubling) until every axis fits."""
         if self._drops_seen != Index.drops:
             self._sync()
-        cap = next(iter(self._arrays.values())).shape
+        cap = self._capacity
         for axis, c in zip(self.axes, cap):  # the hot path: every axis fits
-            if len(axis) > c:
+            if len(axis.keys) > c:
                 break
         else:
             return
@@ -137,11 +138,11 @@ class Statistic:
         :meth:`fit` after adding keys to an axis, then compare the generation).
         """
         self._fit()
-        view = self._flat.get(field)
-        arr = self._arrays[field]
-        if view is None:
-            view = self._flat[field] = memoryview(arr.reshape(-1))
-        return view, tuple(s // arr.itemsize for s in arr.strides)
+        flat = self._flat.get(field)
+        if flat is None:
+            arr = self._arrays[field]
+            flat = self._flat[field] = (memoryview(arr.reshape(-1)), tuple(s // arr.itemsize for s in arr.strides))
+        return flat
 
     def raw(self, field: str) -> np.ndarray:
         """The whole backing array of ``field`` (capacity, not shape); writable, fitted."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -22,9 +23,38 @@ __all__ = ["EmbeddedBroker", "broker_binary", "free_port", "wait_for_broker"]
 log = logging.getLogger(__name__)
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for automatically chosen local ports (Linux; IANA's range elsewhere)."""
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
+    """A TCP port on 127.0.0.1 that was free a moment ago, chosen *outside* the kernel's
+    ephemeral range.
+
+    A port from the ephemeral range (what binding port 0 gives) can be handed to any outgoing
+    connection of any process as its local port as soon as its listener is gone, so a broker
+    restarted on the same port (or a server started a moment later) may find it taken. Ports
+    below the ephemeral range are only ever taken by an explicit bind; they are picked at random
+    so that concurrent callers rarely try the same one, and each is checked by binding it.
+    """
+    lo, _hi = _ephemeral_range()
+    low = 20000 if lo > 21000 else 1024
+    high = min(lo, 65536) - 1
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randint(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # nothing free below the range: let the kernel choose
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

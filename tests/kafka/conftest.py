@@ -62,13 +62,19 @@ def s3_broker(tmp_path):
 
     from streamnb.kafka.broker import free_port
 
-    port = free_port()
-    moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
+        port = free_port()
+        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
                           aws_secret_access_key="test", region_name="us-east-1")
-        wait_until(lambda: _try(lambda: s3.create_bucket(Bucket="tansu")), 20, "moto server")
+        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket="tansu")), 30,
+                      "moto server") and moto.poll() is None:
+            break
+        moto.wait()
+    else:
+        pytest.fail("moto server did not start")
+    try:
         env = {"AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
                "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
         broker = EmbeddedBroker(storage="s3://tansu/", env=env, log_path=tmp_path / "tansu.log").start()

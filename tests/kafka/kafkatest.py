@@ -49,8 +49,16 @@ def produce(bootstrap: str, topic: str, messages, partition: int | None = None) 
         producer.close()
 
 
-def read_topic(bootstrap: str, topic: str, n: int, timeout: float = 30.0) -> list:
-    """The first ``n`` records of every partition of ``topic`` (fails if fewer arrive in time)."""
+def read_topic(bootstrap: str, topic: str, n: int = 0, timeout: float = 30.0, until=None) -> list:
+    """Every record of every partition of ``topic``, read up to the log end, once at least ``n``
+    records have arrived and ``until(records)`` (if given) holds; fails if that takes longer than
+    ``timeout`` seconds. Records are sorted by (partition, offset).
+
+    Reading to the end (the highwater mark of the last fetch) rather than stopping after ``n``
+    records makes the result independent of how the polls happen to split the log: duplicates
+    (outputs are at-least-once) are all there, and a condition on the content is checked on all
+    of it.
+    """
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=50,
                              auto_offset_reset="earliest")
     try:
@@ -59,14 +67,49 @@ def read_topic(bootstrap: str, topic: str, n: int, timeout: float = 30.0) -> lis
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         out: list = []
+
+        def at_end() -> bool:
+            for tp in tps:
+                hw = consumer.highwater(tp)
+                if hw is None or consumer.position(tp) < hw:
+                    return False
+            return True
+
+        def done() -> bool:
+            return len(out) >= n and (until is None or until(out)) and at_end()
+
         deadline = time.monotonic() + timeout
-        while len(out) < n and time.monotonic() < deadline:
+        while not done():
+            if time.monotonic() > deadline:
+                got = "" if until is None else f"; condition {getattr(until, '__doc__', None) or until} not met"
+                raise AssertionError(f"{len(out)} records on {topic} after {timeout} s (wanted >= {n}){got}")
             for recs in consumer.poll(200).values():
                 out.extend(recs)
-        assert len(out) >= n, f"only {len(out)} of {n} records arrived on {topic}"
         return sorted(out, key=lambda r: (r.partition, r.offset))
     finally:
         consumer.close()
+
+
+def has_keys(keys):
+    """A ``read_topic(until=...)`` condition: every key of ``keys`` (str or bytes) is there."""
+    want = {k.encode() if isinstance(k, str) else k for k in keys}
+
+    def check(records) -> bool:
+        return want <= {r.key for r in records}
+
+    check.__doc__ = f"all of {len(want)} keys present"
+    return check
+
+
+def has_values(values):
+    """A ``read_topic(until=...)`` condition: every value of ``values`` (bytes) is there."""
+    want = set(values)
+
+    def check(records) -> bool:
+        return want <= {r.value for r in records}
+
+    check.__doc__ = f"all of {len(want)} values present"
+    return check
 
 
 def config(bootstrap: str, names, tmp_path, **kw) -> ServiceConfig:

@@ -60,6 +60,13 @@ def assert_same_model(a, b) -> None:
         pd.testing.assert_frame_equal(ta[name], tb[name], check_exact=True, obj=name)
 
 
+def feed_live(bootstrap, topic, events, chunk: int = 250, pause: float = 0.1) -> None:
+    """Produce ``events`` in chunks with a pause between them (a live stream)."""
+    for i in range(0, len(events), chunk):
+        produce(bootstrap, topic, events[i:i + chunk])
+        time.sleep(pause)
+
+
 def newest_id(directory) -> int:
     try:
         files = [p.name for p in directory.iterdir() if p.name.endswith(".ckpt")]
@@ -89,30 +96,31 @@ def test_sigkill_at_random_points_learns_every_event_exactly_once(bootstrap, nam
         events = weather(8000)
     create(bootstrap, names.topic, 1)
     ckdir = tmp_path / "ckpt"
-
-    def feed() -> None:  # a live stream: the kills land while events keep arriving
-        for i in range(0, len(events), 250):
-            produce(bootstrap, names.topic, events[i:i + 250])
-            time.sleep(0.1)
-
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    # one part of the stream per killed run, fed while that run consumes (a live stream); each
+    # part holds many checkpoints' worth of events, so every run checkpoints before its kill
+    runs = 4
+    size = len(events) // (runs + 1)
     kills = 0
-    try:
-        for _ in range(4):
-            proc = cli(*run_args(bootstrap, names, ckdir, kind))
-            before = newest_id(ckdir)
+    for r in range(runs):
+        part = events[r * size:(r + 1) * size]
+        feeder = threading.Thread(target=feed_live, args=(bootstrap, names.topic, part))
+        feeder.start()
+        before = newest_id(ckdir)
+        # no idle exit: the run lives until it is killed
+        proc = cli(*run_args(bootstrap, names, ckdir, kind, "--exit-when-idle", "3600"))
+        try:
             wait_until(lambda p=proc, b=before: newest_id(ckdir) > b or p.poll() is not None, 60, "a new checkpoint")
+            assert proc.poll() is None, proc.communicate()[0]
             time.sleep(rng.uniform(0.0, 0.25))  # land the kill at a random point after it
-            if proc.poll() is None:
-                kills += 1
+            kills += 1
+        finally:
             stop_process(proc, signal.SIGKILL)
-    finally:
-        feeder.join()
+            feeder.join()
+    produce(bootstrap, names.topic, events[runs * size:])
     final = cli(*run_args(bootstrap, names, ckdir, kind))
     out, _ = final.communicate(timeout=120)
     assert final.returncode == 0, out
-    assert kills >= 3
+    assert kills == runs
 
     ck = Checkpointer(ckdir).load()
     assert ck.offsets == {f"{names.topic}:0": len(events)}
@@ -240,11 +248,12 @@ def _peek(proc) -> str:
             for line in proc.stdout:
                 buf.append(line)
 
-        threading.Thread(target=reader, daemon=True).start()
+        thread = threading.Thread(target=reader, daemon=True)
+        thread.start()
 
         def communicate(timeout=None):
             proc.wait(timeout)
-            time.sleep(0.05)
+            thread.join(timeout)  # the reader has seen the end of the output
             return "".join(buf), None
 
         proc.communicate = communicate

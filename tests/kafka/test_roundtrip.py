@@ -150,10 +150,17 @@ def test_metrics_endpoint_serves_prometheus_text(bootstrap, names, tmp_path):
     service = Service(config(bootstrap, names, tmp_path, exit_when_idle=None, metrics_port=0))
     run = start(service)
     try:
-        wait_until(lambda: service.summary.events >= 50, 30, "events processed")
-        port = service.metrics_port
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        assert 'streamnb_events_total{outcome="learned"} 50.0' in body
+        port = wait_until(lambda: service.metrics_port, 30, "metrics endpoint")
+
+        def scrape() -> str:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+
+        # the counters move while the batch is processed: wait for the value, not for a count
+        def learned_50() -> str | None:
+            body = scrape()
+            return body if 'streamnb_events_total{outcome="learned"} 50.0' in body else None
+
+        body = wait_until(learned_50, 30, "50 learned events in the metrics")
         assert "streamnb_lag" in body and "streamnb_rolling_accuracy" in body
     finally:
         service.stop()

@@ -18,6 +18,7 @@ a record below them, so after any crash every event is learned exactly once. Out
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import signal
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 from kafka import TopicPartition
 
-from streamnb import CategoricalNB
+from streamnb import CategoricalNB, persistence
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.kafka.checkpoint import Checkpointer, tp_key
 from streamnb.kafka.config import EXACT_BATCH, ServiceConfig, make_model
@@ -127,6 +128,23 @@ def dumps(obj: Any) -> bytes:
     return json.dumps(obj).encode()
 
 
+class _Pristine:
+    """Fresh copies of a model as it was when this was made (its saved state; a deep copy for a
+    learner :mod:`streamnb.persistence` cannot save)."""
+
+    def __init__(self, model: Any) -> None:
+        try:
+            self._state: bytes | None = persistence.dumps(model)
+            self._copy = None
+        except Exception:  # noqa: BLE001 - not savable: checkpoints will say so; copy it here
+            self._state, self._copy = None, copy.deepcopy(model)
+
+    def copy(self) -> Any:
+        if self._state is not None:
+            return persistence.loads(self._state)
+        return copy.deepcopy(self._copy)
+
+
 def _key_text(key: bytes | None) -> str | None:
     if key is None:
         return None
@@ -155,6 +173,8 @@ class Service:
                  deserializer: Deserializer | None = None) -> None:
         self.config = c = config
         self._initial_model = model
+        #: fresh copies of ``model`` as given: what a rollback with no checkpoint returns to
+        self._pristine = _Pristine(model) if model is not None else None
         self.featurize: Featurizer = featurizer or (
             TextFeaturizer(c.text_field, c.label_field) if c.text_field
             else FieldFeaturizer(c.label_field, c.features, c.ignore_fields, c.allow_missing)
@@ -170,6 +190,8 @@ class Service:
         self.model: Any = None
         self._next: dict[TopicPartition, int] = {}
         self._checkpointed: dict[TopicPartition, int] = {}
+        #: first offset learned of each partition no checkpoint covered: where a rollback re-reads it
+        self._origin: dict[TopicPartition, int] = {}
         self._verify: dict[TopicPartition, tuple[int, float]] = {}
         self._ahead: dict[TopicPartition, tuple[int, int]] = {}
         self.pending = Pending(c.max_pending)
@@ -261,7 +283,12 @@ class Service:
         ck = self.checkpointer.load()
         c = self.config
         if ck is None:
-            self.model = self._initial_model if self._initial_model is not None else make_model(c.model, c.model_params)
+            if self._pristine is None:
+                self.model = make_model(c.model, c.model_params)
+            elif self.model is None:
+                self.model = self._initial_model  # the first start uses the object given
+            else:  # a rollback: the given model as it was given, not the object that has learned since
+                self.model = self._pristine.copy()
             self._next, self.pending, self._checkpointed = {}, Pending(c.max_pending), {}
             self._view_stale = True
             if self.models is not None:
@@ -320,8 +347,10 @@ class Service:
             self._dirty = False
             if self.source is not None:
                 for tp in self.source.owned:
-                    if tp in self._next:
-                        self.source.seek(tp, self._next[tp])
+                    start = self._next.get(tp, self._origin.get(tp))
+                    if start is not None:
+                        self.source.seek(tp, start)
+                        self._next[tp] = start
             log.warning("rolled back to the last checkpoint")
 
     # -- ownership hooks -------------------------------------------------------------------------
@@ -424,6 +453,8 @@ class Service:
             if not records:
                 continue
             expected = self._next.get(tp)
+            if expected is None:
+                self._origin.setdefault(tp, records[0].offset)
             if expected is None or records[0].offset >= expected:  # offsets grow within a partition
                 self._verify.pop(tp, None)
             else:

@@ -193,6 +193,10 @@ class Part:
     def stats(self) -> dict[str, Statistic]:
         raise NotImplementedError
 
+    def complete_state(self, name: str, saved: dict) -> None:
+        """Add to ``saved`` (statistics' states by ``"<part name>.<statistic>"``) what a state
+        written by an earlier version lacks and can be derived."""
+
     def tables(self) -> dict[str, pd.DataFrame]:
         raise NotImplementedError
 
@@ -559,7 +563,9 @@ class BaseNB(base.MiniBatchClassifier):
         fresh = self.clone()
         fresh._classes.load_state(state["classes"])
         fresh._load_extra_state(state)
-        saved, stats = state["stats"], fresh._stats()
+        saved, stats = dict(state["stats"]), fresh._stats()
+        for name, part in fresh._parts.items():
+            part.complete_state(name, saved)
         if set(saved) != set(stats):
             raise StateError(f"{type(self).__name__}: saved statistics {sorted(saved)} do not match")
         for name, stat in stats.items():

@@ -16,6 +16,13 @@ __all__ = ["GaussianNB", "GaussianPart"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
+#: The one key of the pooled statistics' row axis.
+_ALL = "(all classes)"
+
+#: From this many (class, feature) cells on, a dense event is scored with numpy (a few
+#: array operations cost less than that many Python float operations); below, in floats.
+_ARRAY_CELLS = 64
+
 
 class GaussianPart(Part):
     """Numeric features, each ``N(mean, var + eps)`` per class.
@@ -38,12 +45,12 @@ class GaussianPart(Part):
         self.ddof = ddof
         self.features = Index()
         self.welford = Welford([classes, self.features])
+        # every class merged, per feature: what variance smoothing and thin cells read. Kept as a
+        # statistic of its own (one row) so one event updates it in O(features of the event)
+        self.pooled = Welford([Index([_ALL]), self.features])
         self._derived: tuple | None = None
         self._var = np.zeros((0, 0))
-        # the scalar path's pooled statistics per feature (all classes), kept current by
-        # learn_one and rebuilt from the cells after anything else changed them
-        self._pooled: tuple[list, list, list] | None = None
-        self._spread: list = []  # pooled M2 / n per feature
+        self._spread: list | None = None  # pooled M2 / n per feature, kept current by learn_one
         self._top: float | None = None  # max of _spread (None: to be recomputed)
         self._top_id = -1
 
@@ -64,51 +71,39 @@ class GaussianPart(Part):
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, v = prepared
         if keys and w > 0:
-            self.welford.update_ids(k, self.features.lookup(keys, add=True), np.array(v, dtype=float), w)
+            ids, values = self.features.lookup(keys, add=True), np.array(v, dtype=float)
+            self.welford.update_ids(k, ids, values, w)
+            self.pooled.update_ids(0, ids, values, w)
 
     # -- the scalar path: one event, plain floats, the event's cells only -------------------
     def _scalar(self) -> tuple:
-        """``(n, mean, m2)`` flat views of the Welford cells and their strides."""
-        wf = self.welford
-        if self._fresh(wf):
+        """Flat views ``(n, mean, m2, strides, pooled n, pooled mean, pooled m2, pooled
+        strides)`` of the Welford cells and of the pooled statistics."""
+        wf, pool = self.welford, self.pooled
+        if self._fresh(wf, pool):
             return self._views
         n, strides = wf.flat("n")
-        return self._took((n, wf.flat("mean")[0], wf.flat("m2")[0], strides), wf)
+        pn, pstrides = pool.flat("n")
+        return self._took(
+            (n, wf.flat("mean")[0], wf.flat("m2")[0], strides, pn, pool.flat("mean")[0], pool.flat("m2")[0], pstrides),
+            wf,
+            pool,
+        )
 
-    def _pool(self) -> tuple[list, list, list]:
-        """Pooled ``(n, mean, M2)`` per feature (over all classes) as lists, each a function of
-        the feature's cells only (:meth:`_pool_feature`), so a saved and loaded model pools
-        bit for bit as the one that learned."""
-        if self._pooled is None:
-            N, M, S, (n0, n1) = self._scalar()
-            rows = [c * n0 for c in range(len(self.classes.keys))]
-            pooled = [self._pool_feature(N, M, S, rows, j * n1) for j in range(len(self.features.keys))]
-            self._pooled = ([p[0] for p in pooled], [p[1] for p in pooled], [p[2] for p in pooled])
-            self._spread = [m2 / n if n > 0 else 0.0 for n, _, m2 in pooled]
+    def _spreads(self) -> list:
+        """Pooled ``M2 / n`` per feature (what variance smoothing takes the max of)."""
+        if self._spread is None:
+            n, m2 = self.pooled.count()[0], self.pooled.m2()[0]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                self._spread = np.where(n > 0, m2 / np.where(n > 0, n, 1.0), 0.0).tolist()
             self._top = None
-        return self._pooled
-
-    @staticmethod
-    def _pool_feature(N: memoryview, M: memoryview, S: memoryview, rows: list, col: int) -> tuple:
-        """``(n, mean, M2)`` of one feature over every class (the cells merged)."""
-        n = mu = m2 = 0.0
-        for r in rows:
-            n += N[r + col]
-        if n > 0:
-            for r in rows:
-                mu += N[r + col] * M[r + col]
-            mu /= n
-            for r in rows:
-                d = M[r + col] - mu
-                m2 += S[r + col] + N[r + col] * d * d
-        return n, mu, m2
+        return self._spread
 
     def _eps(self) -> float:
         """``var_smoothing * max_j spread_j`` (the max kept current; recounted only when the
         feature holding it shrinks)."""
         if self._top is None:
-            self._pool()
-            spread = self._spread
+            spread = self._spreads()
             self._top = max(spread) if spread else 0.0
             self._top_id = spread.index(self._top) if spread else -1
         return self.var_smoothing * self._top
@@ -117,26 +112,22 @@ class GaussianPart(Part):
         keys, values = prepared
         if not keys:
             return
-        pn, pmean, pm2 = self._pool()
-        spread = self._spread
+        spread = self._spreads()
         ids = self.features._ids
         if len(ids) < len(keys) or any(key not in ids for key in keys):
             for key in keys:
                 if key not in ids:
                     self.features.add(key)
-                    pn.append(0.0)
-                    pmean.append(0.0)
-                    pm2.append(0.0)
                     spread.append(0.0)
             self.welford.fit()
-        N, M, S, (n0, n1) = self._scalar()
+            self.pooled.fit()
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
         base = k * n0
-        rows = [c * n0 for c in range(len(self.classes.keys))]
         top, top_id = self._top, self._top_id
         for key, x in zip(keys, values):
             j = ids[key]
-            i = base + j * n1
             # chan(n, mean, m2, w, x, 0) for one event, as Welford.update_ids computes it
+            i = base + j * n1
             n_a = N[i]
             n = n_a + w
             frac = w / n
@@ -144,8 +135,16 @@ class GaussianPart(Part):
             M[i] += delta * frac
             S[i] += delta * delta * n_a * frac
             N[i] = n
-            pn[j], pmean[j], pm2[j] = pool = self._pool_feature(N, M, S, rows, j * n1)
-            s = spread[j] = pool[2] / pool[0]
+            # the same for the feature's pooled statistics
+            i = j * p1
+            n_a = PN[i]
+            n = n_a + w
+            frac = w / n
+            delta = x - PM[i]
+            PM[i] += delta * frac
+            m2 = PS[i] = PS[i] + delta * delta * n_a * frac
+            PN[i] = n
+            s = spread[j] = m2 / n
             if top is not None:
                 if s >= top:
                     top, top_id = s, j
@@ -157,30 +156,79 @@ class GaussianPart(Part):
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared
         n_classes = len(self.classes.keys)
-        out = [0.0] * n_classes
         if not keys:
-            return out
-        ids = self.features._ids
-        pn, pmean, pm2 = self._pool()
+            return [0.0] * n_classes
         eps = self._eps()
-        ddof = self.ddof
-        N, M, S, (n0, n1) = self._scalar()
-        log, inf = math.log, math.inf
-        rows = [c * n0 for c in range(n_classes)]
-        ll = [0.0] * n_classes
-        for key, x in zip(keys, values):
-            j = ids.get(key)
-            if j is None:
-                continue
-            col = j * n1
-            finite = True
-            for c, r in enumerate(rows):
+        N, M, S, (n0, n1) = self._scalar()[:4]
+        ddof, log = self.ddof, math.log
+        width = len(keys)
+        if n1 == 1 and keys == self.features.keys:  # a dense event: every feature, in order
+            out = self._joint_dense(values, eps) if width * n_classes >= _ARRAY_CELLS else None
+            if out is None:
+                out = []
+                for c in range(n_classes):
+                    r = c * n0
+                    ns = N[r : r + width].tolist()
+                    if min(ns) <= ddof:
+                        break
+                    var = [s2 / (n - ddof) + eps for s2, n in zip(S[r : r + width].tolist(), ns)]
+                    if not min(var) >= 1e-300:
+                        break
+                    quad = sum([(x - m) * (x - m) / v for x, m, v in zip(values, M[r : r + width].tolist(), var)])
+                    out.append(-0.5 * (width * _LOG_2PI + sum(map(log, var)) + quad))
+            if len(out) == n_classes:
+                return out
+        ids = self.features._ids
+        event = [(j * n1, x) for j, x in zip(map(ids.get, keys), values) if j is not None]
+        out = []
+        for c in range(n_classes):  # the usual case: every cell has a variance above 0
+            r = c * n0
+            log_var = quad = 0.0
+            for col, x in event:
                 i = r + col
+                n = N[i]
+                if n <= ddof:
+                    return self._joint_careful(event)
+                var = S[i] / (n - ddof) + eps
+                if not var >= 1e-300:  # zero or subnormal: a point mass
+                    return self._joint_careful(event)
+                d = x - M[i]
+                log_var += log(var)
+                quad += d * d / var
+            out.append(-0.5 * (len(event) * _LOG_2PI + log_var + quad))
+        return out
+
+    def _joint_dense(self, values: list, eps: float) -> list | None:
+        """:meth:`joint_one` of a dense event as arrays (worth it from :data:`_ARRAY_CELLS`
+        cells on); None if some cell needs :meth:`_joint_careful`."""
+        n, mean, m2 = self.welford.view("n"), self.welford.view("mean"), self.welford.view("m2")
+        if not n.min() > self.ddof:
+            return None
+        var = m2 / (n - self.ddof) + eps
+        if not var.min() >= 1e-300:
+            return None
+        d = np.array(values) - mean
+        return (-0.5 * (len(values) * _LOG_2PI + np.log(var).sum(axis=1) + (d * d / var).sum(axis=1))).tolist()
+
+    def _joint_careful(self, event: list) -> list:
+        """:meth:`joint_one` with thin cells (the pooled Gaussian), features with no variance
+        estimate and point masses."""
+        n_classes = len(self.classes.keys)
+        out = [0.0] * n_classes
+        eps, ddof = self._eps(), self.ddof
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
+        log, inf = math.log, math.inf
+        ll = [0.0] * n_classes
+        for col, x in event:
+            j = col // n1
+            finite = True
+            for c in range(n_classes):
+                i = c * n0 + col
                 n = N[i]
                 if n > ddof:
                     mean, var = M[i], S[i] / (n - ddof) + eps
-                elif pn[j] > ddof:  # no estimate in this class: the feature's pooled Gaussian
-                    mean, var = pmean[j], pm2[j] / (pn[j] - ddof) + eps
+                elif PN[j * p1] > ddof:  # no estimate in this class: the feature's pooled Gaussian
+                    mean, var = PM[j * p1], PS[j * p1] / (PN[j * p1] - ddof) + eps
                 else:  # no variance estimate at all: no information
                     ll[c] = 0.0
                     continue
@@ -210,10 +258,11 @@ class GaussianPart(Part):
             v, cols = v[:, cols >= 0], cols[cols >= 0]
         if len(cols):
             self.welford.update_matrix(k, cols, v, w)
+            self.pooled.update_matrix(np.zeros(len(k), dtype=np.intp), cols, v, w)
 
     def changed(self) -> None:
         self._derived = None
-        self._pooled = None
+        self._spread = None
 
     # -- prediction ------------------------------------------------------------------------
     def _params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -225,7 +274,7 @@ class GaussianPart(Part):
         """
         if self._derived is None:
             n, mean, var = self.welford.count(), self.welford.mean(), self.welford.var(self.ddof)
-            pn, pmean, pm2 = self.welford.pooled()
+            pn, pmean, pm2 = self.pooled.count()[0], self.pooled.mean()[0], self.pooled.m2()[0]
             with np.errstate(invalid="ignore", divide="ignore"):
                 pvar = np.where(pn > self.ddof, pm2 / (pn - self.ddof), np.nan)
                 spread = pm2 / np.where(pn > 0, pn, 1.0)
@@ -305,7 +354,18 @@ class GaussianPart(Part):
 
     # -- statistics and tables -------------------------------------------------------------
     def stats(self) -> dict[str, Welford]:
-        return {"welford": self.welford}
+        return {"welford": self.welford, "pooled": self.pooled}
+
+    def complete_state(self, name: str, saved: dict) -> None:
+        """States saved before the pooled statistics were kept: derive them from the cells."""
+        if f"{name}.welford" in saved and f"{name}.pooled" not in saved:
+            cells = Welford.from_state(saved[f"{name}.welford"])
+            pooled = Welford([Index([_ALL]), Index(cells.axes[1].keys)])
+            n, mean, m2 = cells.pooled()
+            pooled.fit()
+            for field, values in (("n", n), ("mean", mean), ("m2", m2)):
+                pooled.raw(field)[0, : len(values)] = values
+            saved[f"{name}.pooled"] = pooled.to_state()
 
     def tables(self) -> dict[str, pd.DataFrame]:
         mean = self._params()[0]

@@ -19,6 +19,14 @@ Two producer backends sit behind the same outbox:
     kafka-python's ``KafkaProducer`` (always available); a future per message, so after a
     failure only the messages not acknowledged are sent again.
 
+Outputs are at-least-once across broker crashes: both backends use ``acks=all``, so the broker
+acknowledges a message only once every in-sync replica has it (with ``acks=1`` a leader that
+dies right after acknowledging can take the message with it, on a replicated cluster), and the
+service writes a checkpoint only after :meth:`Publisher.flush` found every message up to that
+point acknowledged. Set ``min.insync.replicas`` >= 2 on replicated output topics for this to
+survive the loss of a broker. Idempotence (no duplicates from retries) is opt-in: see
+:class:`Publisher`.
+
 Both keep the messages of a partition in order: librdkafka's idempotent producer orders
 retries itself; without idempotence one request is in flight per connection (confluent), and
 the outbox never sends a message before an earlier one that failed.
@@ -76,7 +84,7 @@ class _KafkaPythonOutbox:
         self.config = {
             "bootstrap_servers": bootstrap,
             "enable_idempotence": idempotent,
-            "acks": "all" if idempotent else 1,
+            "acks": "all",  # see the module docstring: an acknowledged output is on every in-sync replica
             "linger_ms": 5,
             "batch_size": 64 * 1024,
             "max_request_size": 2 << 20,
@@ -219,7 +227,7 @@ class _ConfluentOutbox:
         self.config = {
             "bootstrap.servers": bootstrap,
             "enable.idempotence": idempotent,
-            "acks": "all" if idempotent else 1,
+            "acks": "all",
             "linger.ms": 5,
             "message.max.bytes": 2 << 20,
             # without idempotence, retries may reorder messages when several requests are in flight

@@ -185,6 +185,36 @@ class Checkpointer:
         return Checkpoint(model, dict(header["offsets"]), int(header["id"]), header["member"],
                           extra.get("service", {}), float(header.get("created", 0.0)))
 
+    @staticmethod
+    def read_offsets(path: str | os.PathLike) -> dict[str, int]:
+        """The offsets of one checkpoint file from its header, without loading the model.
+
+        The checksum over header and payload is verified (a damaged file raises
+        :class:`StateError`); the payload is not deserialized, so the check that its offsets
+        equal the header's is left to :meth:`read` (the owner's own load).
+        """
+        path = Path(path)
+        header, _payload = _decode(path.read_bytes(), str(path))
+        offsets = header.get("offsets")
+        if not isinstance(offsets, dict) or not all(
+                isinstance(k, str) and type(v) is int for k, v in offsets.items()):
+            raise StateError(f"{path}: header offsets are not a map of partition to offset")
+        return dict(offsets)
+
+    def _newest_offsets(self, member: str) -> dict[str, int] | None:
+        """Offsets of ``member``'s newest intact checkpoint (headers only), None if it has none."""
+        files = self._files(member)
+        errors = []
+        for _, _, path in files:
+            try:
+                return self.read_offsets(path)
+            except (StateError, OSError) as exc:
+                errors.append(f"{path.name}: {exc}")
+        if files:
+            raise StateError(f"no usable checkpoint for member {member!r} in {self.directory}: "
+                             + "; ".join(errors))
+        return None
+
     def _newest(self, member: str) -> Checkpoint | None:
         files = self._files(member)
         errors = []
@@ -218,17 +248,21 @@ class Checkpointer:
         return sorted({m for m, _, _ in self._files()})
 
     def claims(self) -> dict[str, int]:
-        """The highest next offset per partition in the other members' newest checkpoints."""
+        """The highest next offset per partition in the other members' newest checkpoints.
+
+        Read from the checkpoint headers only (checksum verified, models not loaded): the
+        service calls this on every partition assignment.
+        """
         out: dict[str, int] = {}
         for member in self.members():
             if member == self.member:
                 continue
             try:
-                ck = self._newest(member)
+                offsets = self._newest_offsets(member)
             except StateError as exc:
                 log.error("ignoring member %s: %s", member, exc)
                 continue
-            for tp, off in (ck.offsets if ck else {}).items():
+            for tp, off in (offsets or {}).items():
                 out[tp] = max(out.get(tp, 0), off)
         return out
 

@@ -90,3 +90,24 @@ def test_checkpoints_keep_two_and_member_names_are_locked(tmp_path):
     finally:
         ck.release()
     assert Checkpointer(tmp_path, member="m2").claims() == {"t:0": 4}
+
+
+def test_claims_read_only_checkpoint_headers(tmp_path):
+    """claims() runs on every partition assignment: it takes the offsets from the headers and
+    never loads the other members' models (here a model part no loader could read, under a
+    valid checksum), and still skips a damaged file for the previous good one."""
+    from streamnb.kafka.checkpoint import FORMAT, VERSION, _encode
+
+    def write(member: str, ck_id: int, offsets: dict, payload: bytes) -> None:
+        header = {"format": FORMAT, "version": VERSION, "id": ck_id, "member": member, "created": 0.0,
+                  "offsets": offsets, "n_seen": 0.0}
+        (tmp_path / f"{member}.{ck_id:012d}.ckpt").write_bytes(_encode(header, payload))
+
+    write("b", 1, {"t:0": 7, "t:1": 3}, b"not a model archive")
+    write("c", 1, {"t:1": 9}, b"\x00" * 64)
+    write("c", 2, {"t:1": 11}, b"\x00" * 64)
+    damaged = tmp_path / "c.000000000002.ckpt"
+    damaged.write_bytes(damaged.read_bytes()[:-1])  # checksum fails: c's previous checkpoint counts
+    assert Checkpointer(tmp_path, member="a").claims() == {"t:0": 7, "t:1": 9}
+    with pytest.raises(streamnb.StateError):
+        Checkpointer.read(tmp_path / "b.000000000001.ckpt")  # a full read does look at the model

@@ -26,7 +26,7 @@ from river import base
 
 from streamnb.exceptions import StateError
 from streamnb.naive_bayes.categorical import lidstone
-from streamnb.naive_bayes.values import check_hashable, check_label, check_weight, is_missing
+from streamnb.naive_bayes.values import check_event, check_hashable, check_label, check_weight, is_missing
 from streamnb.stats import Counts, Index
 
 __all__ = ["BayesNetClassifier"]
@@ -101,6 +101,7 @@ class BayesNetClassifier(base.Classifier):
 
     def _event(self, x: Mapping, y: Any = None) -> dict:
         """Observed node values (validated; nothing is touched)."""
+        check_event(x)
         out = {}
         for v in self._nodes:
             value = y if v == self.target else x.get(v)

@@ -37,6 +37,7 @@ import pandas as pd
 
 from streamnb.drift.base import DriftWrapper
 from streamnb.exceptions import InvalidEventError
+from streamnb.naive_bayes.values import check_frame_arg
 
 __all__ = ["Forgetful"]
 
@@ -182,6 +183,7 @@ class Forgetful(DriftWrapper):
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
         """Learn a batch: row ``i`` is the event at the next clock value (or at its clock
         column); the statistics equal those of learning the rows in turn."""
+        check_frame_arg(X)
         n = len(X)
         if not n:
             return

@@ -28,6 +28,7 @@ from river import base, drift
 
 from streamnb.drift.base import DriftWrapper, has_relearn
 from streamnb.exceptions import StreamnbError
+from streamnb.naive_bayes.values import check_frame_arg
 
 __all__ = ["DriftTriggered"]
 
@@ -139,6 +140,7 @@ class DriftTriggered(DriftWrapper):
         """Learn the rows in turn (each needs a test-then-train prediction for the detector):
         exactly :meth:`learn_one` row by row, and no faster. All or nothing: if a row is
         rejected, the wrapper (model and detector) is put back as it was before the batch."""
+        check_frame_arg(X)
         weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),))
         before = copy.deepcopy(self.__dict__)
         try:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.drift.base import DriftWrapper, has_relearn
+from streamnb.naive_bayes.values import check_frame_arg
 
 __all__ = ["Windowed"]
 
@@ -112,6 +113,7 @@ class Windowed(DriftWrapper):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
         """Learn a batch, split at block boundaries: equal to learning the rows in turn."""
+        check_frame_arg(X)
         weights = np.asarray(w, dtype=float)
         start = 0
         while start < len(X):

@@ -17,7 +17,14 @@ import pandas as pd
 from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
-from streamnb.naive_bayes.values import PLAIN_LABELS, check_label, check_labels, check_weight
+from streamnb.naive_bayes.values import (
+    PLAIN_LABELS,
+    check_event,
+    check_frame_arg,
+    check_label,
+    check_labels,
+    check_weight,
+)
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.stats.base import Statistic
 
@@ -296,6 +303,8 @@ class BaseNB(base.MiniBatchClassifier):
         The cost is that of the event (its features, times the classes where a part needs
         it), never that of the model: only the cells of the event are touched.
         """
+        if type(x) is not dict:
+            check_event(x)
         if type(y) not in PLAIN_LABELS:
             check_label(y)
         if w != 1.0:
@@ -353,6 +362,7 @@ class BaseNB(base.MiniBatchClassifier):
         A feature that only ever appeared with value 0 (or absent) in the unlearned event is
         forgotten too, even if an earlier event had introduced it with value 0.
         """
+        check_event(x)
         check_label(y)
         w = check_weight(w)
         prepared = self._split(x)
@@ -387,6 +397,8 @@ class BaseNB(base.MiniBatchClassifier):
         return self.explain_one(x).joint()
 
     def predict_proba_one(self, x: Mapping) -> dict:
+        if type(x) is not dict:
+            check_event(x)
         classes = self._classes.keys
         if not classes:
             return {}
@@ -414,6 +426,7 @@ class BaseNB(base.MiniBatchClassifier):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0) -> None:
         """Learn a batch; the statistics equal those of learning each row in turn."""
+        check_frame_arg(X)
         if len(X) != len(y):
             raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
         if not len(X):
@@ -445,6 +458,7 @@ class BaseNB(base.MiniBatchClassifier):
         self._changed()
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        check_frame_arg(X)
         if not self._classes.keys:
             return pd.DataFrame(index=X.index)
         frames = self._split_frame(X)
@@ -471,8 +485,12 @@ class BaseNB(base.MiniBatchClassifier):
     def explain_one(self, x: Mapping) -> Explanation:
         """Why this prediction: ``log P(x_f | y)`` per feature and class, and ``log P(y)``.
 
-        Features that are missing, unknown or (by the smoothing policy) ignored are absent.
+        Features that are missing, unknown or (by the smoothing policy) ignored are absent;
+        a model that has learned nothing explains nothing (an empty explanation).
         """
+        check_event(x)
+        if not self._classes.keys:
+            return Explanation({}, {})
         prepared = self._split(x)
         classes = self._classes.keys
         contributions: dict = {}

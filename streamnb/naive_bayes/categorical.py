@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
-from streamnb.naive_bayes.values import category_cells, drop_impossible, factorize
+from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
 from streamnb.stats import Counts, Index
 
 __all__ = ["CategoricalNB", "CategoricalPart", "UNSEEN_POLICIES", "lidstone", "lidstone_one"]
@@ -124,13 +124,13 @@ class CategoricalPart(Part):
             _, first = np.unique(np.where(seen, codes, -1), return_index=True)
             firsts += [(r, pos, f, uniques[codes[r]]) for r in first if seen[r]]
         firsts.sort(key=lambda t: (t[0], t[1]))
-        self.cells.lookup([(f, u) for _, _, f, u in firsts], add=True)
+        self.cells.lookup([cell_key(f, u) for _, _, f, u in firsts], add=True)
         self.features.lookup([f for _, _, f, _ in firsts], add=True)
         for f, (codes, uniques) in zip(X.columns, coded):
             rows = np.flatnonzero((codes >= 0) & (w > 0))
             if not len(rows):
                 continue
-            cell_ids = self.cells.lookup([(f, u) for u in uniques])
+            cell_ids = self.cells.lookup([cell_key(f, u) for u in uniques])
             fid = self.features.get(f)
             self.counts.add_at((k[rows], cell_ids[codes[rows]]), w[rows])
             self.totals.add_at((k[rows], np.full(len(rows), fid)), w[rows])
@@ -249,7 +249,7 @@ class CategoricalPart(Part):
             codes, uniques = factorize(X[f], f)
             if not uniques:
                 continue
-            cids = self.cells.lookup([(f, u) for u in uniques])
+            cids = self.cells.lookup([cell_key(f, u) for u in uniques])
             table = drop_impossible(self._log_p(np.full(len(uniques), fid), cids).T).T
             if self.unseen == "ignore":
                 table[cids < 0] = 0.0
@@ -264,7 +264,7 @@ class CategoricalPart(Part):
         cells = self.cells.keys
         fids = self.features.lookup([c[0] for c in cells])
         p = np.exp(self._log_p(fids, np.arange(len(cells))))
-        index = pd.MultiIndex.from_tuples(cells, names=["feature", "value"]) if cells else None
+        index = cell_index(cells)
         return {
             "p_category": pd.DataFrame(p, index=index, columns=list(self.classes.keys)),
             "category_counts": pd.DataFrame(self.counts.n.T, index=index, columns=list(self.classes.keys)),

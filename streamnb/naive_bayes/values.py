@@ -15,6 +15,8 @@ from streamnb.stats.index import is_saveable_key
 
 __all__ = [
     "MAX_ABS",
+    "check_event",
+    "check_frame_arg",
     "is_missing",
     "numeric_items",
     "frame_values",
@@ -25,6 +27,8 @@ __all__ = [
     "drop_impossible",
     "class_sums",
     "category_cells",
+    "cell_key",
+    "cell_index",
     "factorize",
     "check_feature_name",
     "check_label",
@@ -37,6 +41,24 @@ MAX_ABS = 1e100
 
 _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 _FLOAT = frozenset({float})
+
+
+def check_event(x: object) -> None:
+    """Raise :class:`InvalidEventError` unless ``x`` is a mapping of features to values.
+
+    >>> check_event("free money")
+    Traceback (most recent call last):
+    ...
+    streamnb.exceptions.InvalidEventError: expected a dict of features to values, got str 'free money'
+    """
+    if type(x) is not dict and not isinstance(x, Mapping):
+        raise InvalidEventError(f"expected a dict of features to values, got {type(x).__name__} {_short(x)}")
+
+
+def check_frame_arg(X: object) -> None:
+    """Raise :class:`InvalidEventError` unless ``X`` is a pandas DataFrame (a batch)."""
+    if not isinstance(X, pd.DataFrame):
+        raise InvalidEventError(f"expected a pandas DataFrame of events, got {type(X).__name__} {_short(X)}")
 
 
 def is_missing(value: object) -> bool:
@@ -210,41 +232,110 @@ def check_feature_name(feature: Any) -> None:
         raise InvalidEventError(f"a feature name of type {type(feature).__name__} cannot be saved", feature)
 
 
+#: Third element of the cell key of a boolean category (see :func:`cell_key`).
+BOOL = "bool"
+
+
+def cell_key(feature: Any, value: Any) -> tuple:
+    """The key of category ``value`` of ``feature``: ``(feature, value)``, except that a
+    boolean is kept apart from the number equal to it (``True == 1`` in Python) by a third
+    element, so a category keeps the value as given.
+
+    >>> cell_key("flag", True), cell_key("n", 1), cell_key("flag", True) == cell_key("flag", 1)
+    (('flag', True, 'bool'), ('n', 1), False)
+    """
+    if type(value) is bool or isinstance(value, np.bool_):
+        return (feature, bool(value), BOOL)
+    return (feature, value)
+
+
 def category_cells(x: Mapping) -> tuple[list, list]:
-    """Observed features of ``x`` and their ``(feature, category)`` cells; missing values
+    """Observed features of ``x`` and their category cells (:func:`cell_key`); missing values
     skipped, categories checked (:func:`check_hashable`).
 
-    >>> category_cells({"sky": "sun", "wind": None, "n": 3})
-    (['sky', 'n'], [('sky', 'sun'), ('n', 3)])
+    >>> category_cells({"sky": "sun", "wind": None, "n": 3, "on": True})
+    (['sky', 'n', 'on'], [('sky', 'sun'), ('n', 3), ('on', True, 'bool')])
     """
     feats, cells = [], []
     for f, v in x.items():
-        if type(v) not in _PLAIN_CATEGORIES or type(f) not in _PLAIN_KEYS:  # the rare cases
+        t = type(v)
+        if (t is not str and t is not int) or type(f) not in _PLAIN_KEYS:  # the rare cases
             if is_missing(v):
                 continue
             check_hashable(v, f)
+            feats.append(f)
+            cells.append(cell_key(f, v))
+            continue
         feats.append(f)
         cells.append((f, v))
     return feats, cells
+
+
+def cell_index(cells: list) -> pd.MultiIndex | None:
+    """A ``(feature, value)`` MultiIndex of cells that keeps ``True`` apart from ``1`` (pandas
+    would merge them in one level)."""
+    if not cells:
+        return None
+    features, values, codes_f, codes_v = [], [], [], []
+    fpos: dict = {}
+    vpos: dict = {}
+    for c in cells:
+        f, v = c[0], c[1]
+        vk = (v, len(c) > 2)  # a boolean is its own value
+        if f not in fpos:
+            fpos[f] = len(features)
+            features.append(f)
+        if vk not in vpos:
+            vpos[vk] = len(values)
+            values.append(v)
+        codes_f.append(fpos[f])
+        codes_v.append(vpos[vk])
+    return pd.MultiIndex(
+        levels=[pd.Index(features, dtype=object), pd.Index(values, dtype=object)],
+        codes=[codes_f, codes_v],
+        names=["feature", "value"],
+        verify_integrity=False,
+    )
 
 
 #: Category types that are never missing and always saveable.
 _PLAIN_CATEGORIES = frozenset({str, int, bool})
 
 
+class _Flag:
+    """A boolean category as a key that no number equals (for :func:`factorize`)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Flag) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash((_Flag, self.value))
+
+
 def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
     """Codes (-1 where missing) and unique values (plain Python) of a column of categories;
-    unhashable values raise :class:`InvalidEventError` naming the feature.
+    unhashable values raise :class:`InvalidEventError` naming the feature. Booleans stay apart
+    from numbers equal to them, as in :func:`cell_key`.
 
     >>> codes, uniques = factorize(pd.Series(["b", None, "a", "b"]), "f")
     >>> codes.tolist(), uniques
     ([0, -1, 1, 0], ['b', 'a'])
+    >>> factorize(pd.Series([1, True, 1.0, False, 0], dtype=object), "f")[1]
+    [1, True, False, 0]
     """
+    if col.dtype == object and any(type(v) is bool or isinstance(v, np.bool_) for v in col):
+        col = col.map(lambda v: _Flag(bool(v)) if type(v) is bool or isinstance(v, np.bool_) else v)
     try:
         codes, uniques = pd.factorize(col, use_na_sentinel=True)
     except TypeError as exc:
         raise InvalidEventError("categories must be hashable", feature) from exc
-    return codes, list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
+    values = list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
+    return codes, [v.value if isinstance(v, _Flag) else v for v in values]
 
 
 #: Label types that need no check beyond their type.

@@ -10,7 +10,7 @@ import numpy as np
 from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
-from streamnb.naive_bayes.values import check_weight, numeric_items
+from streamnb.naive_bayes.values import check_event, check_weight, numeric_items
 from streamnb.spam.robinson import fisher, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 
@@ -141,6 +141,7 @@ class SpamFilter(base.Classifier):
 
     @staticmethod
     def _present(x: Mapping) -> list:
+        check_event(x)
         keys, v = numeric_items(x)
         return [key for key, value in zip(keys, v) if value > 0]
 

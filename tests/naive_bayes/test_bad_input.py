@@ -89,3 +89,20 @@ def test_missing_values_are_skipped_not_learned():
     model.learn_one({"t": None, "c": math.nan}, "x")  # learns only the class count
     assert model.tables()["count"].loc["x", "t"] == 1.0
     assert model.tables()["class_counts"].loc["x", "n"] == 2.0
+
+
+def test_a_boolean_category_is_not_the_number_equal_to_it():
+    """True == 1 in Python; as categories they stay apart, one by one and in batches."""
+    one = streamnb.CategoricalNB()
+    one.learn_one({"n": 1, "flag": True}, "a")
+    one.learn_one({"n": True, "flag": 1}, "b")
+    index = one.tables()["category_counts"].index.tolist()
+    assert index == [("n", 1), ("flag", True), ("n", True), ("flag", 1)]
+    assert [type(v) for _, v in index] == [int, bool, bool, int]
+    batch = streamnb.CategoricalNB()
+    batch.learn_many(
+        pd.DataFrame([{"n": 1, "flag": True}, {"n": True, "flag": 1}], dtype=object), pd.Series(["a", "b"])
+    )
+    assert batch.tables()["category_counts"].equals(one.tables()["category_counts"])
+    # the category seen with class b only: b is favoured, as for any category
+    assert one.predict_proba_one({"n": True})["b"] > 0.5

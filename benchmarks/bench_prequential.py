@@ -1,0 +1,206 @@
+"""The loop users run: predict, then learn, one event at a time - streamnb vs River, one run.
+
+Three tables, every figure measured in this run on the same seeded synthetic streams:
+
+1. **Predict-then-learn** (``predict_proba_one(x)`` then ``learn_one(x, y)`` per event, as
+   River's ``progressive_val_score`` and the Kafka service do), microseconds per event, and the
+   isolated ``predict_proba_one`` on a trained model; streamnb against River where River has
+   the model. Ratio = River's time / streamnb's (> 1: streamnb faster).
+2. **Growth**: the predict-then-learn cost on a model that already holds ~1k and ~100k (feature,
+   value) cells or tokens (the tree learners: cardinality 10 and 100 per feature); the ratio
+   large / small should stay near 1 (constant cost per event: learning and predicting touch the
+   event's cells only).
+3. **Memory**: bytes per cell or token at the large size, as allocated in memory (traced:
+   the arrays of the statistics, which reserve up to 2x for growth, and the key
+   dictionaries), and as saved (uncompressed arrays).
+
+Each figure is the best of ``--repeats`` runs over ``--events`` events (garbage collector
+paused while timing). Speed is reported, never asserted.
+
+Run: ``.venv/bin/python benchmarks/bench_prequential.py`` (``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+from river import naive_bayes as river_nb
+
+import streamnb
+
+SEED = 20261123
+
+
+def timed(make: Callable[[], Any], warm: list, events: list, repeats: int, predict_only: bool = False) -> float:
+    """Best microseconds per event of the loop over ``events`` on a model warmed on ``warm``."""
+    best = float("inf")
+    for _ in range(repeats):
+        model = make()
+        for x, y in warm:
+            model.learn_one(x, y)
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter()
+            if predict_only:
+                for x, _ in events:
+                    model.predict_proba_one(x)
+            else:
+                for x, y in events:
+                    model.predict_proba_one(x)
+                    model.learn_one(x, y)
+            best = min(best, time.perf_counter() - t0)
+        finally:
+            gc.enable()
+    return best / len(events) * 1e6
+
+
+# -- streams -----------------------------------------------------------------------------------
+def gaussian_stream(rng: random.Random, n: int, d: int, c: int) -> list:
+    out = []
+    for _ in range(n):
+        y = rng.randrange(c)
+        out.append(({f"f{j}": rng.gauss(0.3 * y * (j % 3), 1.0) for j in range(d)}, y))
+    return out
+
+
+def token_stream(rng: random.Random, n: int, vocabulary: int, tokens: int = 20, binary: bool = False) -> list:
+    """Messages of ~``tokens`` tokens drawn from ``vocabulary`` words (class-dependent halves)."""
+    out = []
+    for _ in range(n):
+        y = rng.randrange(2)
+        x: dict = {}
+        for _ in range(tokens):
+            w = int(rng.paretovariate(1.1)) % (vocabulary // 2) * 2 + (y if rng.random() < 0.7 else 1 - y)
+            x[f"w{w}"] = 1 if binary else x.get(f"w{w}", 0) + 1
+        out.append((x, y))
+    return out
+
+
+def category_stream(rng: random.Random, n: int, d: int, cardinality: int) -> list:
+    """``d`` categorical features of ``cardinality`` values each, pairs of features dependent."""
+    out = []
+    for _ in range(n):
+        y = rng.randrange(2)
+        x = {}
+        for j in range(d):
+            if j % 2 and rng.random() < 0.8:
+                x[f"f{j}"] = x[f"f{j - 1}"]
+            else:
+                x[f"f{j}"] = str((rng.randrange(cardinality) + y) % cardinality)
+        out.append((x, y))
+    return out
+
+
+def fill_tokens(n_tokens: int, binary: bool = False) -> list:
+    """Events that bring ``n_tokens`` distinct tokens into a model (20 new ones each)."""
+    return [({f"fill{i + j}": 1 for j in range(20)}, i // 20 % 2) for i in range(0, n_tokens, 20)]
+
+
+# -- tables ------------------------------------------------------------------------------------
+def row(*cells: Any, widths: tuple = (34, 12, 12, 9)) -> str:
+    return "".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{b / a:.1f}x" if a == a and b == b else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=3000, help="events timed per run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    args = parser.parse_args()
+    if args.quick:
+        args.events, args.repeats = 300, 1
+    rng = random.Random(SEED)
+    n, reps = args.events, args.repeats
+    nan = float("nan")
+
+    print("1. predict then learn, one event at a time (us per event; ratio = River / streamnb)\n")
+    print(row("model", "streamnb", "River", "ratio", widths=(34, 12, 12, 9)) + row("", "predict", "River", "ratio", widths=(0, 12, 12, 9)))
+    cases: list[tuple[str, Callable, Callable | None, list, list]] = []
+    for d, c in [(10, 2), (50, 2), (10, 5), (50, 5)]:
+        s = gaussian_stream(rng, 2 * n, d, c)
+        cases.append((f"GaussianNB {d}f/{c}c", streamnb.GaussianNB, river_nb.GaussianNB, s[:n], s[n:]))
+    for v in (5_000, 50_000):
+        s = token_stream(rng, 2 * n, v)
+        cases.append((f"MultinomialNB vocab {v // 1000}k", streamnb.MultinomialNB, river_nb.MultinomialNB, s[:n], s[n:]))
+        cases.append((f"ComplementNB vocab {v // 1000}k", streamnb.ComplementNB, river_nb.ComplementNB, s[:n], s[n:]))
+    for v in (1_000, 10_000):
+        s = token_stream(rng, 2 * n, v, binary=True)
+        cases.append((f"BernoulliNB vocab {v // 1000}k", streamnb.BernoulliNB, river_nb.BernoulliNB, s[:n], s[n:]))
+    s = category_stream(rng, 2 * n, 10, 20)
+    cases.append(("CategoricalNB 10f", streamnb.CategoricalNB, None, s[:n], s[n:]))
+    s = category_stream(rng, 2 * n, 20, 10)
+    cases.append(("CategoricalNB 20f", streamnb.CategoricalNB, None, s[:n], s[n:]))
+    cases.append(("TANClassifier 20f", streamnb.TANClassifier, None, s[:n], s[n:]))
+    for name, mine, theirs, warm, events in cases:
+        a = timed(mine, warm, events, reps)
+        pa = timed(mine, warm, events, reps, predict_only=True)
+        b = timed(theirs, warm, events, reps) if theirs else nan
+        pb = timed(theirs, warm, events, reps, predict_only=True) if theirs else nan
+        print(row(name, f"{a:.1f}", f"{b:.1f}" if b == b else "-", ratio(a, b))
+              + row("", f"{pa:.1f}", f"{pb:.1f}" if pb == pb else "-", ratio(pa, pb), widths=(0, 12, 12, 9)), flush=True)
+
+    print("\n2. growth: predict then learn on a small and a large model (us per event)\n")
+    print(row("model", "small", "large", "large/small", widths=(34, 12, 12, 12)))
+    small, large = (1_000, 100_000) if not args.quick else (1_000, 10_000)
+    grow: list[tuple[str, Callable, Callable[[int], list], list]] = []
+    text = token_stream(rng, n, 5_000)
+    binary = token_stream(rng, n, 5_000, binary=True)
+    for name, make, stream in [
+        ("MultinomialNB", streamnb.MultinomialNB, text),
+        ("ComplementNB", streamnb.ComplementNB, text),
+        ("BernoulliNB", streamnb.BernoulliNB, binary),
+    ]:
+        grow.append((f"{name} tokens", make, fill_tokens, stream))
+    cats = category_stream(rng, n, 10, 20)
+    grow.append(("CategoricalNB cells", streamnb.CategoricalNB,
+                 lambda size: [({f"f{j}": f"fill{i}" for j in range(10)}, i % 2) for i in range(size // 10)], cats))
+    mixed = [({**x, "t": rng.gauss(0, 1)}, y) for x, y in cats]
+    grow.append(("MixedNB cells", streamnb.MixedNB,
+                 lambda size: [({f"f{j}": f"fill{i}" for j in range(10)}, i % 2) for i in range(size // 10)], mixed))
+    sizes_tree = {"small": 10, "large": 100}
+    for name, make, fill, stream in grow:
+        t = [timed(make, fill(size), stream, reps) for size in (small, large)]
+        print(row(f"{name} {small // 1000}k -> {large // 1000}k", f"{t[0]:.1f}", f"{t[1]:.1f}", f"{t[1] / t[0]:.2f}",
+                  widths=(34, 12, 12, 12)), flush=True)
+    for name, make in [("TANClassifier", streamnb.TANClassifier), ("AODE", streamnb.AODE),
+                       ("ChowLiuClassifier", streamnb.ChowLiuClassifier)]:
+        t = []
+        for card in sizes_tree.values():
+            s = category_stream(rng, 2 * n, 10, card)
+            t.append(timed(make, s[:n], s[n:], reps))
+        print(row(f"{name} cardinality 10 -> 100", f"{t[0]:.1f}", f"{t[1]:.1f}", f"{t[1] / t[0]:.2f}",
+                  widths=(34, 12, 12, 12)), flush=True)
+
+    print(f"\n3. memory at {large:,} cells or tokens (bytes per cell or token)\n")
+    print(row("model", "in memory", "saved", widths=(34, 12, 12)))
+    for name, make, fill in [
+        ("MultinomialNB (2 classes)", streamnb.MultinomialNB, fill_tokens),
+        ("BernoulliNB (2 classes)", streamnb.BernoulliNB, fill_tokens),
+        ("CategoricalNB (2 classes)", streamnb.CategoricalNB,
+         lambda size: [({f"f{j}": f"v{i}" for j in range(10)}, i % 2) for i in range(size // 10)]),
+    ]:
+        events = fill(large)
+        tracemalloc.start()
+        model = make()
+        for x, y in events:
+            model.learn_one(x, y)
+        gc.collect()
+        in_memory = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        saved = sum(a.nbytes for stat in model.to_state()["stats"].values() for a in stat["arrays"].values())
+        print(row(name, f"{in_memory / large:.1f}", f"{saved / large:.1f}", widths=(34, 12, 12)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

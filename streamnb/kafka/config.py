@@ -89,6 +89,10 @@ class ServiceConfig:
         snapshots from it, and predict with the own model merged with them, rebuilt at most every
         ``model_interval`` seconds. Snapshots larger than ``model_max_bytes`` are not published
         (logged): raise it together with the producer's and broker's message size limits.
+    metrics_port, metrics_host, health_timeout
+        Serve ``/metrics`` and ``/healthz`` there (None: not at all). ``/healthz`` answers 200
+        while the poll loop has made a pass within ``health_timeout`` seconds (it passes at
+        least every 200 ms when nothing is slow), 503 otherwise: "consuming", not just "up".
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -125,6 +129,7 @@ class ServiceConfig:
     output_partitions: int = 1
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    health_timeout: float = 60.0
     progress: bool | None = None
     exit_when_idle: float | None = None
     max_events: int | None = None
@@ -162,5 +167,7 @@ class ServiceConfig:
         if self.model_topic is not None and self.model_topic in (*self.input_topics, self.output_topic,
                                                                   self.dead_letter_topic):
             raise ValueError("the model topic must differ from the input, output and dead-letter topics")
+        if self.health_timeout <= 0:
+            raise ValueError("health_timeout must be > 0")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
             raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")

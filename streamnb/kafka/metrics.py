@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["Metrics", "Progress", "RollingAccuracy"]
+__all__ = ["Health", "Metrics", "Progress", "RollingAccuracy"]
 
 
 class RollingAccuracy:
@@ -68,6 +68,44 @@ class RollingAccuracy:
         return self._sum / len(self._hits) if self._hits else None
 
 
+class Health:
+    """Whether the service is consuming: the poll loop calls :meth:`beat` on every pass (it
+    polls at least every 200 ms, records or not); healthy while the last beat is younger than
+    ``max_age`` seconds. A loop that is stuck (a blocked plug-in, a hung call) or gone (a
+    crash, a shutdown) turns unhealthy; a process that merely serves ``/metrics`` does not count.
+
+    >>> h = Health(max_age=60.0)
+    >>> h.status()
+    (False, 'not consuming yet')
+    >>> h.beat(); h.status()[0]
+    True
+    >>> h.stop(); h.status()
+    (False, 'stopped')
+    """
+
+    def __init__(self, max_age: float = 60.0) -> None:
+        self.max_age = max_age
+        self._last: float | None = None
+        self._stopped = False
+
+    def beat(self) -> None:
+        self._last = time.monotonic()
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def status(self) -> tuple[bool, str]:
+        """``(healthy, reason)``."""
+        if self._stopped:
+            return False, "stopped"
+        if self._last is None:
+            return False, "not consuming yet"
+        age = time.monotonic() - self._last
+        if age > self.max_age:
+            return False, f"poll loop stalled: last pass {age:.1f} s ago (limit {self.max_age:g} s)"
+        return True, f"consuming: last pass {age:.1f} s ago"
+
+
 class Metrics:
     """Prometheus metrics of one service, in their own registry."""
 
@@ -106,11 +144,41 @@ class Metrics:
         child.inc()
         self.dead_lettered.inc()
 
-    def serve(self, port: int, host: str = "127.0.0.1") -> int:
-        """Start the ``/metrics`` endpoint; returns the port (``port=0`` picks a free one)."""
-        from prometheus_client import start_http_server
+    def serve(self, port: int, host: str = "127.0.0.1", health: Health | None = None) -> int:
+        """Serve ``/metrics`` (Prometheus text) and ``/healthz`` (200 while ``health`` says the
+        service is consuming, else 503; always 503 without ``health``); returns the port
+        (``port=0`` picks a free one)."""
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        server, _thread = start_http_server(port, addr=host, registry=self.registry)
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        registry = self.registry
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                path = self.path.split("?", 1)[0]
+                if path == "/healthz":
+                    ok, reason = health.status() if health is not None else (False, "no health check")
+                    self._send(200 if ok else 503, "text/plain; charset=utf-8", (reason + "\n").encode())
+                elif path in ("/metrics", "/"):
+                    self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))
+                else:
+                    self._send(404, "text/plain; charset=utf-8", b"not found: try /metrics or /healthz\n")
+
+            def _send(self, code: int, ctype: str, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:  # no access log on stderr
+                pass
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, name="streamnb-metrics", daemon=True).start()
         self._server = server
         return server.server_port
 

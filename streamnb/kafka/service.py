@@ -38,7 +38,7 @@ from streamnb.kafka.config import EXACT_BATCH, ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
 from streamnb.kafka.errors import BadMessage, CheckpointAheadError
 from streamnb.kafka.featurize import NO_LABEL, Example, Featurizer, FieldFeaturizer, TextFeaturizer
-from streamnb.kafka.metrics import Metrics, Progress, RollingAccuracy
+from streamnb.kafka.metrics import Health, Metrics, Progress, RollingAccuracy
 from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import MAX_KEY_BYTES, DeadLetter, Publisher
@@ -182,6 +182,8 @@ class Service:
         self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
         self.checkpointer = Checkpointer(c.checkpoint_dir, c.member)
         self.metrics = Metrics()
+        #: ``/healthz``: the poll loop beats on every pass; stale => unhealthy
+        self.health = Health(c.health_timeout)
         self.accuracy = RollingAccuracy()
         self.summary = RunSummary()
         self._stop = threading.Event()
@@ -669,8 +671,8 @@ class Service:
         try:
             self._restore()
             if c.metrics_port is not None:
-                self.metrics_port = self.metrics.serve(c.metrics_port, c.metrics_host)
-                log.info("metrics at http://%s:%d/metrics", c.metrics_host, self.metrics_port)
+                self.metrics_port = self.metrics.serve(c.metrics_port, c.metrics_host, self.health)
+                log.info("metrics at http://%s:%d/metrics, health at /healthz", c.metrics_host, self.metrics_port)
             if c.create_topics:
                 topics = {t: c.output_partitions for t in (c.output_topic, c.dead_letter_topic) if t}
                 self._retry(lambda: ensure_topics(c.bootstrap, topics, timeout=5.0), "create topics")
@@ -692,6 +694,7 @@ class Service:
             self.source.connect(self._stop, c.connect_timeout)
             self.summary.reason = self._loop(progress)
         finally:
+            self.health.stop()
             try:
                 self._shutdown()
             finally:
@@ -724,6 +727,7 @@ class Service:
         idle_since = time.monotonic()
         ckpt_backoff = 0.0
         while not self._stop.is_set():
+            self.health.beat()
             batch = self.source.poll(timeout_ms=200, max_records=c.batch_size)
             now = time.monotonic()
             if batch:

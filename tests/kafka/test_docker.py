@@ -59,6 +59,26 @@ def test_compose_runs_kafka_in_kraft_mode(compose):
     assert all(p.get("host_ip") == "127.0.0.1" for s in services.values() for p in s.get("ports", []))
 
 
+def test_kafka_and_checkpoints_persist_together(compose):
+    """Kafka's log is in a named volume, like the checkpoints: recreating the Kafka container
+    must not empty the topics under checkpoints that remember their offsets (the service would
+    find its checkpoint beyond the log end and exit with code 3, and restart in a loop)."""
+    services, volumes = compose["services"], compose["volumes"]
+    kafka = services["kafka"]
+    log_dirs = kafka["environment"]["KAFKA_LOG_DIRS"]
+    mounts = {m["target"]: m for m in kafka.get("volumes", [])}
+    assert log_dirs in mounts, "Kafka's log directory must be a mounted volume"
+    assert mounts[log_dirs]["type"] == "volume" and mounts[log_dirs]["source"] in volumes
+    assert kafka["environment"]["CLUSTER_ID"]  # fixed: a kept volume is not formatted again
+    ckpt = services["service"]["volumes"][0]
+    assert ckpt["type"] == "volume" and ckpt["source"] in volumes
+    assert mounts[log_dirs]["source"] != ckpt["source"]
+    # the reset path is documented next to the volumes
+    text = (DOCKER / "compose.yaml").read_text()
+    assert "down --volumes" in text
+    assert "down --volumes" in (DOCKER.parent / "docs" / "operations.md").read_text()
+
+
 def test_compose_commands_match_the_cli(compose):
     services = compose["services"]
     run = parse(services["service"]["command"])
@@ -75,7 +95,9 @@ def test_compose_commands_match_the_cli(compose):
     assert services["service"]["depends_on"]["init-topics"]["condition"] == "service_completed_successfully"
     volume = services["service"]["volumes"][0]
     assert volume["target"] == run.params["checkpoint_dir"]
-    assert str(run.params["metrics_port"]) in json.dumps(services["service"]["healthcheck"]["test"])
+    health = json.dumps(services["service"]["healthcheck"]["test"])
+    # healthy means consuming (/healthz tracks the poll loop), not just "serves /metrics"
+    assert f"127.0.0.1:{run.params['metrics_port']}/healthz" in health
     assert services["service"]["stop_signal"] == "SIGTERM"
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+import urllib.error
 import urllib.request
 
 import pytest
@@ -11,7 +13,7 @@ from kafkatest import cli, config, create, produce, read_topic, start, wait_unti
 
 import streamnb
 from streamnb import persistence
-from streamnb.kafka import Checkpointer, Service
+from streamnb.kafka import Checkpointer, JsonDeserializer, Service
 
 
 def weather(n: int, seed: int = 0) -> list[tuple[str, dict]]:
@@ -165,3 +167,42 @@ def test_metrics_endpoint_serves_prometheus_text(bootstrap, names, tmp_path):
     finally:
         service.stop()
         run.join()
+
+
+def test_healthz_means_consuming(bootstrap, names, tmp_path):
+    """/healthz is 200 while the poll loop passes, 503 while it is stuck (a blocked plug-in)
+    and again 200 once it moves; /metrics is served all along."""
+    create(bootstrap, names.topic, 1)
+    produce(bootstrap, names.topic, weather(10))
+    gate = threading.Event()
+    plain = JsonDeserializer()
+
+    def blocking(value: bytes) -> dict:  # a plug-in that hangs on one message
+        if value == b'{"stall": true}':
+            gate.wait()
+            return {"y": "yes"}
+        return plain(value)
+
+    service = Service(config(bootstrap, names, tmp_path, exit_when_idle=None, metrics_port=0, health_timeout=1.0),
+                      deserializer=blocking)
+    run = start(service)
+
+    def get(path: str) -> int:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{service.metrics_port}{path}", timeout=5).status
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    try:
+        wait_until(lambda: service.metrics_port, 30, "metrics endpoint")
+        wait_until(lambda: service.summary.events >= 10 and get("/healthz") == 200, 30, "healthy while consuming")
+        produce(bootstrap, names.topic, [("s", b'{"stall": true}')])
+        wait_until(lambda: get("/healthz") == 503, 30, "unhealthy while the loop is stuck")
+        assert get("/metrics") == 200  # serving /metrics alone does not make it healthy
+        gate.set()
+        wait_until(lambda: get("/healthz") == 200, 30, "healthy again")
+    finally:
+        gate.set()
+        service.stop()
+        run.join()
+    assert service.health.status() == (False, "stopped")

@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse
 from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import (
     PLAIN_LABELS,
+    SparseBatch,
     check_event,
     check_frame_arg,
     check_label,
@@ -424,9 +426,28 @@ class BaseNB(base.MiniBatchClassifier):
         proba = self.predict_proba_one(x)
         return max(proba, key=proba.__getitem__) if proba else None
 
-    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0) -> None:
-        """Learn a batch; the statistics equal those of learning each row in turn."""
+    #: Whether batches may be scipy sparse matrices (token counts), see :meth:`_batch`.
+    sparse_batches = False
+
+    def _batch(self, X: Any, columns: Any) -> Any:
+        """``X`` as a batch: a DataFrame, or a scipy sparse matrix with its ``columns``
+        (vocabulary), kept sparse, for the learners that declare :attr:`sparse_batches`."""
+        if scipy.sparse.issparse(X):
+            if not self.sparse_batches:
+                raise InvalidEventError(f"{type(self).__name__} takes a pandas DataFrame, not a sparse matrix")
+            if columns is None:
+                raise InvalidEventError("a sparse matrix needs its columns=[token names] (its vocabulary)")
+            return SparseBatch(X, columns)
         check_frame_arg(X)
+        return X
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, *, columns: Any = None) -> None:
+        """Learn a batch; the statistics equal those of learning each row in turn.
+
+        ``X`` is a DataFrame, or (token learners) a scipy sparse matrix whose column names
+        are given as ``columns`` (e.g. a vectorizer's vocabulary).
+        """
+        X = self._batch(X, columns)
         if len(X) != len(y):
             raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
         if not len(X):
@@ -457,8 +478,8 @@ class BaseNB(base.MiniBatchClassifier):
             start = end
         self._changed()
 
-    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        check_frame_arg(X)
+    def predict_proba_many(self, X: pd.DataFrame, *, columns: Any = None) -> pd.DataFrame:
+        X = self._batch(X, columns)
         if not self._classes.keys:
             return pd.DataFrame(index=X.index)
         frames = self._split_frame(X)
@@ -474,8 +495,8 @@ class BaseNB(base.MiniBatchClassifier):
             p[bad] = posterior(log_prior)
         return pd.DataFrame(p, index=X.index, columns=list(self._classes.keys))
 
-    def predict_many(self, X: pd.DataFrame) -> pd.Series:
-        proba = self.predict_proba_many(X)
+    def predict_many(self, X: pd.DataFrame, *, columns: Any = None) -> pd.Series:
+        proba = self.predict_proba_many(X, columns=columns)
         if proba.empty:
             return pd.Series([None] * len(X), index=X.index, dtype=object)
         classes = np.array(proba.columns, dtype=object)

@@ -12,6 +12,9 @@ from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import lidstone
 from streamnb.naive_bayes.values import (
+    first_seen_sparse,
+    is_sparse_frame,
+    present,
     class_sums,
     drop_impossible,
     first_seen,
@@ -181,8 +184,7 @@ class BernoulliPart(Part):
         self.counts.drop(1, self.counts.empty(1, ids[ids >= 0]))
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
-        v = frame_values(X)
-        return list(X.columns), v == v
+        return list(X.columns), present(X)
 
     def feature_weights(self) -> np.ndarray:
         return self.counts.marginal(1)
@@ -194,13 +196,22 @@ class BernoulliPart(Part):
         frame_values(X)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        v = frame_values(X)
         names = list(X.columns)
-        self.features.lookup([names[j] for j in first_seen(v == v)], add=True)
+        if is_sparse_frame(X):  # the stored entries are the features of each row
+            v = frame_values(X, sparse=True)
+            order = first_seen_sparse(v)
+            on = v > self.true_threshold
+        else:
+            v = frame_values(X)
+            order = first_seen(v == v)
+            on = v > self.true_threshold
+        self.features.lookup([names[j] for j in order], add=True)
         cols = self.features.lookup(names)
-        known = cols >= 0
-        present = (v[:, known] > self.true_threshold).astype(float)
-        self.counts.raw("n")[: len(self.classes), cols[known]] += class_sums(k, w, present, len(self.classes))
+        known = np.flatnonzero(cols >= 0)
+        Y = np.zeros((len(k), len(self.classes)))
+        Y[np.arange(len(k)), k] = w
+        sums = np.asarray((on.T.astype(float) @ Y).T)[:, known]  # [classes, known columns]
+        self.counts.raw("n")[: len(self.classes), cols[known]] += sums
 
     def _log_p(self) -> tuple[np.ndarray, np.ndarray]:
         """``log P(present | class)`` and ``log P(absent | class)``, ``[classes, features]``."""
@@ -286,6 +297,8 @@ class BernoulliNB(BaseNB):
     >>> model.predict_one({"free": 1})
     'spam'
     """
+
+    sparse_batches = True
 
     def __init__(self, alpha: float = 1.0, true_threshold: float = 0.0, max_features: int | None = None) -> None:
         self.alpha = alpha

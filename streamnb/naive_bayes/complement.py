@@ -159,6 +159,8 @@ class ComplementNB(BaseNB):
     'yes'
     """
 
+    sparse_batches = True
+
     def __init__(
         self, alpha: float = 1.0, norm: bool = False, unseen: str = "ignore", max_features: int | None = None
     ) -> None:

@@ -14,6 +14,7 @@ from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
+    present,
     drop_impossible,
     first_seen,
     first_seen_sparse,
@@ -136,8 +137,7 @@ class MultinomialPart(Part):
         self.counts.drop(1, self.counts.empty(1, ids))
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
-        v = frame_values(X, nonnegative=True)
-        return list(X.columns), v == v
+        return list(X.columns), present(X)
 
     def feature_weights(self) -> np.ndarray:
         return self.counts.marginal(1)
@@ -156,13 +156,15 @@ class MultinomialPart(Part):
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         v = self._converted(X, self._convert)
         names = list(X.columns)
-        if isinstance(v, np.ndarray):
-            order = first_seen(v == v)
-            v = np.nan_to_num(v) if np.isnan(v).any() else v
-        else:  # sparse: the stored entries are the tokens present
-            order = first_seen_sparse(v)
-        self.tokens.lookup([names[j] for j in order], add=True)
         cols = self.tokens.lookup(names)
+        if isinstance(v, np.ndarray):
+            if (cols < 0).any():
+                self.tokens.lookup([names[j] for j in first_seen(v == v)], add=True)
+            v = np.nan_to_num(v) if np.isnan(v).any() else v
+        elif (cols < 0).any():  # sparse: the stored entries are the tokens present
+            self.tokens.lookup([names[j] for j in first_seen_sparse(v)], add=True)
+        if (cols < 0).any():
+            cols = self.tokens.lookup(names)
         known = np.flatnonzero(cols >= 0)
         n_classes = len(self.classes)
         Y = np.zeros((len(k), n_classes))
@@ -243,6 +245,8 @@ class MultinomialNB(BaseNB):
     >>> model.tables()["token_counts"].index.tolist()
     ['win', 'cash', 'lunch', 'today']
     """
+
+    sparse_batches = True
 
     def __init__(
         self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0, max_features: int | None = None

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.stats.index import is_saveable_key
@@ -21,8 +22,10 @@ __all__ = [
     "numeric_items",
     "frame_values",
     "first_seen",
+    "present",
     "first_seen_sparse",
     "is_sparse_frame",
+    "SparseBatch",
     "log_dot",
     "drop_impossible",
     "class_sums",
@@ -56,8 +59,9 @@ def check_event(x: object) -> None:
 
 
 def check_frame_arg(X: object) -> None:
-    """Raise :class:`InvalidEventError` unless ``X`` is a pandas DataFrame (a batch)."""
-    if not isinstance(X, pd.DataFrame):
+    """Raise :class:`InvalidEventError` unless ``X`` is a pandas DataFrame (a batch) or a
+    :class:`SparseBatch`."""
+    if not isinstance(X, (pd.DataFrame, SparseBatch)):
         raise InvalidEventError(f"expected a pandas DataFrame of events, got {type(X).__name__} {_short(X)}")
 
 
@@ -122,8 +126,42 @@ def _numeric_items_slow(x: Mapping, nonnegative: bool) -> tuple[list, list]:
     return keys, vals
 
 
-def is_sparse_frame(X: pd.DataFrame) -> bool:
-    """Every column of ``X`` is a pandas sparse column (as River's BagOfWords many-path gives)."""
+class SparseBatch:
+    """A batch of token counts as a scipy sparse matrix with its vocabulary (column names),
+    for the token learners' ``learn_many`` / ``predict_proba_many`` (``columns=...``): rows
+    are events, never densified.
+
+    It offers the little of a DataFrame the learners use: ``columns``, ``index``, ``len``,
+    row selection (``batch[mask]``, ``batch.iloc[a:b]``).
+    """
+
+    def __init__(self, matrix: Any, columns: Any, index: Any = None) -> None:
+        if not scipy.sparse.issparse(matrix) or matrix.ndim != 2:
+            raise InvalidEventError(f"expected a 2-d scipy.sparse matrix, got {type(matrix).__name__}")
+        self.matrix = matrix.tocsr()
+        self.columns = columns if isinstance(columns, list) else list(columns)
+        if len(self.columns) != self.matrix.shape[1]:
+            raise InvalidEventError(f"{self.matrix.shape[1]} matrix columns but {len(self.columns)} column names")
+        if len(set(self.columns)) != len(self.columns):
+            raise InvalidEventError("the column names (vocabulary) repeat a token")
+        self.index = pd.RangeIndex(self.matrix.shape[0]) if index is None else index
+
+    def __len__(self) -> int:
+        return int(self.matrix.shape[0])
+
+    def __getitem__(self, rows: Any) -> SparseBatch:
+        return SparseBatch(self.matrix[rows], self.columns, self.index[rows])
+
+    @property
+    def iloc(self) -> SparseBatch:
+        return self
+
+
+def is_sparse_frame(X: Any) -> bool:
+    """Every column of ``X`` is a pandas sparse column (as River's BagOfWords many-path gives),
+    or ``X`` is a :class:`SparseBatch`."""
+    if isinstance(X, SparseBatch):
+        return True
     return len(X.columns) > 0 and all(isinstance(d, pd.SparseDtype) for d in X.dtypes)
 
 
@@ -133,8 +171,10 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
     With ``sparse``, a frame of sparse columns comes back as a scipy CSR matrix whose absent
     entries are zeros (not missing values).
     """
+    if isinstance(X, SparseBatch) and not sparse:
+        X = pd.DataFrame(X.matrix.toarray(), columns=X.columns, index=X.index)
     if sparse and is_sparse_frame(X):
-        m = X.sparse.to_coo().tocsr().astype(float)
+        m = X.matrix.astype(float) if isinstance(X, SparseBatch) else X.sparse.to_coo().tocsr().astype(float)
         d = m.data
         bad = ~(np.abs(d) <= MAX_ABS) | ((d < 0) if nonnegative else False)
         if bad.any():
@@ -162,6 +202,17 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
     return v
 
 
+def present(X: Any) -> np.ndarray:
+    """Where a batch holds a value, ``[rows, cols]``: not missing in a dense frame; a stored
+    entry of a sparse one (what learning it registers)."""
+    if is_sparse_frame(X):
+        m = frame_values(X, sparse=True).copy()
+        m.data[:] = 1.0
+        return m.toarray() > 0
+    v = frame_values(X)
+    return v == v
+
+
 def first_seen(present: np.ndarray) -> np.ndarray:
     """Columns of a boolean ``[rows, cols]`` matrix that have a True, in the order a row-by-row
     reader meets them (by first row, then column): batches then add keys to an index in the
@@ -177,9 +228,10 @@ def first_seen(present: np.ndarray) -> np.ndarray:
 
 def first_seen_sparse(m: Any) -> np.ndarray:
     """:func:`first_seen` for a scipy sparse matrix: its stored entries are the present ones."""
-    coo = m.tocoo()
-    order = np.lexsort((coo.col, coo.row))
-    cols = coo.col[order]
+    m = m.tocsr()
+    if not m.has_sorted_indices:
+        m = m.sorted_indices()
+    cols = m.indices  # row by row, each row's columns in order: the order a reader meets them
     _, first = np.unique(cols, return_index=True)
     return cols[np.sort(first)]
 

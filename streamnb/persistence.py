@@ -203,7 +203,7 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
         raise StateError(f"corrupt model archive: {exc}") from exc
     if doc.get("sha256") != _digest(arrays):
         raise StateError("model archive checksum mismatch")
-    cls = _registry().get(doc.get("class"))
+    cls = _registry().get(str(doc.get("class")))
     if cls is None:
         raise StateError(f"unknown learner {doc.get('class')!r}")
     try:

@@ -103,11 +103,11 @@ class Forgetful(DriftWrapper):
         if not (isinstance(half_life, Real) and half_life > 0):
             raise ValueError(f"half_life must be a positive number, got {half_life!r}")
         self.model = model
-        self.half_life = half_life
-        self.clock = clock
+        self.half_life: float = half_life
+        self.clock: str | None = clock
         self._ref: float | None = None  # clock at which the stored statistics are to scale
         self._now: float | None = None  # latest clock learned
-        self._events = 0
+        self._events: int = 0
 
     @classmethod
     def _unit_test_params(cls):

@@ -193,13 +193,17 @@ class Part:
     def check_frame(self, X: pd.DataFrame) -> None:
         """Raise :class:`InvalidEventError` if ``X`` cannot be learned (no state is touched)."""
 
+    #: ``(frame, converted)`` kept by :meth:`check_frame` for the :meth:`learn_frame` that
+    #: follows on the same frame (see :meth:`_converted`).
+    _memo: tuple | None = None
+
     def _converted(self, X: pd.DataFrame, convert: Any) -> Any:
         """``convert(X)``, or what :meth:`check_frame` kept (``self._memo = (X, ...)``) for
         this very frame, so a batch is converted once."""
-        memo, self._memo = getattr(self, "_memo", None), None
+        memo, self._memo = self._memo, None
         return memo[1] if memo is not None and memo[0] is X else convert(X)
 
-    def stats(self) -> dict[str, Statistic]:
+    def stats(self) -> Mapping[str, Statistic]:
         raise NotImplementedError
 
     def complete_state(self, name: str, saved: dict) -> None:
@@ -398,7 +402,7 @@ class BaseNB(base.MiniBatchClassifier):
         """``log P(y) + log P(x | y)`` per class (unnormalized log posterior)."""
         return self.explain_one(x).joint()
 
-    def predict_proba_one(self, x: Mapping) -> dict:
+    def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
         if type(x) is not dict:
             check_event(x)
         classes = self._classes.keys
@@ -422,7 +426,7 @@ class BaseNB(base.MiniBatchClassifier):
         log_total = math.log(math.fsum(n))
         return [math.log(v) - log_total if v > 0 else -math.inf for v in n]
 
-    def predict_one(self, x: Mapping) -> Any:
+    def predict_one(self, x: Mapping, **kwargs: Any) -> Any:
         proba = self.predict_proba_one(x)
         return max(proba, key=proba.__getitem__) if proba else None
 

@@ -173,12 +173,12 @@ class BernoulliPart(Part):
         present = np.array(v, dtype=float) > self.true_threshold
         return ids, ids[present]
 
-    def check_unlearn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
+    def check_unlearn(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
         _, present = self._present_ids(prepared)
         if (present < 0).any() or (self.counts.n[k, present] < w).any():
             raise InvalidEventError("this event was not learned with this class: cannot unlearn it")
 
-    def unlearn(self, prepared: tuple[list, np.ndarray, list], k: int, w: float) -> None:
+    def unlearn(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
         ids, present = self._present_ids(prepared)
         self.counts.add((k, present), -w)
         self.counts.drop(1, self.counts.empty(1, ids[ids >= 0]))
@@ -235,7 +235,7 @@ class BernoulliPart(Part):
         absent = np.where(rest, log_no, 0.0).sum(axis=1)
         return keys + [ABSENT], np.vstack([rows, absent[None, :]])
 
-    def joint(self, prepared: tuple[list, np.ndarray, list]) -> np.ndarray:
+    def joint(self, prepared: tuple[list, list, list]) -> np.ndarray:
         # features that rule out every class are already dropped (drop_impossible), feature by
         # feature; the absent features' row is a sum of several, so it is not dropped as one
         _, ll = self.log_likelihoods(prepared)

@@ -96,12 +96,12 @@ class ComplementPart(MultinomialPart):
             keys, ids, v = [f for f, ok in zip(keys, known) if ok], ids[known], v[known]
         return keys, ids, v
 
-    def log_likelihoods(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray]:
-        keys, ids, v = self._known(*prepared)
+    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
+        keys, ids, v = self._known(prepared[0], prepared[1])
         return keys, (v * self._weights(ids)).T
 
-    def joint(self, prepared: tuple[list, np.ndarray]) -> np.ndarray:
-        _, ids, v = self._known(*prepared)
+    def joint(self, prepared: tuple[list, list]) -> np.ndarray:
+        _, ids, v = self._known(prepared[0], prepared[1])
         return self._weights(ids) @ v
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:

@@ -302,14 +302,14 @@ class GaussianPart(Part):
             ll = _point_masses(ll, d, zero if ids is None else zero[:, ids])
         return ll
 
-    def log_likelihoods(self, prepared: tuple[list, np.ndarray]) -> tuple[list, np.ndarray]:
+    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
         keys, v, ids = self._known(prepared)
         return keys, self._log_pdfs(v, ids).T
 
-    def joint(self, prepared: tuple[list, np.ndarray]) -> np.ndarray:
+    def joint(self, prepared: tuple[list, list]) -> np.ndarray:
         _, v, ids = self._known(prepared)
         ll = self._log_pdfs(v, ids)
-        if self._derived[3] is None:  # no point mass: no +inf, so no NaN in the sum
+        if self._params()[3] is None:  # no point mass: no +inf, so no NaN in the sum
             total = ll.sum(axis=1)
             if math.isfinite(total.sum()):
                 return total

@@ -53,7 +53,7 @@ class MultinomialPart(Part):
         self.counts = Counts([classes, self.tokens])
         self.totals = Counts([classes])
 
-    def prepare(self, x: Mapping) -> tuple[list, np.ndarray]:
+    def prepare(self, x: Mapping) -> tuple[list, list]:
         return numeric_items(x, nonnegative=True)
 
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:

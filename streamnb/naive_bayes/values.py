@@ -328,7 +328,10 @@ def cell_index(cells: list) -> pd.MultiIndex | None:
     would merge them in one level)."""
     if not cells:
         return None
-    features, values, codes_f, codes_v = [], [], [], []
+    features: list = []
+    values: list = []
+    codes_f: list = []
+    codes_v: list = []
     fpos: dict = {}
     vpos: dict = {}
     for c in cells:

@@ -48,7 +48,7 @@ class Statistic:
         #: Bumped whenever the backing arrays are replaced or compacted: a :meth:`flat` view
         #: or id taken before is stale.
         self.generation = 0
-        self._flat: dict[str, tuple[memoryview, tuple[int, ...]]] = {}
+        self._flat: dict[str, tuple[Any, tuple[int, ...]]] = {}  # memoryviews of float64
         self._synced()
 
     # -- shape -----------------------------------------------------------------------------
@@ -129,7 +129,7 @@ class Statistic:
         and before using :meth:`flat` views."""
         self._fit()
 
-    def flat(self, field: str) -> tuple[memoryview, tuple[int, ...]]:
+    def flat(self, field: str) -> tuple[Any, tuple[int, ...]]:
         """The backing array of ``field`` as a flat memoryview and its element strides.
 
         Cell ``(i, j, ...)`` is ``view[i * strides[0] + j * strides[1] + ...]``, read and
@@ -141,7 +141,8 @@ class Statistic:
         flat = self._flat.get(field)
         if flat is None:
             arr = self._arrays[field]
-            flat = self._flat[field] = (memoryview(arr.reshape(-1)), tuple(s // arr.itemsize for s in arr.strides))
+            view = memoryview(arr.reshape(-1))  # type: ignore[arg-type]  # numpy arrays are buffers
+            flat = self._flat[field] = (view, tuple(s // arr.itemsize for s in arr.strides))
         return flat
 
     def raw(self, field: str) -> np.ndarray:

@@ -117,13 +117,14 @@ class Welford(Statistic):
             return
         self._fit()
         a = self._arrays
+        cols_at: Any = cols
         if len(cols) and cols[-1] - cols[0] == len(cols) - 1 and (np.diff(cols) == 1).all():
-            cols = slice(int(cols[0]), int(cols[-1]) + 1)  # contiguous columns: views, not copies
+            cols_at = slice(int(cols[0]), int(cols[-1]) + 1)  # contiguous columns: views, not copies
         missing = np.isnan(values)
         any_missing = bool(missing.any())
         for r in classes.tolist():
             sel = rows == r if len(classes) > 1 else slice(None)
-            x, wr, c = values[sel], w[sel], cols
+            x, wr, c = values[sel], w[sel], cols_at
             # shift by the running mean (or a value of the batch) so equal values stay exact
             n_a, mean_a = a["n"][r, c], a["mean"][r, c]
             if not any_missing:

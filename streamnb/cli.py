@@ -68,16 +68,33 @@ def _split(values: tuple[str, ...]) -> list[str]:
 
 
 def _fail(exc: BaseException) -> None:
-    from streamnb.exceptions import StateError
-    from streamnb.kafka.errors import BrokerUnavailableError, MissingExtraError
+    from streamnb.exceptions import MissingExtraError, StateError
 
-    code = 3 if isinstance(exc, StateError) else 4 if isinstance(exc, BrokerUnavailableError) else \
-        5 if isinstance(exc, MissingExtraError) else 1
+    code = 3 if isinstance(exc, StateError) else 5 if isinstance(exc, MissingExtraError) else 1
+    if code == 1:
+        try:
+            from streamnb.kafka.errors import BrokerUnavailableError
+        except ImportError:  # no Kafka extra: the error did not come from a broker
+            pass
+        else:
+            code = 4 if isinstance(exc, BrokerUnavailableError) else 1
     click.echo(f"streamnb: error: {exc}", err=True)
     sys.exit(code)
 
 
-@click.group(name="streamnb", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """The command group: a command needing an extra that is not installed says which."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from streamnb.exceptions import MissingExtraError
+
+        try:
+            return super().invoke(ctx)
+        except MissingExtraError as exc:
+            _fail(exc)
+
+
+@click.group(name="streamnb", cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="streamnb")
 def main() -> None:
     """Streaming naive Bayes classifiers, as a Kafka service.

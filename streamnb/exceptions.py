@@ -28,5 +28,10 @@ class InvalidEventError(StreamnbError, ValueError):
         super().__init__(reason if feature is None else f"feature {feature!r}: {reason}")
 
 
+class MissingExtraError(StreamnbError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it
+    (``pip install 'streamnb[kafka]'``)."""
+
+
 class StateError(StreamnbError, ValueError):
     """A saved state that cannot be loaded: corrupt, from an unknown version, or not streamnb's."""

@@ -9,15 +9,27 @@ the command-line faces of :func:`run` and :func:`streamnb.kafka.demo.run_demo`.
 
 from __future__ import annotations
 
-from streamnb.kafka.broker import EmbeddedBroker
-from streamnb.kafka.checkpoint import Checkpoint, Checkpointer, merge_checkpoints
-from streamnb.kafka.config import MODELS, ServiceConfig, make_model
-from streamnb.kafka.decode import JsonDeserializer
-from streamnb.kafka.errors import BadMessage, BrokerUnavailableError, CheckpointAheadError, ServiceError
-from streamnb.kafka.featurize import Example, FieldFeaturizer, TextFeaturizer
-from streamnb.kafka.publisher import DeadLetter, Publisher
-from streamnb.kafka.service import RunSummary, Service
-from streamnb.kafka.topics import ensure_topics
+import importlib.util
+
+from streamnb.exceptions import MissingExtraError
+
+#: Modules the service needs (the ``kafka`` extra), by the package that provides them.
+_EXTRA = {"kafka": "kafka-python", "orjson": "orjson", "prometheus_client": "prometheus-client", "crc32c": "crc32c"}
+_missing = [package for module, package in _EXTRA.items() if importlib.util.find_spec(module) is None]
+if _missing:
+    raise MissingExtraError(
+        f"the Kafka service needs {', '.join(_missing)}: install it with pip install 'streamnb[kafka]'"
+    )
+
+from streamnb.kafka.broker import EmbeddedBroker  # noqa: E402
+from streamnb.kafka.checkpoint import Checkpoint, Checkpointer, merge_checkpoints  # noqa: E402
+from streamnb.kafka.config import MODELS, ServiceConfig, make_model  # noqa: E402
+from streamnb.kafka.decode import JsonDeserializer  # noqa: E402
+from streamnb.kafka.errors import BadMessage, BrokerUnavailableError, CheckpointAheadError, ServiceError  # noqa: E402
+from streamnb.kafka.featurize import Example, FieldFeaturizer, TextFeaturizer  # noqa: E402
+from streamnb.kafka.publisher import DeadLetter, Publisher  # noqa: E402
+from streamnb.kafka.service import RunSummary, Service  # noqa: E402
+from streamnb.kafka.topics import ensure_topics  # noqa: E402
 
 __all__ = [
     "MODELS",

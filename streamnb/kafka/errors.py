@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streamnb.exceptions import StateError, StreamnbError
+from streamnb.exceptions import MissingExtraError, StateError, StreamnbError
 
 __all__ = ["BadMessage", "BrokerUnavailableError", "CheckpointAheadError", "MissingExtraError", "ServiceError"]
 
@@ -48,7 +48,3 @@ class CheckpointAheadError(ServiceError, StateError):
             "the broker lost its data. Start with a fresh --checkpoint-dir, or pass "
             "--on-checkpoint-ahead=reset to learn these partitions again from their start"
         )
-
-
-class MissingExtraError(ServiceError, ImportError):
-    """An optional dependency is not installed."""

@@ -555,7 +555,17 @@ class BaseNB(base.MiniBatchClassifier):
         return out
 
     def merge(self, other: BaseNB) -> BaseNB:
-        """Add what ``other`` learned to this model (same learner and parameters)."""
+        """Add what ``other`` learned to this model (same learner and parameters).
+
+        The result is the model of one learner on both streams. With a vocabulary cap
+        (``max_features``) the merged vocabulary is cut back like a learner's (to 90% of the
+        cap, the lightest tokens first, see :mod:`streamnb.stats.prune`), so memory stays
+        bounded; it is then exactly one learner on both streams as long as neither side nor
+        the union pruned anything. Once pruning happened the two differ, because pruning
+        depends on order: a learner forgets a token at the moment it overflows and counts it
+        from zero if it returns, while a merge sees each side's surviving totals. Both keep the
+        heaviest tokens.
+        """
         if type(other) is not type(self) or other._get_params() != self._get_params():
             raise TypeError("can only merge a learner of the same type and parameters")
         self._merge_extra(other)
@@ -563,6 +573,8 @@ class BaseNB(base.MiniBatchClassifier):
         for name, stat in mine.items():
             stat += theirs[name]
         self._changed()
+        if getattr(self, "max_features", None) is not None:
+            self._cap()
         return self
 
     def _merge_extra(self, other: BaseNB) -> None:

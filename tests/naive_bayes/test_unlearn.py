@@ -137,3 +137,26 @@ def test_decay_half_life():
     a.decay_half_life(50, half_life=100)
     b.decay(0.5**0.5)
     assert a.tables()["token_counts"].equals(b.tables()["token_counts"])
+
+
+@pytest.mark.parametrize("learner", [streamnb.MultinomialNB, streamnb.BernoulliNB, streamnb.ComplementNB])
+def test_a_merge_keeps_the_vocabulary_cap(learner):
+    a, b = learner(max_features=100), learner(max_features=100)
+    for i in range(100):
+        a.learn_one({f"a{i}": 1 + i % 3}, "spam")
+        b.learn_one({f"b{i}": 1 + i % 5}, "ham")
+    a.merge(b)
+    assert len(a.tables()[next(iter(a.tables()))]) <= 100  # not 200
+
+
+@pytest.mark.parametrize("learner", [streamnb.MultinomialNB, streamnb.BernoulliNB])
+def test_a_merge_within_the_cap_is_one_learner_on_both_streams(learner):
+    a, b, both = learner(max_features=50), learner(max_features=50), learner(max_features=50)
+    for i in range(40):
+        x, y = {f"t{i % 20}": 1, f"u{i % 7}": 2}, "spam" if i % 3 else "ham"
+        (a if i % 2 else b).learn_one(x, y)
+        both.learn_one(x, y)
+    a.merge(b)
+    for name, table in both.tables().items():
+        merged = a.tables()[name].sort_index().sort_index(axis=1)
+        pd.testing.assert_frame_equal(merged, table.sort_index().sort_index(axis=1))

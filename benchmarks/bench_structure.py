@@ -3,7 +3,16 @@ learn_one cost of TAN relative to NB, and the time to recompute a TAN structure 
 
 Run: ``.venv/bin/python benchmarks/bench_structure.py`` (about 2-4 minutes on 2 cores; pgmpy's
 TreeSearch is most of it). ``STREAMNB_DATA`` points at the shared data directory (default
-``/work/shared/data``); ``--quick`` skips pgmpy and uses fewer datasets.
+``/work/shared/data``); ``--quick`` skips pgmpy and uses fewer datasets; ``--prequential`` runs
+only the prequential timings (predict-then-learn one event at a time, below).
+
+Prequential cost: each learner is warmed up on ``warm`` events (every value seen, the tree
+learned once), then times ``predict_proba_one(x)`` followed by ``learn_one(x, y)`` per event
+with ``relearn_every=0`` (the per-event cost; a relearn costs ``O(C K**2)`` once per
+``relearn_every`` events and is shown apart, amortized at the default ``relearn_every=100``).
+Figures are the best of 3 runs on copies of the warmed model, garbage collector paused. Targets
+(issue #10): cost at cardinality 100 (1,000 cells) at most 1.5x the cost at cardinality 10
+(100 cells); a tree learner on 20 features at most 3x CategoricalNB.
 
 Accuracy: stratified 5-fold cross-validation repeated with 3 shuffles (seeds 0, 1, 2), the same
 folds for every learner; the table shows the mean over the 15 folds and, for TAN - NB, in how
@@ -17,6 +26,8 @@ continuous sets would need a discretization first (Fayyad-Irani in Friedman et a
 
 from __future__ import annotations
 
+import copy
+import gc
 import os
 import sys
 import time
@@ -145,12 +156,71 @@ def recompute_time(n_features: int = 100, n_rows: int = 10000, run_pgmpy: bool =
     print(f"ratio pgmpy / streamnb:        {pg / best:>10.0f}x")
 
 
+def _prequential_us(model, rows: list, y: list, warm: int, n: int) -> float:
+    """Best-of-3 microseconds per predict-then-learn event after ``warm`` warm-up events."""
+    for x, c in zip(rows[:warm], y[:warm]):
+        model.learn_one(x, c)
+    if hasattr(model, "relearn"):
+        model.relearn()
+    best = np.inf
+    for _ in range(3):
+        m = copy.deepcopy(model)
+        m.predict_proba_one(rows[0])
+        gc.disable()
+        try:
+            t = time.perf_counter()
+            for x, c in zip(rows[warm : warm + n], y[warm : warm + n]):
+                m.predict_proba_one(x)
+                m.learn_one(x, c)
+            best = min(best, time.perf_counter() - t)
+        finally:
+            gc.enable()
+    return best / n * 1e6
+
+
+TREE_LEARNERS = {
+    "TAN": lambda every: TANClassifier(relearn_every=every),
+    "AODE": lambda every: AODE(),
+    "CL/class": lambda every: ChowLiuClassifier(relearn_every=every),
+}
+
+
+def prequential(n: int = 2000, quick: bool = False) -> None:
+    n = 500 if quick else n
+    print(f"\n## Prequential cost (predict_proba_one then learn_one), us/event, best of 3 x {n} events\n")
+    print("cardinality 10 vs 100, 10 features, 2 classes (100 vs 1,000 cells); relearn_every=0 after warm-up")
+    by_card = {}
+    for card in (10, 100):
+        rows, y = synthetic(3000 + n, 10, card=card, seed=2)
+        by_card[card] = {name: _prequential_us(make(0), rows, y.tolist(), 3000, n)
+                         for name, make in TREE_LEARNERS.items()}
+        by_card[card]["CategoricalNB"] = _prequential_us(streamnb.CategoricalNB(), rows, y.tolist(), 3000, n)
+    print(f"{'learner':<16}{'card 10':>10}{'card 100':>10}{'ratio':>8}   (target ratio <= 1.5)")
+    for name in by_card[10]:
+        a, b = by_card[10][name], by_card[100][name]
+        print(f"{name:<16}{a:>10.1f}{b:>10.1f}{b / a:>8.2f}")
+    rows, y = synthetic(2000 + n, 20, card=5, seed=3)
+    print("\n20 features x 5 values, 2 classes; relearn_every=0 after warm-up (and the default 100)")
+    nb = _prequential_us(streamnb.CategoricalNB(), rows, y.tolist(), 2000, n)
+    print(f"{'CategoricalNB':<16}{nb:>10.1f}")
+    print(f"{'learner':<16}{'us':>10}{'x NB':>8}{'every=100':>11}{'x NB':>8}   (target x NB <= 3)")
+    for name, make in TREE_LEARNERS.items():
+        t0 = _prequential_us(make(0), rows, y.tolist(), 2000, n)
+        t100 = _prequential_us(make(100), rows, y.tolist(), 2000, n)
+        print(f"{name:<16}{t0:>10.1f}{t0 / nb:>8.2f}{t100:>11.1f}{t100 / nb:>8.2f}")
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
+    if "--prequential" in sys.argv:
+        print(f"streamnb {streamnb.__version__}")
+        prequential(quick=quick)
+        return
     print(f"streamnb {streamnb.__version__}; data from {DATA}")
     accuracy_table(QUICK if quick else DATASETS)
     learn_cost()
     recompute_time(run_pgmpy=not quick)
+    prequential(quick=quick)
 
 
 if __name__ == "__main__":

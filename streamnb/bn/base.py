@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.mixed import MixedNB, check_kinds
@@ -57,20 +58,23 @@ class TreeAugmentedNB(BaseNB):
         known = self.__dict__.setdefault("_kind_cache", {})
         subs: dict[str, dict] = {"gaussian": {}, "categorical": {}}
         for f, v in x.items():
-            if is_missing(v):
-                continue
-            kind = known.get(f)
+            kind = known.get(f)  # a known feature's missing values are skipped by its part
             if kind is None:
+                if is_missing(v):
+                    continue
                 kind = self.kind_of(f, v)
                 if f in self._parts[kind].features:  # type: ignore[attr-defined]
                     known[f] = kind
             subs[kind][f] = v
         return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
 
-    def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9) -> None:
+    def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9, max_cells: int = MAX_CELLS) -> None:
         self.kinds = kinds
         self.var_smoothing = var_smoothing
+        self.max_cells = max_cells
         check_kinds(kinds)
+        if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
+            raise ValueError(f"max_cells must be a positive integer, got {max_cells!r}")
         super().__init__()
 
     def _make_parts(self) -> dict[str, Part]:
@@ -106,10 +110,33 @@ class TreeAugmentedNB(BaseNB):
         """Events learned (the clock of ``relearn_every``)."""
         return self._part.n_learned
 
+    @property
+    def n_discarded(self) -> float:
+        """Total weight of the categorical values learned as missing for the structure because
+        the pair table was full (``max_cells``), including those a merge left out. Not decayed.
+        0 means every value was counted, and then a merge is exact (see :meth:`merge`)."""
+        return self._part.discarded
+
+    def merge(self, other: BaseNB) -> BaseNB:
+        """Add what ``other`` learned: the model of one learner on this stream, then ``other``'s.
+
+        Counts add; the pair table keeps its cap ``max_cells`` as one learner would: ``other``'s
+        cells already here, then its new cells in the order ``other`` met them, while there is
+        room (:meth:`~streamnb.stats.pairwise.PairCounts.merge_plan`). So a merged table never
+        exceeds the cap, and the merge equals one learner on both streams, cells and counts,
+        whenever ``other.n_discarded == 0`` (``other`` never had to refuse a value), e.g. two
+        models of 600 ids each give the first 600 + 424 of one learner. If ``other`` was full,
+        the values it refused are lost: a cell of this model that ``other`` met only after it
+        was full misses those counts (one learner would have had them). Not commutative in
+        that case, nor in which cells a full table keeps. The structure stays until the next
+        relearn; ``n_learned`` and ``n_discarded`` add.
+        """
+        return super().merge(other)
+
     # -- BaseNB hooks ----------------------------------------------------------------------
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn
-        self._part.n_learned += other._part.n_learned  # type: ignore[attr-defined]
+        self._part.absorb(other._part)  # type: ignore[attr-defined]
 
     def _extra_state(self) -> dict[str, Any]:
         return {"structure": self._part.extra_state()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
-from streamnb.bn.tree_part import TreePart
+from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
 from streamnb.stats import Counts, Index
 from streamnb.structure import Structure, class_chow_liu, tan, top_features
@@ -15,8 +15,8 @@ __all__ = ["TANClassifier", "ChowLiuClassifier"]
 
 class _TANPart(TreePart):
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
-                 max_tree_features: int | None, cmi_alpha: float) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every)
+                 max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS) -> None:
+        super().__init__(classes, class_counts, alpha, relearn_every, max_cells)
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
 
@@ -64,6 +64,12 @@ class TANClassifier(TreeAugmentedNB):
         stay naive (class parent only). The pair counts still cover every feature (memory
         ``C * K**2`` floats for ``K`` values seen; see :mod:`streamnb.stats.pairwise`); the
         recompute costs ``O(C K**2 + k**2)``.
+    max_cells
+        Most ``(feature, value)`` cells ``K`` of the pair table (memory at most
+        ``8 * C * K**2`` bytes, 8.4 MB per class at 1,024). Cells are taken first-come; once
+        the table is full a value never seen is learned as missing for the tree (an id-like
+        feature cannot exhaust memory; :attr:`n_discarded` sums their weight). A merge keeps
+        the cap, as one learner on this stream then the other's would (see :meth:`merge`).
     cmi_alpha
         Pseudo-count of the CMI estimate (0: plug-in, as Friedman et al. and bnclassify).
     kinds, var_smoothing
@@ -96,16 +102,17 @@ class TANClassifier(TreeAugmentedNB):
         cmi_alpha: float = 0.0,
         kinds: dict | None = None,
         var_smoothing: float = 1e-9,
+        max_cells: int = MAX_CELLS,
     ) -> None:
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
-        super().__init__(kinds=kinds, var_smoothing=var_smoothing)
+        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:
         return _TANPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                        self.max_tree_features, self.cmi_alpha)
+                        self.max_tree_features, self.cmi_alpha, self.max_cells)
 
     def structure(self) -> Structure:
         """The current tree: ``.edges`` (parent, child) feature pairs, ``.weights`` (CMI, nats)."""
@@ -154,16 +161,17 @@ class ChowLiuClassifier(TreeAugmentedNB):
         cmi_alpha: float = 0.0,
         kinds: dict | None = None,
         var_smoothing: float = 1e-9,
+        max_cells: int = MAX_CELLS,
     ) -> None:
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
-        super().__init__(kinds=kinds, var_smoothing=var_smoothing)
+        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:
         return _ClassTreesPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                               self.max_tree_features, self.cmi_alpha)
+                               self.max_tree_features, self.cmi_alpha, self.max_cells)
 
     def structure(self, y: Hashable) -> Structure:
         """The current tree of class ``y``."""

@@ -20,10 +20,19 @@ Missing values (and values never seen, which are treated the same way, as Catego
 each class is computed by summing the missing features out of the tree (one upward pass per
 cluster of missing features). A missing feature whose subtree holds evidence contributes one
 term, ``log P(evidence below it | its parent's value, y)``, reported under its own name.
+
+Cost per event (STYLE items 14 and 15): ``learn_one`` touches the ``d**2`` pair cells of the
+``d`` observed features and as many CPT normalizers (:class:`~streamnb.bn.margins.Margins`);
+``joint_one`` reads ``d`` counts and normalizers per class in plain Python
+(:mod:`streamnb.bn.tree_inference`), plus the values summed out for missing features. Neither
+depends on the number of cells of the table. ``predict_proba_many`` runs the same terms in
+numpy, vectorized over rows. Recomputing the structure costs ``O(C K**2)`` once per
+``relearn_every`` events.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -31,9 +40,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamnb.naive_bayes.base import Part, clean_features
-from streamnb.naive_bayes.categorical import lidstone
-from streamnb.naive_bayes.values import category_cells, factorize
+from streamnb.bn.margins import Margins
+from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
+from streamnb.naive_bayes.base import Part
+from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, factorize
 from streamnb.stats import Counts, Index
 from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
@@ -44,8 +54,11 @@ __all__ = ["TreePart", "HISTORY_SIZE", "structure_to_state", "structure_from_sta
 #: Structure changes kept in a learner's history (oldest dropped first).
 HISTORY_SIZE = 256
 
-#: Most distinct (feature, value) cells a pair table takes (see :class:`TreePart`).
+#: Default of ``max_cells``: most distinct (feature, value) cells a pair table takes.
 MAX_CELLS = 1024
+
+#: Rows per chunk of the array path are chosen so that a chunk's terms hold about this many floats.
+CHUNK_FLOATS = 1 << 21
 
 
 def structure_to_state(s: Structure) -> dict:
@@ -77,23 +90,32 @@ class TreePart(Part):
     relearn_every
         Recompute the structure after every ``relearn_every`` learned events (0: never
         automatically; call :meth:`relearn`).
+    max_cells
+        Most ``(feature, value)`` cells the pair table takes.
 
-    Memory: the pair table holds ``classes x cells x cells`` floats, ``cells`` being the
-    distinct ``(feature, value)`` pairs seen (up to 4x that with capacity doubling). It is capped
-    at :data:`MAX_CELLS` cells: once full, values never seen before are learned as missing for
-    the structured part (the event and its other features still count), so an id-like feature
-    cannot exhaust memory. Declare such features ``"gaussian"`` or drop them.
+    Memory: the pair table holds ``classes x cells x cells`` float64 (8 bytes), ``cells``
+    being the distinct ``(feature, value)`` pairs seen; the normalizers add
+    ``classes x features x cells``. The table is capped at ``max_cells`` cells (and so is its
+    capacity): once full, values never seen before are learned as missing for the structured
+    part (the event and its other features still count; their weight is summed in
+    :attr:`discarded`), so an id-like feature cannot exhaust memory. Merges keep the cap
+    (first-come, see :meth:`~streamnb.stats.pairwise.PairCounts.merge_plan`). Declare such
+    features ``"gaussian"`` or drop them.
     """
 
     kind = "categorical"
 
-    def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int) -> None:
+    def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
+                 max_cells: int = MAX_CELLS) -> None:
         super().__init__(classes, class_counts)
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.cells = Index()
-        self.pairs = PairCounts(classes, self.cells)
+        self.pairs = PairCounts(classes, self.cells, max_cells=max_cells)
+        self.margins = Margins(self.pairs)
         self.n_learned = 0
+        #: Total weight of the values learned as missing because the table was full.
+        self.discarded = 0.0
         self.structures: dict[Any, Structure] = {}
         self.history: deque = deque(maxlen=HISTORY_SIZE)
         self._cache: dict[str, Any] = {}
@@ -119,7 +141,7 @@ class TreePart(Part):
                     entry["class"] = key
                 self.history.append(entry)
         self.structures = new
-        self._cache.pop("parents", None)
+        self._cache.clear()
 
     def _tick(self, n: int) -> None:
         self.n_learned += n
@@ -130,22 +152,23 @@ class TreePart(Part):
     def prepare(self, x: Mapping) -> tuple[list, list]:
         return category_cells(x)
 
-    def _register(self, cells: list) -> np.ndarray:
-        """Ids of ``cells``, adding new ones while the table has room (-1: beyond the cap)."""
-        ids = self.cells.lookup(cells)
-        if (ids < 0).any():
-            for i in np.flatnonzero(ids < 0):
-                if len(self.cells) >= MAX_CELLS:
-                    break
-                ids[i] = self.cells.add(cells[i])
-        return ids
-
-    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        """One event: its ``d**2`` pair cells and CPT normalizers, nothing else."""
         _, cells = prepared
         if cells:
-            ids = self._register(cells)
-            self.pairs.update_ids(k, ids[ids >= 0], w)
+            ids = self.pairs.register(cells)
+            if -1 in ids:
+                kept = [i for i in ids if i >= 0]
+                self.discarded += w * (len(ids) - len(kept))
+            else:
+                kept = ids
+            if kept:
+                current = self.margins.changes == self.pairs.changes
+                self.pairs.add_event(k, kept, w)
+                self.margins.add_event(k, kept, w, current)
         self._tick(1)
+
+    learn = learn_one
 
     def check_frame(self, X: pd.DataFrame) -> None:
         for f in X.columns:
@@ -160,12 +183,15 @@ class TreePart(Part):
             firsts = []
             for c, (codes, uniques) in enumerate(coded):
                 _, first = np.unique(codes, return_index=True)
-                firsts += [(int(r), c, (names[c], uniques[codes[r]])) for r in first if codes[r] >= 0]
+                firsts += [(int(r), c, cell_key(names[c], uniques[codes[r]])) for r in first if codes[r] >= 0]
             firsts.sort(key=lambda t: (t[0], t[1]))
-            self._register([cell for _, _, cell in firsts])
+            self.pairs.register([cell for _, _, cell in firsts])
             for c, (f, (cc, uniques)) in enumerate(zip(names, coded)):
-                cell_ids = self.cells.lookup([(f, u) for u in uniques])
+                cell_ids = self.cells.lookup([cell_key(f, u) for u in uniques])
                 ids[:, c] = np.where(cc >= 0, cell_ids[np.maximum(cc, 0)] if len(uniques) else -1, -1)
+            lost = np.column_stack([cc >= 0 for cc, _ in coded]) & (ids < 0)
+            if lost.any():
+                self.discarded += float(np.asarray(w, dtype=float) @ lost.sum(axis=1))
         # learn in segments that end where learn_one would have relearned
         start = 0
         while start < len(X):
@@ -176,23 +202,19 @@ class TreePart(Part):
             self._tick(stop - start)
             start = stop
 
-    def changed(self) -> None:
-        self._cache.pop("tables", None)
+    # -- merge -----------------------------------------------------------------------------
+    def absorb(self, other: TreePart) -> None:
+        """What a merge adds outside the pair counts (called before they are merged): the
+        clock, and the weight of ``other``'s values the capped merge leaves out."""
+        self.n_learned += other.n_learned
+        _, dropped = self.pairs.merge_plan(other.pairs)
+        lost = 0.0
+        if dropped:
+            n = other.pairs.n
+            lost = float(np.diagonal(n, axis1=1, axis2=2)[:, dropped].sum())
+        self.discarded += other.discarded + lost
 
     # -- prediction ------------------------------------------------------------------------
-    def _tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(counts [C, cap, cap], cell feature, feature cells [F, V], |X_f|), cached per update."""
-        t = self._cache.get("tables")
-        if t is None:
-            t = (
-                self.pairs.raw("n")[: len(self.classes)],
-                self.pairs.cell_features(),
-                self.pairs.feature_cells(),
-                self.pairs.n_values(),
-            )
-            self._cache["tables"] = t
-        return t
-
     def parent_matrix(self) -> np.ndarray:
         """``[classes, features]`` parent feature id (-1: the class only), cached."""
         n_c, n_f = len(self.classes), len(self.features)
@@ -212,120 +234,125 @@ class TreePart(Part):
         self._cache["parents"] = out
         return out
 
-    def _observed(self, cells: list) -> np.ndarray:
-        """Observed cell per feature (-1: missing or a value never seen)."""
-        n, cf, _, _ = self._tables()
-        cids = self.cells.lookup(cells)
-        cids = cids[(cids >= 0) & (cids < len(cf))]
-        obs = np.full(len(self.features), -1, dtype=np.intp)
-        obs[cf[cids]] = cids
+    def _tree(self, m: Margins) -> tuple[bool, list, list]:
+        """``(shared, parents, children)``: per class (one entry if shared by all classes),
+        each feature's parent id and children ids, as lists (cached per structure and size)."""
+        key = (len(self.classes.keys), len(m.fcells))
+        cached = self._cache.get("tree")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        pm = self.parent_matrix()
+        shared = not len(pm) or bool((pm == pm[0]).all())
+        parents = [pm[0].tolist()] if shared else pm.tolist()
+        if not len(pm):
+            parents = [[-1] * key[1]]
+        children = []
+        for pa in parents:
+            ch: list[list[int]] = [[] for _ in pa]
+            for c, p in enumerate(pa):
+                if p >= 0:
+                    ch[p].append(c)
+            children.append(ch)
+        out = (shared, parents, children)
+        self._cache["tree"] = (key, out)
+        return out
+
+    def _observed_one(self, cells: list, m: Margins) -> dict:
+        """``{feature id: cell id}`` of the event's known cells (unseen values are missing)."""
+        get, cf = self.cells.get, m.cf
+        obs = {}
+        for cell in cells:
+            c = get(cell)
+            if c >= 0:
+                obs[cf[c]] = c
         return obs
 
-    def _cpt_rows(self, ks: np.ndarray, child: int, parent_cells: np.ndarray) -> np.ndarray:
-        """``log P(x_child = v | parent cell, y)`` as ``[len(ks), V_child, len(parent_cells)]``;
-        ``parent_cells = [-1]`` means no feature parent (``P(x_child | y)``)."""
-        n, _, fc, nv = self._tables()
-        vc = fc[child][fc[child] >= 0]
-        kk = ks[:, None, None]
-        if parent_cells[0] < 0:
-            diag = n[kk[:, :, 0], vc[None, :], vc[None, :]]      # [k, V]
-            return lidstone(diag, diag.sum(axis=1, keepdims=True), self.alpha, nv[child])[:, :, None]
-        block = n[kk, vc[None, :, None], parent_cells[None, None, :]]   # [k, V, U]
-        return lidstone(block, block.sum(axis=1, keepdims=True), self.alpha, nv[child])
+    def joint_one(self, prepared: tuple[list, list]) -> list:
+        """Summed log-likelihood per class of one event, in plain floats (see
+        :mod:`streamnb.bn.tree_inference`); a feature that rules out every class is dropped."""
+        n_c = len(self.classes.keys)
+        out = [0.0] * n_c
+        _, cells = prepared
+        if not cells or not n_c:
+            return out
+        m = self.margins.current()
+        obs = self._observed_one(cells, m)
+        if not obs:
+            return out
+        shared, parents, children = self._tree(m)
+        n, ns = self.pairs.flat("n")
+        if shared:
+            terms = tree_terms_one(n, ns, m, self.alpha, obs, parents[0], children[0], range(n_c))
+        else:
+            terms = {}
+            for k in range(n_c):
+                for j, (v,) in tree_terms_one(n, ns, m, self.alpha, obs, parents[k], children[k], (k,)).items():
+                    terms.setdefault(j, [0.0] * n_c)[k] = v
+        if self.alpha > 0:  # every term finite
+            return [math.fsum(col) for col in zip(*terms.values())] if terms else out
+        for vals in terms.values():
+            if max(vals) > -math.inf:  # a feature that rules out every class is dropped
+                out = [a + b for a, b in zip(out, vals)]
+        return out
 
-    def _direct(self, ks: np.ndarray, parent: np.ndarray, js: np.ndarray, obs: np.ndarray) -> np.ndarray:
-        """``log P(x_j | x_parent(j), y)`` for observed ``js`` whose parent is observed or none."""
-        n, _, fc, nv = self._tables()
-        cj = obs[js]
-        pj = parent[js]
-        has = pj >= 0
-        cp = np.where(has, obs[np.maximum(pj, 0)], cj)
-        rows = fc[js]                                            # [m, V]
-        valid = rows >= 0
-        rows0 = np.maximum(rows, 0)
-        cols = np.where(has[:, None], cp[:, None], rows0)
-        kk = ks[:, None]
-        den = np.where(valid[None], n[kk[:, :, None], rows0[None], cols[None]], 0.0).sum(axis=2)  # [k, m]
-        num = n[kk, cj[None], np.where(has, cp, cj)[None]]
-        return lidstone(num, den, self.alpha, nv[js]).T                     # [m, k]
+    def _encode_one(self, cells: list, m: Margins) -> np.ndarray:
+        obs = np.full((1, len(m.fcells)), -1, dtype=np.intp)
+        for j, c in self._observed_one(cells, m).items():
+            obs[0, j] = c
+        return obs
 
-    def _likelihoods(self, ks: np.ndarray, parent: np.ndarray, obs: np.ndarray) -> tuple[list, np.ndarray]:
-        """Feature ids and their terms ``[terms, len(ks)]`` under one parent vector."""
-        observed = obs >= 0
-        p_obs = np.where(parent >= 0, observed[np.maximum(parent, 0)], True)
-        direct = np.flatnonzero(observed & p_obs)
-        ids: list = direct.tolist()
-        parts = [self._direct(ks, parent, direct, obs)] if len(direct) else []
-        if not (observed & ~p_obs).any():
-            return ids, (np.concatenate(parts) if parts else np.zeros((0, len(ks))))
-        # clusters of missing features below an observed parent (or at a root) hold evidence
-        children: dict[int, list[int]] = {}
-        for c, p in enumerate(parent.tolist()):
-            if p >= 0:
-                children.setdefault(p, []).append(c)
-        for m in np.flatnonzero(~observed):
-            p = parent[m]
-            if p >= 0 and not observed[p]:
-                continue  # not the top of its cluster
-            lam = self._lambda(ks, int(m), children, obs)
-            if lam is None:
-                continue  # no evidence below: sums to 1
-            prior = self._cpt_rows(ks, int(m), np.array([obs[p] if p >= 0 else -1]))[:, :, 0]
-            with np.errstate(divide="ignore"):
-                term = np.log(np.einsum("kv,kv->k", np.exp(prior), lam))
-            ids.append(int(m))
-            parts.append(term[None, :])
-        return ids, np.concatenate(parts)
+    def _encode_frame(self, X: pd.DataFrame, m: Margins) -> np.ndarray:
+        """``[rows, features]`` observed cell ids of a batch (-1: missing or never seen)."""
+        obs = np.full((len(X), len(m.fcells)), -1, dtype=np.intp)
+        for f in X.columns:
+            j = m.fid.get(f)
+            if j is None:
+                continue
+            codes, uniques = factorize(X[f], f)
+            if uniques:
+                cids = self.cells.lookup([cell_key(f, u) for u in uniques])
+                obs[:, j] = np.where(codes >= 0, cids[np.maximum(codes, 0)], -1)
+        return obs
 
-    def _lambda(self, ks: np.ndarray, m: int, children: dict, obs: np.ndarray) -> np.ndarray | None:
-        """``P(evidence below missing feature m | m = v, y)`` as ``[k, V_m]``; None if no evidence."""
-        _, _, fc, _ = self._tables()
-        vm = fc[m][fc[m] >= 0]
-        lam = None
-        for c in children.get(m, []):
-            cpt = np.exp(self._cpt_rows(ks, c, vm))             # [k, V_c, V_m]
-            if obs[c] >= 0:
-                row = int(np.flatnonzero(fc[c][fc[c] >= 0] == obs[c])[0])
-                msg = cpt[:, row, :]
-            else:
-                sub = self._lambda(ks, c, children, obs)
-                if sub is None:
-                    continue
-                msg = np.einsum("kcm,kc->km", cpt, sub)
-            lam = msg if lam is None else lam * msg
-        return lam
+    def terms(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The array path: ``terms [features, rows, classes]`` and ``present [features, rows]``
+        for the rows of ``obs`` (cell ids, -1: missing)."""
+        m = self.margins.current()
+        n_c = len(self.classes.keys)
+        out = np.zeros((obs.shape[1], len(obs), n_c))
+        present = np.zeros((obs.shape[1], len(obs)), dtype=bool)
+        shared, parents, children = self._tree(m)
+        n = self.pairs.raw("n")
+        groups = [(np.arange(n_c), 0)] if shared else [(np.array([k]), k) for k in range(n_c)]
+        for ks, g in groups:
+            tree_terms_rows(n, m, self.alpha, obs, parents[g], children[g], ks, out, present)
+        return out, present
 
     def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
         n_c = len(self.classes)
         _, cells = prepared
-        if not cells or not len(self.features) or not n_c:
+        if not cells or not n_c:
             return [], np.zeros((0, n_c))
-        obs = self._observed(cells)
-        if not (obs >= 0).any():
-            return [], np.zeros((0, n_c))
-        pm = self.parent_matrix()
+        m = self.margins.current()
+        terms, present = self.terms(self._encode_one(cells, m))
+        ids = np.flatnonzero(present[:, 0])
         names = self.features.keys
-        if (pm == pm[0]).all():
-            ids, ll = self._likelihoods(np.arange(n_c), pm[0], obs)
-            return [names[i] for i in ids], ll
-        # one structure per class: terms may differ per class, so report one row per feature
-        # id present in any class, with 0 where a class has no such term
-        rows: dict[int, np.ndarray] = {}
-        for k in range(n_c):
-            ids, ll = self._likelihoods(np.array([k]), pm[k], obs)
-            for i, row in zip(ids, ll[:, 0]):
-                rows.setdefault(i, np.zeros(n_c))[k] = row
-        order = sorted(rows)
-        return [names[i] for i in order], np.array([rows[i] for i in order]).reshape(len(order), n_c)
+        return [names[i] for i in ids], terms[ids, 0, :]
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
-        out = np.zeros((len(X), len(self.classes)))
-        for r, row in enumerate(X.to_dict("records")):
-            _, ll = self.log_likelihoods(self.prepare(row))
-            if len(ll):
-                with np.errstate(invalid="ignore"):
-                    s = ll.sum(axis=0)
-                out[r] = s if np.isfinite(s).all() else clean_features(ll)
+        n_c = len(self.classes)
+        out = np.zeros((len(X), n_c))
+        if not n_c or not len(X):
+            return out
+        m = self.margins.current()
+        obs = self._encode_frame(X, m)
+        step = max(1, CHUNK_FLOATS // max(1, obs.shape[1] * n_c))
+        for start in range(0, len(X), step):
+            terms, present = self.terms(obs[start : start + step])
+            dead = present & np.isneginf(terms).all(axis=2)  # rules out every class: dropped
+            if dead.any():
+                terms[dead] = 0.0
+            out[start : start + step] = terms.sum(axis=0)
         return out
 
     # -- statistics, tables and state ------------------------------------------------------
@@ -335,13 +362,14 @@ class TreePart(Part):
     def tables(self) -> dict[str, pd.DataFrame]:
         n = self.pairs.n
         cells = self.cells.keys
-        index = pd.MultiIndex.from_tuples(cells, names=["feature", "value"]) if cells else None
+        index = cell_index(cells)
         diag = np.diagonal(n, axis1=1, axis2=2).T if len(cells) else np.zeros((0, len(self.classes)))
         return {"value_counts": pd.DataFrame(diag, index=index, columns=list(self.classes.keys))}
 
     def extra_state(self) -> dict[str, Any]:
         return {
             "n_learned": self.n_learned,
+            "discarded": self.discarded,
             "structures": [
                 [None if key is None else encode_key(key), structure_to_state(s)]
                 for key, s in self.structures.items()
@@ -351,6 +379,7 @@ class TreePart(Part):
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self.n_learned = int(state["n_learned"])
+        self.discarded = float(state.get("discarded", 0.0))  # absent in states before the cap
         self.structures = {
             None if key is None else decode_key(key): structure_from_state(s) for key, s in state["structures"]
         }

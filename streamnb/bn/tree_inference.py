@@ -1,0 +1,227 @@
+"""Exact inference in a tree-augmented model: one event in plain Python, many events in numpy.
+
+Both paths compute, per class ``y``, the log-likelihood of the observed features under a
+forest (each feature has the class and at most one feature as parents), every missing
+feature summed out exactly:
+
+- an observed feature whose parent is observed (or who has none) contributes
+  ``log P(x_j | x_parent, y)`` (its *direct* term);
+- a missing feature ``t`` whose parent is observed (or who has none) and whose subtree holds
+  evidence contributes ``log sum_v P(t = v | x_parent, y) lambda_t(v, y)``, where
+  ``lambda_t(v, y)`` is the probability of the evidence below ``t`` given ``t = v``
+  (one upward pass over the cluster of missing features under ``t``).
+
+Probabilities are Lidstone-smoothed ratios of pair counts over the normalizers kept by
+:class:`~streamnb.bn.margins.Margins`, so a direct term costs one lookup per class and the
+scalar path costs ``O(d C)`` for ``d`` observed features and ``C`` classes, plus
+``O(C sum V_parent V_child)`` over the edges of the missing clusters (the values summed out),
+whatever the number of cells of the table. The array path computes the same terms vectorized
+over rows (rows with missing clusters are grouped by their pattern of observed features).
+The two agree to rounding (tested to 1e-12).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from streamnb.bn.margins import Margins
+from streamnb.naive_bayes.categorical import lidstone
+
+__all__ = ["lid", "tree_terms_one", "tree_terms_rows"]
+
+_log, _exp, _inf = math.log, math.exp, math.inf
+
+
+def lid(num: float, den: float, alpha: float, nv: float) -> float:
+    """Plain-float :func:`~streamnb.naive_bayes.categorical.lidstone` (without epsilon).
+
+    >>> round(math.exp(lid(3.0, 4.0, 1.0, 3.0)), 12), lid(0.0, 0.0, 0.0, 4.0) == -math.log(4)
+    (0.571428571429, True)
+    """
+    if alpha > 0:
+        return _log(num + alpha) - _log(den + alpha * nv)
+    if den > 0:
+        return _log(num) - _log(den) if num > 0 else -_inf
+    return -_log(nv) if nv > 0 else 0.0
+
+
+# -- one event, plain floats -----------------------------------------------------------------
+def tree_terms_one(
+    n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list, children: list, ks: Any
+) -> dict:
+    """``{feature id: [term per class of ks]}`` for one event.
+
+    ``n``/``ns``: the pair counts' flat view and strides; ``obs``: ``{feature id: cell}`` of
+    the observed (and known) features; ``parents[j]`` (-1: the class only) and ``children[j]``
+    the structure.
+    """
+    s0, s1, s2 = ns
+    Dv, (d0, d1, d2) = m.Dv, m.ds
+    Tv, (t0, t1) = m.Tv, m.ts
+    nv = m.nv
+    out: dict = {}
+    tops = []
+    smooth = alpha > 0
+    for j, cj in obs.items():
+        p = parents[j]
+        if p < 0:
+            a, b, v = cj * (s1 + s2), j * t1, nv[j]
+            if smooth:  # lid() inlined: the common case
+                av = alpha * v
+                out[j] = [_log(n[k * s0 + a] + alpha) - _log(Tv[k * t0 + b] + av) for k in ks]
+            else:
+                out[j] = [lid(n[k * s0 + a], Tv[k * t0 + b], alpha, v) for k in ks]
+            continue
+        cp = obs.get(p, -1)
+        if cp < 0:  # the parent is missing: j is evidence of the cluster above it
+            t = p
+            while parents[t] >= 0 and parents[t] not in obs:
+                t = parents[t]
+            if t not in tops:
+                tops.append(t)
+            continue
+        a, b, v = cj * s1 + cp * s2, j * d1 + cp * d2, nv[j]
+        if smooth:
+            av = alpha * v
+            out[j] = [_log(n[k * s0 + a] + alpha) - _log(Dv[k * d0 + b] + av) for k in ks]
+        else:
+            out[j] = [lid(n[k * s0 + a], Dv[k * d0 + b], alpha, v) for k in ks]
+    for t in tops:
+        out[t] = [_cluster_one(n, ns, m, alpha, obs, parents, children, t, k) for k in ks]
+    return out
+
+
+def _cluster_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list,
+                 children: list, t: int, k: int) -> float:
+    """``log sum_v P(t = v | parent, y=k) lambda_t(v)`` for the missing top ``t``."""
+    s0, s1, s2 = ns
+    Dv, (d0, d1, d2) = m.Dv, m.ds
+    lam = _lambda_one(n, ns, m, alpha, obs, children, t, k)
+    vt, nvt = m.fcells[t], m.nv[t]
+    p = parents[t]
+    if p >= 0:
+        cp = obs[p]
+        den = Dv[k * d0 + t * d1 + cp * d2]
+        prior = [_exp(lid(n[k * s0 + v * s1 + cp * s2], den, alpha, nvt)) for v in vt]
+    else:
+        den = m.Tv[k * m.ts[0] + t * m.ts[1]]
+        prior = [_exp(lid(n[k * s0 + v * (s1 + s2)], den, alpha, nvt)) for v in vt]
+    total = math.fsum(a * b for a, b in zip(prior, lam))  # type: ignore[arg-type]
+    return _log(total) if total > 0 else -_inf
+
+
+def _lambda_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, children: list,
+                t: int, k: int) -> list | None:
+    """``P(evidence below the missing t | t = v, y=k)`` over t's values; None: no evidence."""
+    s0, s1, s2 = ns
+    Dv, (d0, d1, d2) = m.Dv, m.ds
+    vt = m.fcells[t]
+    lam = None
+    for c in children[t]:
+        nvc = m.nv[c]
+        dc = k * d0 + c * d1
+        cc = obs.get(c, -1)
+        if cc >= 0:
+            row = k * s0 + cc * s1
+            msg = [_exp(lid(n[row + v * s2], Dv[dc + v * d2], alpha, nvc)) for v in vt]
+        else:
+            sub = _lambda_one(n, ns, m, alpha, obs, children, c, k)
+            if sub is None:
+                continue
+            vc = m.fcells[c]
+            msg = []
+            for v in vt:
+                den = Dv[dc + v * d2]
+                col = k * s0 + v * s2
+                msg.append(math.fsum(_exp(lid(n[col + u * s1], den, alpha, nvc)) * s for u, s in zip(vc, sub)))
+        lam = msg if lam is None else [a * b for a, b in zip(lam, msg)]
+    return lam
+
+
+# -- many events, numpy ----------------------------------------------------------------------
+def tree_terms_rows(
+    n: np.ndarray, m: Margins, alpha: float, obs: np.ndarray, parents: list, children: list,
+    ks: np.ndarray, terms: np.ndarray, present: np.ndarray,
+) -> None:
+    """Fill ``terms[j, rows, ks]`` (``[features, rows, classes]``) and ``present[j, rows]``
+    with the terms of the rows of ``obs`` (``[rows, features]`` cell ids, -1: missing)."""
+    D, T, nv = m.D, m.T, np.asarray(m.nv)
+    observed = obs >= 0
+    kk = ks[:, None]
+    for j in range(obs.shape[1]):
+        rows = np.flatnonzero(observed[:, j])
+        p = parents[j]
+        if p >= 0 and len(rows):
+            rows = rows[observed[rows, p]]
+        if not len(rows):
+            continue
+        cj = obs[rows, j]
+        if p < 0:
+            num, den = n[kk, cj[None, :], cj[None, :]], T[kk, j]
+        else:
+            cp = obs[rows, p]
+            num, den = n[kk, cj[None, :], cp[None, :]], D[kk, j, cp[None, :]]
+        terms[j][np.ix_(rows, ks)] = lidstone(num, den, alpha, nv[j]).T
+        present[j, rows] = True
+    pa = np.asarray(parents, dtype=np.intp)
+    child = np.flatnonzero(pa >= 0)
+    if not len(child):
+        return
+    orphan = observed[:, child] & ~observed[:, pa[child]]   # observed, parent missing
+    need = np.flatnonzero(orphan.any(axis=1))
+    if not len(need):
+        return
+    patterns, group = np.unique(observed[need], axis=0, return_inverse=True)
+    for g, mask in enumerate(patterns):
+        rows = need[group.reshape(-1) == g]
+        tops: list[int] = []
+        for j in child[mask[child] & ~mask[pa[child]]]:
+            t = int(pa[j])
+            while pa[t] >= 0 and not mask[pa[t]]:
+                t = int(pa[t])
+            if t not in tops:
+                tops.append(t)
+        sub = obs[rows]
+        for t in tops:
+            lam = _lambda_rows(n, m, alpha, sub, mask, children, t, ks)
+            vt = np.asarray(m.fcells[t], dtype=np.intp)
+            p = int(pa[t])
+            if p >= 0:
+                cp = sub[:, p]
+                num = n[ks[:, None, None], vt[None, None, :], cp[None, :, None]]        # [k, r, V]
+                den = D[kk, t, cp[None, :]][:, :, None]
+            else:
+                num = n[kk, vt[None, :], vt[None, :]][:, None, :]                       # [k, 1, V]
+                den = T[ks, t][:, None, None]
+            prior = np.exp(lidstone(num, den, alpha, nv[t]))
+            with np.errstate(divide="ignore"):
+                term = np.log((prior * lam).sum(axis=2))                                  # [k, r]
+            terms[t][np.ix_(rows, ks)] = term.T
+            present[t, rows] = True
+
+
+def _lambda_rows(n: np.ndarray, m: Margins, alpha: float, obs: np.ndarray, mask: np.ndarray,
+                 children: list, t: int, ks: np.ndarray) -> np.ndarray | None:
+    """``[k, rows, V_t]``: P(evidence below the missing t | t = v, y); None: no evidence."""
+    D, nv = m.D, m.nv
+    vt = np.asarray(m.fcells[t], dtype=np.intp)
+    kk = ks[:, None]
+    lam = None
+    for c in children[t]:
+        den = D[kk, c, vt[None, :]][:, None, :]                                          # [k, 1, Vt]
+        if mask[c]:
+            cc = obs[:, c]
+            num = n[ks[:, None, None], cc[None, :, None], vt[None, None, :]]              # [k, r, Vt]
+            msg = np.exp(lidstone(num, den, alpha, nv[c]))
+        else:
+            sub = _lambda_rows(n, m, alpha, obs, mask, children, c, ks)
+            if sub is None:
+                continue
+            vc = np.asarray(m.fcells[c], dtype=np.intp)
+            cpt = np.exp(lidstone(n[ks[:, None, None], vc[None, :, None], vt[None, None, :]], den, alpha, nv[c]))
+            msg = np.einsum("kcm,krc->krm", cpt, sub)
+        lam = msg if lam is None else lam * msg
+    return lam

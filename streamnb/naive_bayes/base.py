@@ -133,10 +133,11 @@ class Part:
     _views_key: tuple = ()
 
     def _fresh(self, *stats: Statistic) -> bool:
-        """Whether the cached flat views of ``stats`` are still valid: no drop anywhere, no new
-        class, no reallocation since they were taken. If not, the statistics are fitted and
-        the caller retakes its views (and then calls :meth:`_took`)."""
-        if self._views_key == (Index.drops, len(self.classes.keys), *[s.generation for s in stats]):
+        """Whether the cached flat views of ``stats`` are still valid: no new class, no
+        reallocation or compaction since they were taken (a drop of keys is followed by
+        :meth:`BaseNB._changed`, which forgets the views). If not, the statistics are fitted
+        and the caller retakes its views (and then calls :meth:`_took`)."""
+        if self._views_key == (len(self.classes.keys), *[s.generation for s in stats]):
             return True
         for stat in stats:
             stat.fit()
@@ -145,7 +146,7 @@ class Part:
     def _took(self, views: tuple, *stats: Statistic) -> tuple:
         """Remember ``views`` as valid for the current state of ``stats``."""
         self._views = views
-        self._views_key = (Index.drops, len(self.classes.keys), *[s.generation for s in stats])
+        self._views_key = (len(self.classes.keys), *[s.generation for s in stats])
         return views
 
     def __getstate__(self) -> dict:
@@ -396,7 +397,7 @@ class BaseNB(base.MiniBatchClassifier):
             if vocabulary is not None and len(vocabulary) > cap:
                 weights = part.feature_weights()
                 part.forget(rarest(weights, len(weights) - target(cap), vocabulary.keys))
-                part.changed()
+                self._changed()
 
     def joint_log_likelihood(self, x: Mapping) -> dict:
         """``log P(y) + log P(x | y)`` per class (unnormalized log posterior)."""
@@ -544,6 +545,7 @@ class BaseNB(base.MiniBatchClassifier):
         """The statistics changed: drop everything derived from them."""
         self._log_prior_cache = None
         for part in self._parts.values():
+            part._views_key = ()  # keys may have been dropped: take the views again
             part.changed()
 
     # -- merge, decay, state ---------------------------------------------------------------

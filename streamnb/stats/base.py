@@ -60,7 +60,6 @@ class Statistic:
     def _synced(self) -> None:
         """Record that the arrays match the axes' current keys (after a drop, a load)."""
         self._epochs = [a.epoch for a in self.axes]
-        self._drops_seen = Index.drops
         self._replaced()
 
     def _replaced(self) -> None:
@@ -108,8 +107,10 @@ class Statistic:
 
     def _fit(self) -> None:
         """Follow the axes: apply drops, then grow the arrays (doubling) until every axis fits."""
-        if self._drops_seen != Index.drops:
-            self._sync()
+        for axis, epoch in zip(self.axes, self._epochs):
+            if axis.epoch != epoch:
+                self._sync()
+                break
         cap = self._capacity
         for axis, c in zip(self.axes, cap):  # the hot path: every axis fits
             if len(axis.keys) > c:

@@ -51,9 +51,6 @@ class Index:
 
     __slots__ = ("_ids", "keys", "epoch", "_log")
 
-    #: Number of drops over every index of the process (a cheap "anything to sync?" test).
-    drops = 0
-
     def __init__(self, keys: Iterable[Hashable] = ()) -> None:
         self._ids: dict[Any, int] = {}
         self.keys: list[Any] = []
@@ -124,7 +121,6 @@ class Index:
         self.epoch += 1
         self._log.append((self.epoch, n, ids))
         del self._log[:-_LOG_SIZE]
-        Index.drops += 1
         return keep
 
     def drops_since(self, epoch: int) -> list[np.ndarray]:

@@ -50,28 +50,33 @@ def register(cls: type, name: str | None = None) -> type:
     return cls
 
 
+#: The learners streamnb saves and loads (by name), and River's drift detectors (nested
+#: parameters of the drift wrappers): an explicit list, so a new learner is added on purpose.
+_BUILTINS = {
+    "streamnb": [
+        "CategoricalNB", "GaussianNB", "MultinomialNB", "BernoulliNB", "ComplementNB", "MixedNB",
+        "TANClassifier", "ChowLiuClassifier", "AODE", "BayesNetClassifier",
+        "Forgetful", "Windowed", "DriftTriggered", "SpamFilter",
+    ],
+    "river.drift": ["ADWIN", "KSWIN", "PageHinkley", "PeriodicTrigger", "DummyDriftDetector", "NoDrift"],
+    "river.drift.binary": ["DDM", "EDDM", "FHDDM", "HDDMA", "HDDMW"],
+}
 _BUILTINS_LOADED = False
 
 
 def _registry() -> dict[str, type]:
-    """streamnb's exported learners, River's drift detectors (as nested parameters of the
-    drift wrappers), and whatever was registered explicitly."""
+    """The :data:`_BUILTINS` and whatever was registered explicitly."""
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
-        import river.drift
-        import river.drift.binary
+        import importlib
 
-        import streamnb
-
-        for name in streamnb.__all__:
-            obj = getattr(streamnb, name)
-            if isinstance(obj, type) and hasattr(obj, "load_state"):
-                _REGISTRY.setdefault(name, obj)
-        for module in (river.drift, river.drift.binary):
-            for name in getattr(module, "__all__", []):
+        for module_name, names in _BUILTINS.items():
+            module = importlib.import_module(module_name)
+            prefix = "" if module_name == "streamnb" else f"{module_name}."
+            for name in names:
                 obj = getattr(module, name, None)
                 if isinstance(obj, type):
-                    _REGISTRY.setdefault(f"{module.__name__}.{name}", obj)
+                    _REGISTRY.setdefault(prefix + name, obj)
         _BUILTINS_LOADED = True
     return _REGISTRY
 

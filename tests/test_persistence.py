@@ -161,3 +161,13 @@ def _rewrite_doc(m, change) -> bytes:
                 data = json.dumps(doc).encode()
             dst.writestr(info, data)
     return out.getvalue()
+
+
+def test_every_exported_learner_is_in_the_explicit_registry():
+    from streamnb.persistence import _BUILTINS
+
+    learners = {
+        name for name in streamnb.__all__
+        if isinstance(getattr(streamnb, name), type) and hasattr(getattr(streamnb, name), "load_state")
+    }
+    assert learners == set(_BUILTINS["streamnb"])

@@ -25,7 +25,7 @@ import pandas as pd
 from river import base
 
 from streamnb.exceptions import StateError
-from streamnb.naive_bayes.categorical import lidstone
+from streamnb.naive_bayes.smoothing import lidstone
 from streamnb.naive_bayes.values import check_event, check_hashable, check_label, check_weight, is_missing
 from streamnb.stats import Counts, Index
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
-from streamnb.naive_bayes.categorical import lidstone
+from streamnb.naive_bayes.smoothing import lidstone
 from streamnb.naive_bayes.values import (
     first_seen_sparse,
     is_sparse_frame,

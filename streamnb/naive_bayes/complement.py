@@ -7,7 +7,7 @@ import pandas as pd
 from river.base import tags
 
 from streamnb.naive_bayes.base import BaseNB, Part
-from streamnb.naive_bayes.categorical import UNSEEN_POLICIES
+from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES
 from streamnb.naive_bayes.multinomial import MultinomialPart
 from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index

@@ -12,7 +12,7 @@ from river.base import tags
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
-from streamnb.naive_bayes.categorical import UNSEEN_POLICIES, lidstone, lidstone_one
+from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
     present,
     drop_impossible,

@@ -11,7 +11,8 @@ from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import check_event, check_weight, numeric_items
-from streamnb.spam.robinson import fisher, robinson, significant
+from streamnb.spam.operating import OperatingPoint
+from streamnb.spam.robinson import fisher, fisher_logit, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
@@ -23,13 +24,16 @@ HAM, UNSURE, SPAM = "ham", "unsure", "spam"
 class Verdict:
     """The three-way answer: ``label`` is ``"ham"``, ``"unsure"`` or ``"spam"``; ``score`` the
     indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
-    significant tokens combined."""
+    significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding (the
+    ranking score); ``threshold`` the spam threshold on ``logit`` it was compared with."""
 
     label: str
     score: float
     spam: float
     ham: float
     n_tokens: int
+    logit: float = 0.0
+    threshold: float = float("inf")
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,18 @@ class SpamFilter(base.Classifier):
     max_discriminators
         At most this many tokens, farthest from 0.5, are combined (SpamBayes' default, 150).
     ham_cutoff, spam_cutoff
-        ``I <= ham_cutoff`` is ham, ``I >= spam_cutoff`` spam, anything between unsure
-        (SpamBayes' defaults 0.20 and 0.90).
+        ``I <= ham_cutoff`` is ham (SpamBayes' default 0.20); ``I >= spam_cutoff`` is spam
+        while the operating point is not calibrated, or always with ``max_ham_rate=None``
+        (bogofilter's default 0.99); anything between is unsure.
+    max_ham_rate
+        The default operating point: at most about this share of legitimate mail is called
+        spam (0.002: "1 in 500"). The spam threshold is calibrated on the scores the filter
+        gave the hams it learned, before learning them, by the split-conformal rule of
+        :mod:`streamnb.spam.operating` (after 499 hams for 1 in 500; ``spam_cutoff`` until
+        then), never below ``I = 0.5``. None: fixed cut-offs.
+    calibration_half_life
+        Half-life, in hams, of a ham score's weight in the calibration (the filter scores its
+        hams lower as it learns); None: never forget.
     max_tokens
         Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
         the cap (:mod:`streamnb.stats.prune`). None for no cap.
@@ -81,18 +95,25 @@ class SpamFilter(base.Classifier):
     ``spam_label`` only for a spam verdict (unsure messages are delivered, as bogofilter's
     exit codes and SpamBayes' folders treat them).
 
+    ``learn_one`` scores the message before counting it (to calibrate the operating point);
+    the verdict of the last message classified is reused when the same tokens are learned
+    next, so a predict-then-learn pair scores once. ``unlearn_one`` restores the counts
+    exactly and takes the message's score back out of the calibration (to rounding).
+
     Examples
     --------
     >>> f = SpamFilter()
-    >>> for x, y in 3 * [({"free": 1, "prize": 1}, "spam"), ({"free": 1, "cash": 1}, "spam"),
+    >>> for x, y in 5 * [({"free": 1, "prize": 1}, "spam"), ({"free": 1, "cash": 1}, "spam"),
     ...                  ({"lunch": 1, "today": 1}, "ham"), ({"meeting": 1, "today": 1}, "ham")]:
     ...     f.learn_one(x, y)
-    >>> round(f.predict_proba_one({"free": 1, "cash": 1})["spam"], 4)
-    0.9651
-    >>> f.classify_one({"free": 1, "cash": 1}).label, f.classify_one({"lunch": 1}).label
+    >>> round(f.predict_proba_one({"free": 1, "cash": 1, "prize": 1})["spam"], 4)
+    0.9927
+    >>> f.classify_one({"free": 1, "cash": 1, "prize": 1}).label, f.classify_one({"lunch": 1}).label
     ('spam', 'ham')
     >>> f.classify_one({"free": 1, "lunch": 1}).label
     'unsure'
+    >>> f.operating_point.describe()
+    'at most about 1 legitimate mail in 500 called spam: not calibrated yet (10 hams seen, 499 needed); spam above spamicity 0.990000'
     """
 
     def __init__(
@@ -102,15 +123,19 @@ class SpamFilter(base.Classifier):
         s: float = 1.0,
         x: float = 0.5,
         min_dev: float = 0.1,
-        max_discriminators: int | None = 150,
+        max_discriminators: int | None = None,
         ham_cutoff: float = 0.2,
-        spam_cutoff: float = 0.9,
+        spam_cutoff: float = 0.99,
+        max_ham_rate: float | None = 0.002,
+        calibration_half_life: float | None = 5000.0,
         max_tokens: int | None = None,
     ) -> None:
         if spam_label == ham_label:
             raise ValueError("spam_label and ham_label must differ")
         if not (s >= 0 and 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1):
             raise ValueError("need s >= 0, 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1")
+        if max_ham_rate is not None and not 0 < max_ham_rate < 1:
+            raise ValueError(f"max_ham_rate must be in (0, 1) or None, got {max_ham_rate}")
         self.spam_label = spam_label
         self.ham_label = ham_label
         self.s = s
@@ -119,11 +144,19 @@ class SpamFilter(base.Classifier):
         self.max_discriminators = max_discriminators
         self.ham_cutoff = ham_cutoff
         self.spam_cutoff = spam_cutoff
+        self.max_ham_rate = max_ham_rate
+        self.calibration_half_life = calibration_half_life
         self.max_tokens = max_tokens
         self._classes = Index([ham_label, spam_label])  # ids: 0 ham, 1 spam
         self._tokens = Index()
         self._messages = Counts([self._classes])
         self._counts = Counts([self._classes, self._tokens])
+        self._operating = (
+            None if max_ham_rate is None else
+            OperatingPoint(max_ham_rate, _logit(spam_cutoff), 0.0, calibration_half_life)
+        )  # fmt: skip
+        self._version = 0  # bumped by every change of the counts
+        self._memo: tuple[int, dict, Verdict] | None = None
 
     @property
     def _multiclass(self) -> bool:
@@ -152,6 +185,9 @@ class SpamFilter(base.Classifier):
         keys = self._present(x)
         if w == 0.0:
             return
+        if self._operating is not None:
+            self._operating.update(self._verdict(x).logit, ham=k == 0, w=w)
+        self._version += 1
         self._messages.add((k,), w)
         if keys:
             self._counts.add((k, self._tokens.lookup(keys, add=True)), w)
@@ -170,14 +206,18 @@ class SpamFilter(base.Classifier):
             return
         if self._messages.n[k] < w or (ids < 0).any() or (self._counts.n[k, ids] < w).any():
             raise InvalidEventError(f"this message was not learned as {y!r}: cannot unlearn it")
+        self._version += 1
         self._messages.add((k,), -w)
         self._counts.add((k, ids), -w)
         self._counts.drop(1, self._counts.empty(1, ids))
+        if self._operating is not None:
+            self._operating.remove(self._verdict(x).logit, ham=k == 0, w=w)
 
     def decay(self, factor: float) -> None:
         """Multiply every count learned so far by ``factor`` in (0, 1]."""
         if not 0.0 < factor <= 1.0:
             raise ValueError(f"decay factor must be in (0, 1], got {factor}")
+        self._version += 1
         self._messages.decay(factor)
         self._counts.decay(factor)
 
@@ -187,11 +227,10 @@ class SpamFilter(base.Classifier):
         keys = self._present(x)
         ids = self._tokens.lookup(keys)
         n = self._counts.n
-        known = ids >= 0
-        n_ham = np.where(known, n[0, np.maximum(ids, 0)] if len(n[0]) else 0.0, 0.0)
-        n_spam = np.where(known, n[1, np.maximum(ids, 0)] if len(n[1]) else 0.0, 0.0)
-        totals = self._messages.n
-        f = robinson(n_spam, n_ham, float(totals[1]), float(totals[0]), self.s, self.x)
+        known, safe = ids >= 0, np.maximum(ids, 0)
+        n_ham = np.where(known, n[0, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
+        n_spam = np.where(known, n[1, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
+        f = self._f(keys)
         used = np.zeros(len(keys), dtype=bool)
         used[significant(f, self.min_dev, self.max_discriminators)] = True
         return [
@@ -199,17 +238,45 @@ class SpamFilter(base.Classifier):
             for key, a, b, p, u in zip(keys, n_spam, n_ham, f, used)
         ]
 
-    def classify_one(self, x: Mapping) -> Verdict:
-        """The three-way verdict on ``x``."""
-        scores = [t.f for t in self.token_scores(x) if t.used]
-        S, H, indicator = fisher(np.array(scores))
-        if indicator >= self.spam_cutoff:
+    def _f(self, keys: list) -> np.ndarray:
+        """Robinson's ``f(w)`` of the tokens ``keys``."""
+        ids = self._tokens.lookup(keys)
+        n = self._counts.n
+        known = ids >= 0
+        safe = np.maximum(ids, 0)
+        n_ham = np.where(known, n[0, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
+        n_spam = np.where(known, n[1, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
+        totals = self._messages.n
+        return robinson(n_spam, n_ham, float(totals[1]), float(totals[0]), self.s, self.x)
+
+    def spam_threshold(self) -> float:
+        """The spam threshold on the verdict's ``logit`` now (see ``max_ham_rate``)."""
+        if self._operating is None:
+            return _logit(self.spam_cutoff)
+        return self._operating.threshold()
+
+    def _verdict(self, x: Mapping) -> Verdict:
+        memo = self._memo
+        if memo is not None and memo[0] == self._version and memo[1] == x:
+            return memo[2]
+        f = self._f(self._present(x))
+        f = f[significant(f, self.min_dev, self.max_discriminators)]
+        S, H, indicator = fisher(f)
+        logit = fisher_logit(f)
+        threshold = self.spam_threshold()
+        if logit >= threshold:
             label = SPAM
         elif indicator <= self.ham_cutoff:
             label = HAM
         else:
             label = UNSURE
-        return Verdict(label, indicator, S, H, len(scores))
+        verdict = Verdict(label, indicator, S, H, len(f), logit, threshold)
+        self._memo = (self._version, dict(x), verdict)
+        return verdict
+
+    def classify_one(self, x: Mapping) -> Verdict:
+        """The three-way verdict on ``x``."""
+        return self._verdict(x)
 
     def predict_proba_one(self, x: Mapping) -> dict:
         indicator = self.classify_one(x).score
@@ -220,19 +287,29 @@ class SpamFilter(base.Classifier):
 
     # -- inspection and state --------------------------------------------------------------
     @property
+    def operating_point(self) -> OperatingPoint | None:
+        """The calibrated operating point (None with ``max_ham_rate=None``)."""
+        return self._operating
+
+    @property
     def n_tokens(self) -> int:
         """Size of the vocabulary."""
         return len(self._tokens)
 
     def to_state(self) -> dict[str, Any]:
-        return {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
+        state = {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
+        if self._operating is not None:
+            state["operating"] = self._operating.to_state()
+        return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         fresh = self.clone()
         try:
             fresh._counts.load_state(state["counts"])
             fresh._messages.load_state(state["messages"])
-        except (KeyError, TypeError) as exc:
+            if fresh._operating is not None and "operating" in state:  # older states: uncalibrated
+                fresh._operating.load_state(state["operating"])
+        except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"invalid SpamFilter state: {exc}") from exc
         self.__dict__.update(fresh.__dict__)
 
@@ -240,3 +317,13 @@ class SpamFilter(base.Classifier):
     def _unit_test_params(cls):
         yield {"spam_label": True, "ham_label": False}
         yield {"spam_label": True, "ham_label": False, "max_tokens": 5, "max_discriminators": 3}
+        yield {"spam_label": True, "ham_label": False, "max_ham_rate": None}
+
+
+def _logit(p: float) -> float:
+    """``ln p - ln (1 - p)``, infinite at 0 and 1."""
+    if p <= 0.0:
+        return -np.inf
+    if p >= 1.0:
+        return np.inf
+    return float(np.log(p) - np.log1p(-p))

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-__all__ = ["chi2q", "fisher", "robinson", "significant"]
+__all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "fisher", "fisher_logit", "robinson", "significant"]
 
 
 def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:
@@ -38,25 +38,65 @@ def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham
         return np.where(s + n > 0, (s * x + n * p) / np.where(s + n > 0, s + n, 1.0), x)
 
 
-def chi2q(chi: float, df: int) -> float:
-    """Survival function ``P(X >= chi)`` of a chi-square with an even number ``df`` of degrees
-    of freedom: ``exp(-m) sum_{i < df/2} m^i / i!`` with ``m = chi / 2``, summed in log space so
-    that nothing underflows.
+def chi2_logsf(chi: float, df: int) -> float:
+    """``ln P(X >= chi)`` for a chi-square with an even number ``df`` of degrees of freedom:
+    ``ln [exp(-m) sum_{i < df/2} m^i / i!]`` with ``m = chi / 2``, summed in log space, so it
+    stays finite far in the tail (where :func:`chi2q` is 0).
 
-    >>> round(chi2q(2.0, 2), 12) == round(math.exp(-1.0), 12), chi2q(0.0, 4), chi2q(math.inf, 4)
-    (True, 1.0, 0.0)
+    >>> round(chi2_logsf(2.0, 2), 12), chi2_logsf(0.0, 4), round(chi2_logsf(4000.0, 4), 3)
+    (-1.0, 0.0, -1992.399)
     """
     if df % 2 or df <= 0:
         raise ValueError(f"df must be even and positive, got {df}")
     if chi <= 0:
-        return 1.0
-    if math.isinf(chi):
         return 0.0
+    if math.isinf(chi):
+        return -math.inf
     m = chi / 2.0
     i = np.arange(df // 2)
     log_terms = -m + i * math.log(m) - np.concatenate([[0.0], np.cumsum(np.log(i[1:]))])
     top = log_terms.max()
-    return min(1.0, math.exp(top + math.log(np.exp(log_terms - top).sum())))
+    return min(0.0, float(top + math.log(np.exp(log_terms - top).sum())))
+
+
+def chi2_logcdf(chi: float, df: int) -> float:
+    """``ln P(X <= chi)``, accurate in the lower tail too: ``log1p(-sf)`` where the survival
+    function is at most 1/2, else the series ``exp(-m) sum_{i >= df/2} m^i / i!`` in log space.
+
+    >>> round(math.exp(chi2_logcdf(2.0, 2)), 12) == round(1 - math.exp(-1.0), 12)
+    True
+    >>> round(chi2_logcdf(1e-6, 40), 1), chi2_logcdf(0.0, 4)
+    (-332.5, -inf)
+    """
+    if df % 2 or df <= 0:
+        raise ValueError(f"df must be even and positive, got {df}")
+    if chi <= 0:
+        return -math.inf
+    log_sf = chi2_logsf(chi, df)
+    if log_sf <= -math.log(2.0):
+        return math.log1p(-math.exp(log_sf))
+    m, k = chi / 2.0, df // 2  # here m < k + 1: the terms decrease from i = k on
+    i = np.arange(k, k + int(12.0 * math.sqrt(k + m) + 60.0))
+    log_terms = -m + i * math.log(m) - np.array([math.lgamma(v + 1.0) for v in i.tolist()])
+    top = log_terms.max()
+    return min(0.0, float(top + math.log(np.exp(log_terms - top).sum())))
+
+
+def chi2q(chi: float, df: int) -> float:
+    """Survival function ``P(X >= chi)`` of a chi-square with an even number ``df`` of degrees
+    of freedom (``exp`` of :func:`chi2_logsf`).
+
+    >>> round(chi2q(2.0, 2), 12) == round(math.exp(-1.0), 12), chi2q(0.0, 4), chi2q(math.inf, 4)
+    (True, 1.0, 0.0)
+    """
+    return math.exp(chi2_logsf(chi, df))
+
+
+def _chis(f: np.ndarray, esf: tuple[float, float]) -> tuple[float, float, int]:
+    with np.errstate(divide="ignore"):
+        ham_chi = float(-2.0 * np.log(f).sum())
+        spam_chi = float(-2.0 * np.log1p(-f).sum())
+    return ham_chi, spam_chi, len(f)
 
 
 def fisher(f: np.ndarray) -> tuple[float, float, float]:
@@ -64,12 +104,30 @@ def fisher(f: np.ndarray) -> tuple[float, float, float]:
     f = np.asarray(f, dtype=float)
     if not len(f):
         return 0.0, 0.0, 0.5
-    with np.errstate(divide="ignore"):
-        ham_chi = float(-2.0 * np.log(f).sum())
-        spam_chi = float(-2.0 * np.log1p(-f).sum())
-    H = 1.0 - chi2q(ham_chi, 2 * len(f))
-    S = 1.0 - chi2q(spam_chi, 2 * len(f))
+    ham_chi, spam_chi, n = _chis(f, (1.0, 1.0))
+    H = 1.0 - chi2q(ham_chi, 2 * n)
+    S = 1.0 - chi2q(spam_chi, 2 * n)
     return S, H, (1.0 + S - H) / 2.0
+
+
+def fisher_logit(f: np.ndarray) -> float:
+    """``ln I - ln (1 - I)`` of Fisher's indicator, computed from the log tails so that it
+    keeps ordering messages where ``I`` itself has rounded to 0 or 1 (a ranking score):
+    ``I = (Q_ham + S) / 2`` and ``1 - I = (H + Q_spam) / 2`` with ``Q`` the survival functions.
+
+    >>> S, H, I = fisher(np.array([0.7, 0.9]))
+    >>> round(fisher_logit(np.array([0.7, 0.9])), 9) == round(math.log(I / (1 - I)), 9)
+    True
+    >>> fisher(np.full(400, 0.999))[2], round(fisher_logit(np.full(400, 0.999)), 1)
+    (1.0, 1596.4)
+    """
+    f = np.asarray(f, dtype=float)
+    if not len(f):
+        return 0.0
+    ham_chi, spam_chi, n = _chis(f, (1.0, 1.0))
+    log_i = np.logaddexp(chi2_logsf(ham_chi, 2 * n), chi2_logcdf(spam_chi, 2 * n))
+    log_not_i = np.logaddexp(chi2_logcdf(ham_chi, 2 * n), chi2_logsf(spam_chi, 2 * n))
+    return float(log_i - log_not_i)
 
 
 def significant(f: np.ndarray, min_dev: float, max_tokens: int | None) -> np.ndarray:

@@ -80,13 +80,15 @@ _HREF = re.compile(r"""(?:href|src)\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
 @dataclass
 class Mail:
     """A parsed message: header values by lower-case name (the first of each), text bodies,
-    descriptions of skipped parts (``"image/png .png"``), and the header field names in order
-    (lower case, repeats kept)."""
+    descriptions of skipped parts (``"image/png .png"``), the header field names in order
+    (lower case, repeats kept), and every top-level field as ``(name, decoded value)`` in order
+    (``Received`` lines included)."""
 
     headers: dict[str, str] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    fields: list[tuple[str, str]] = field(default_factory=list)
 
 
 def decode_bytes(data: bytes, charset: str | None = None) -> str:
@@ -310,8 +312,9 @@ def parse(raw: bytes | str) -> Mail:
     mail = reader.mail
     for name, value in fields:
         mail.names.append(name)
-        if name not in mail.headers:
-            mail.headers[name] = _decode_header(value, from_bytes)
+        decoded = _decode_header(value, from_bytes)
+        mail.fields.append((name, decoded))
+        mail.headers.setdefault(name, decoded)
     body = text[at : at + MAX_BODY_BYTES]
     try:
         reader.entity(fields, body, 0, "text/plain")

@@ -23,13 +23,16 @@ import numpy as np
 
 from streamnb.stats.pairwise import PairCounts
 from streamnb.structure.information import (
-    class_mutual_information,
+    class_mutual_information_diag,
     conditional_mutual_information,
     mutual_information,
 )
 from streamnb.structure.spanning_tree import maximum_spanning_tree, orient
 
-__all__ = ["Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "top_features", "counted", "canonical"]
+__all__ = [
+    "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "top_features", "counted", "counted_cells",
+    "canonical",
+]
 
 
 @dataclass(frozen=True)
@@ -102,17 +105,15 @@ def tree_structure(
     return Structure(parents, w, class_parent)
 
 
-def counted(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
-    """The counts restricted to cells counted at least once: ``(n, cell_feature, names)``.
-
-    Cells registered but never counted (weight 0 so far) are dropped, and features left
-    without a cell, so a structure depends on the counts alone; features are numbered in
-    :func:`canonical` order (so the default root and the ties do not depend on the order the
-    features arrived in). ``k`` keeps one class.
-    """
-    n = pairs.n if k is None else pairs.n[k : k + 1]
+def counted_cells(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+    """What :func:`counted` keeps, without copying the table: ``(cell ids, cell_feature,
+    names)``, from the diagonal only (``O(C K)``)."""
     cf = pairs.cell_features()
-    live = np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0
+    n = pairs.raw("n")
+    K = len(cf)
+    C = len(pairs.classes.keys)
+    rows = slice(0, C) if k is None else slice(k, k + 1)
+    live = np.diagonal(n[rows, :K, :K], axis1=1, axis2=2).sum(axis=0) > 0
     used = np.unique(cf[live])
     used = np.array(sorted(used.tolist(), key=lambda i: canonical(pairs.features.keys[i])), dtype=np.intp)
     rank = np.full(len(pairs.features), -1, dtype=np.intp)
@@ -123,7 +124,20 @@ def counted(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.nda
     cells = pairs.cells.keys
     keep = sorted(np.flatnonzero(live).tolist(), key=lambda c: (rank[cf[c]], canonical(cells[c][1])))
     keep_ids = np.array(keep, dtype=np.intp)
-    return n[:, keep_ids][:, :, keep_ids], rank[cf[keep_ids]], names
+    return keep_ids, rank[cf[keep_ids]], names
+
+
+def counted(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+    """The counts restricted to cells counted at least once: ``(n, cell_feature, names)``.
+
+    Cells registered but never counted (weight 0 so far) are dropped, and features left
+    without a cell, so a structure depends on the counts alone; features are numbered in
+    :func:`canonical` order (so the default root and the ties do not depend on the order the
+    features arrived in), and the cells grouped by feature in that order. ``k`` keeps one class.
+    """
+    keep, cf, names = counted_cells(pairs, k)
+    classes = np.arange(len(pairs.classes.keys)) if k is None else np.array([k])
+    return pairs.raw("n")[np.ix_(classes, keep, keep)], cf, names
 
 
 def canonical(feature: Hashable) -> tuple[str, str]:
@@ -137,10 +151,11 @@ def canonical(feature: Hashable) -> tuple[str, str]:
 
 def top_features(pairs: PairCounts, k: int | None) -> list:
     """The ``k`` counted features of highest ``I(X; Y)`` (ties: canonical order), in canonical order."""
-    n, cf, names = counted(pairs)
+    keep, cf, names = counted_cells(pairs)
     if k is None or k >= len(names):
         return names
-    mi = class_mutual_information(n, cf)
+    diag = np.diagonal(pairs.raw("n"), axis1=1, axis2=2)[: len(pairs.classes.keys)][:, keep]
+    mi = class_mutual_information_diag(diag, cf)
     keep = np.sort(np.argsort(-mi, kind="stable")[:k])
     return [names[i] for i in keep]
 

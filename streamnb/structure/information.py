@@ -31,14 +31,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["mutual_information", "conditional_mutual_information", "class_mutual_information", "xlogx"]
+__all__ = [
+    "mutual_information", "conditional_mutual_information", "class_mutual_information",
+    "class_mutual_information_diag", "xlogx",
+]
 
 
 def xlogx(t: np.ndarray) -> np.ndarray:
     """``t log t`` with ``0 log 0 = 0``."""
     t = np.asarray(t, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0)
+    out = np.zeros(t.shape)
+    np.log(t, out=out, where=t > 0)  # the same numbers as t * log(t), without temporaries
+    out *= t
+    return out
 
 
 def _grouped(n: np.ndarray, cell_feature: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -90,7 +95,9 @@ def conditional_mutual_information(
     if n_f == 0:
         return np.zeros((0, 0))
     cf = np.asarray(cell_feature, dtype=np.intp)[order]
-    N = _smoothed(n[:, order][:, :, order], cf, alpha)
+    if not np.array_equal(order, np.arange(len(order))):  # cells not yet grouped by feature
+        n = n[np.ix_(np.arange(n.shape[0]), order, order)]
+    N = _smoothed(n, cf, alpha)
     G = np.add.reduceat(N, starts, axis=2)            # [C, K, F]: n(u, y) within the pair (., j)
     T = np.add.reduceat(G, starts, axis=1)            # [C, F, F]: n(y) within the pair
     s_joint = np.add.reduceat(np.add.reduceat(xlogx(N).sum(axis=0), starts, axis=0), starts, axis=1)
@@ -120,10 +127,14 @@ def class_mutual_information(n: np.ndarray, cell_feature: np.ndarray) -> np.ndar
     >>> round(float(class_mutual_information(n, np.array([0, 0]))[0]), 12) == round(float(np.log(2)), 12)
     True
     """
-    n = np.asarray(n, dtype=float)
+    return class_mutual_information_diag(np.diagonal(np.asarray(n, dtype=float), axis1=1, axis2=2), cell_feature)
+
+
+def class_mutual_information_diag(d: np.ndarray, cell_feature: np.ndarray) -> np.ndarray:
+    """:func:`class_mutual_information` from the diagonal ``d[y, a] = n[y, a, a]`` alone."""
+    d = np.asarray(d, dtype=float)
     cf = np.asarray(cell_feature, dtype=np.intp)
     n_f = int(cf.max()) + 1 if len(cf) else 0
-    d = np.diagonal(n, axis1=1, axis2=2)                       # [C, K]
     hot = np.zeros((len(cf), n_f))
     hot[np.arange(len(cf)), cf] = 1.0
     per_class = d @ hot                                        # [C, F]

@@ -2,10 +2,20 @@
 
 Every message is first scored and predicted, then learned: the figures are those a live filter
 would have had. The stream is a JSON-lines file (one object per line with a text and a label),
-or the bundled SMS corpus by name (``"sms"``). Metrics (the positive class is "spam"):
-accuracy, spam recall, ham misclassification rate (hams predicted spam / hams), precision, F1,
-MCC and ROC AUC (of the positive-class probability), plus messages per second; rolling
-versions over a window can be drawn to a PNG.
+or the bundled SMS corpus by name (``"sms"``), or any iterable of ``(x, label)`` (e.g.
+:func:`streamnb.spam.mailbox.labelled`). Metrics (the positive class is "spam"): accuracy, spam
+recall, ham misclassification rate (hams predicted spam / hams), precision, F1, MCC and ROC AUC
+(of the score), the TREC spam-track measures ``one_minus_roca_pct`` ((1-ROCA)%, lower is better)
+and ``sm_pct_at_hm_0.1`` (spam missed, %, at the threshold calling 0.1% of ham spam), the
+share of ``unsure`` verdicts, plus messages per second; rolling versions over a window, and the
+ROC curve, can be drawn to PNGs.
+
+The score of a three-way filter (a model with ``classify_one``, e.g.
+:class:`~streamnb.spam.SpamFilter`) is its verdict's unrounded ``logit``, and a message counts
+as predicted spam only for a *spam* verdict (unsure is delivered, as ham); for other models the
+score is the probability of ``positive`` and the prediction ``predict_one``. In a pipeline of
+stateless featurizers (steps declaring ``stateless = True``, such as the
+:class:`~streamnb.text.Tokenizer`) each message is featurized once for its test and its train.
 
 >>> import streamnb
 >>> from river import compose
@@ -28,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MODELS", "Evaluation", "evaluate", "main", "metrics", "plot", "roc_auc", "rolling"]
+__all__ = ["MODELS", "Evaluation", "evaluate", "main", "metrics", "plot", "plot_roc", "roc_auc", "rolling",
+           "trec_measures"]  # fmt: skip
 
 
 def _models() -> dict[str, Callable[[], Any]]:
@@ -60,6 +71,7 @@ class Evaluation:
     score: np.ndarray
     seconds: float
     metrics: dict[str, float] = field(default_factory=dict)
+    unsure: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -67,6 +79,19 @@ class Evaluation:
 
     def table(self) -> str:
         return "  ".join(f"{k} {v:.4f}" if k != "msg_per_s" else f"{k} {v:,.0f}" for k, v in self.metrics.items())
+
+    def report(self) -> str:
+        """The TREC measures and the default operating point, in a mail admin's words."""
+        m = self.metrics
+        hams, spams = int((~self.y_true).sum()), int(self.y_true.sum())
+        fp = int((~self.y_true & self.y_pred).sum())
+        return "\n".join([
+            f"{self.n} messages ({hams} ham, {spams} spam), test-then-train, {m['msg_per_s']:,.0f} msg/s",
+            f"ranking: (1-ROCA)% {m['one_minus_roca_pct']:.3f}   spam missed at 0.1% ham called spam: "
+            f"{m['sm_pct_at_hm_0.1']:.1f}%",
+            f"default operating point: ham called spam {m['ham_misclassified']:.2%} ({fp} of {hams}), "
+            f"spam recall {m['spam_recall']:.1%}, unsure {m['unsure']:.1%} (delivered as ham), MCC {m['mcc']:.3f}",
+        ])  # fmt: skip
 
 
 def read_stream(stream: str | Path | Iterable, text_key: str = "text", label_key: str = "label") -> Iterator[tuple[Any, Any]]:
@@ -90,6 +115,25 @@ def read_stream(stream: str | Path | Iterable, text_key: str = "text", label_key
     yield from stream
 
 
+def stages(model: Any) -> tuple[list[Any], Any]:
+    """``(featurizers, final)``: the stateless steps of a pipeline and the learner after them,
+    so a loop can featurize a message once for its test and its train; ``([], model)`` when a
+    step keeps state (then the pipeline itself must see every message)."""
+    from river import compose
+
+    if isinstance(model, compose.Pipeline):
+        steps = list(model.steps.values())
+        if all(getattr(step, "stateless", False) for step in steps[:-1]):
+            return steps[:-1], steps[-1]
+    return [], model
+
+
+def featurize(featurizers: list[Any], x: Any) -> Any:
+    for step in featurizers:
+        x = step.transform_one(x)
+    return x
+
+
 def evaluate(
     model: Any,
     stream: str | Path | Iterable,
@@ -99,25 +143,39 @@ def evaluate(
     label_key: str = "label",
     window: int = 500,
     plot_to: str | Path | None = None,
+    roc_to: str | Path | None = None,
 ) -> Evaluation:
     """Test-then-train ``model`` on ``stream``; see the module docstring."""
-    truth, pred, score = [], [], []
+    truth, pred, score, unsure = [], [], [], []
+    featurizers, final = stages(model)
+    three_way = hasattr(final, "classify_one")
     start = time.perf_counter()
     for i, (x, y) in enumerate(read_stream(stream, text_key, label_key)):
         if limit is not None and i >= limit:
             break
-        proba = model.predict_proba_one(x)
-        p = model.predict_one(x)
+        x = featurize(featurizers, x)
+        if three_way:
+            verdict = final.classify_one(x)
+            p_spam, value, maybe = verdict.label == "spam", verdict.logit, verdict.label == "unsure"
+        else:
+            proba = final.predict_proba_one(x)
+            p_spam, maybe = final.predict_one(x) == positive, False
+            value = float(proba.get(positive, 0.0)) if proba else 0.5
         truth.append(y == positive)
-        pred.append(p == positive)
-        score.append(float(proba.get(positive, 0.0)) if proba else 0.5)
-        model.learn_one(x, y)
+        pred.append(p_spam)
+        score.append(value)
+        unsure.append(maybe)
+        final.learn_one(x, y)
     seconds = time.perf_counter() - start
-    result = Evaluation(np.array(truth, dtype=bool), np.array(pred, dtype=bool), np.array(score), seconds)
+    result = Evaluation(np.array(truth, dtype=bool), np.array(pred, dtype=bool), np.array(score, dtype=float),
+                        seconds, unsure=np.array(unsure, dtype=bool))  # fmt: skip
     result.metrics = metrics(result.y_true, result.y_pred, result.score)
+    result.metrics["unsure"] = float(result.unsure.mean()) if result.n else 0.0
     result.metrics["msg_per_s"] = result.n / seconds if seconds > 0 else math.inf
     if plot_to is not None:
         plot(result, plot_to, window)
+    if roc_to is not None:
+        plot_roc(result, roc_to)
     return result
 
 
@@ -149,7 +207,70 @@ def metrics(y_true: np.ndarray, y_pred: np.ndarray, score: np.ndarray | None = N
     }
     if score is not None:
         out["roc_auc"] = roc_auc(y_true, score)
+        out.update(trec_measures(y_true, score))
     return out
+
+
+def trec_measures(y_true: np.ndarray, score: np.ndarray, hm: float = 0.001) -> dict[str, float]:
+    """The TREC spam track's summary measures of a score (higher = more spam):
+    ``one_minus_roca_pct`` = 100 (1 - ROC area) and ``sm_pct_at_hm_0.1`` = the % of spam missed
+    at the threshold that calls at most ``hm`` of the ham spam (the ``floor(hm n_ham) + 1``-th
+    highest ham score; a spam tied with it counts half). NaN with one class only.
+
+    >>> t = np.array([0] * 1000 + [1] * 4, bool)
+    >>> s = np.concatenate([np.arange(1000.0), [2000.0, 999.0, 998.5, 10.0]])
+    >>> m = trec_measures(t, s)
+    >>> round(m["one_minus_roca_pct"], 4), m["sm_pct_at_hm_0.1"]  # cut: 998, the 2nd highest ham
+    (24.775, 25.0)
+    """
+    y_true = np.asarray(y_true, bool)
+    score = np.asarray(score, float)
+    ham, spam = np.sort(score[~y_true])[::-1], score[y_true]
+    if not len(ham) or not len(spam):
+        return {"one_minus_roca_pct": math.nan, "sm_pct_at_hm_0.1": math.nan}
+    cut = ham[min(len(ham) - 1, int(math.floor(hm * len(ham))))]
+    missed = float((spam < cut).sum() + 0.5 * (spam == cut).sum())
+    return {"one_minus_roca_pct": 100.0 * (1.0 - roc_auc(y_true, score)),
+            "sm_pct_at_hm_0.1": 100.0 * missed / len(spam)}  # fmt: skip
+
+
+def roc_points(y_true: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(ham misclassification, spam misclassification)`` at every distinct threshold."""
+    y_true = np.asarray(y_true, bool)
+    order = np.argsort(-np.asarray(score, float), kind="mergesort")
+    s, t = np.asarray(score, float)[order], y_true[order]
+    last = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]  # last index of each distinct score
+    fp, tp = np.cumsum(~t)[last], np.cumsum(t)[last]
+    return fp / max(1, (~t).sum()), 1.0 - tp / max(1, t.sum())
+
+
+def plot_roc(result: Evaluation, path: str | Path) -> None:
+    """The ROC curve as the TREC spam track draws it: % ham misclassified against % spam
+    misclassified, both on logit scales, with the default operating point marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hm, sm = roc_points(result.y_true, result.score)
+    eps = 1e-4
+    fig, ax = plt.subplots(figsize=(6, 6))
+    ax.plot(np.clip(hm, eps, 1 - eps) * 100, np.clip(sm, eps, 1 - eps) * 100, label="ROC")
+    m = result.metrics
+    ax.plot([max(eps, m["ham_misclassified"]) * 100], [max(eps, 1 - m["spam_recall"]) * 100], "o", color="tab:red",
+            label=f"default: ham called spam {m['ham_misclassified']:.2%}, spam missed {1 - m['spam_recall']:.1%}")
+    ax.set_xscale("logit")
+    ax.set_yscale("logit")
+    ax.set_xlim(0.01, 50)
+    ax.set_ylim(0.01, 99)
+    ax.set_xlabel("% ham misclassified (logit scale)")
+    ax.set_ylabel("% spam misclassified (logit scale)")
+    ax.set_title(f"(1-ROCA)% {m['one_minus_roca_pct']:.3f}   sm% @ hm 0.1%: {m['sm_pct_at_hm_0.1']:.1f}", fontsize=9)
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def roc_auc(y_true: np.ndarray, score: np.ndarray) -> float:
@@ -209,7 +330,8 @@ def plot(result: Evaluation, path: str | Path, window: int = 500) -> None:
     axes[1].plot(x, curves["ham misclassified"], color="tab:red", label="ham misclassified")
     axes[1].set_xlabel("messages seen")
     axes[1].legend(loc="upper right")
-    fig.suptitle(" ".join(f"{k}={v:.3f}" for k, v in result.metrics.items() if k != "msg_per_s"), fontsize=8)
+    fig.suptitle(" ".join(f"{k}={v:.3f}" for k, v in result.metrics.items() if k in ("accuracy", "spam_recall",
+                 "ham_misclassified", "mcc", "roc_auc")), fontsize=8)  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -226,12 +348,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="stop after this many messages")
     parser.add_argument("--window", type=int, default=500, help="rolling window of the plot")
     parser.add_argument("--plot", default=None, help="write the rolling metrics to this PNG")
+    parser.add_argument("--roc", default=None, help="write the ROC curve (logit scales) to this PNG")
     parser.add_argument("--json", action="store_true", help="print the metrics as JSON")
     args = parser.parse_args(argv)
     model = _models()[args.model]()
     try:
         result = evaluate(model, args.stream, args.positive, args.limit, args.text_key, args.label_key,
-                          args.window, args.plot)  # fmt: skip
+                          args.window, args.plot, args.roc)  # fmt: skip
     except (OSError, ValueError) as exc:
         parser.exit(2, f"streamnb evaluate: {exc}\n")
     if args.json:

@@ -94,6 +94,10 @@ class Tokenizer(base.Transformer):
     'spam'
     """
 
+    #: Learns nothing: a loop may tokenize a message once for its test and its train
+    #: (:func:`streamnb.evaluate.stages`).
+    stateless = True
+
     def __init__(
         self,
         lowercase: bool = True,

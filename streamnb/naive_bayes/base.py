@@ -275,6 +275,8 @@ class BaseNB(base.MiniBatchClassifier):
         self._parts: dict[str, Part] = self._make_parts()
         self._single = next(iter(self._parts.values())) if len(self._parts) == 1 else None
         self._log_prior_cache: np.ndarray | None = None
+        self._class_flat: tuple = ()  # see _class_view
+        self._class_flat_key: tuple | None = None
 
     # -- to be provided by each learner ----------------------------------------------------
     def _make_parts(self) -> dict[str, Part]:
@@ -324,7 +326,8 @@ class BaseNB(base.MiniBatchClassifier):
         if k < 0:
             k = self._classes.add(y)
             self._class_counts.fit()
-        self._class_counts.add((k,), w)
+        counts, (step,) = self._class_view()
+        counts[k * step] += w
         if single is not None:
             single.learn_one(prepared, k, w)
         else:
@@ -420,10 +423,24 @@ class BaseNB(base.MiniBatchClassifier):
         log_prior = self._log_prior_one()
         return dict(zip(classes, _normalize([a + b for a, b in zip(log_prior, jll)], log_prior)))
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_class_flat"], state["_class_flat_key"] = (), None  # memoryviews: never copied
+        return state
+
+    def _class_view(self) -> tuple:
+        """The class counts' flat view and strides, retaken when the arrays moved."""
+        cc = self._class_counts
+        if self._class_flat_key != (cc.generation, len(self._classes.keys)):
+            cc.fit()
+            self._class_flat = cc.flat("n")
+            self._class_flat_key = (cc.generation, len(self._classes.keys))
+        return self._class_flat
+
     def _log_prior_one(self) -> list:
         """``log P(y)`` as a list of floats, from the class counts (O(classes))."""
-        counts, (step,) = self._class_counts.flat("n")
-        n = [counts[c * step] for c in range(len(self._classes))]
+        counts, (step,) = self._class_view()
+        n = [counts[c * step] for c in range(len(self._classes.keys))]
         log_total = math.log(math.fsum(n))
         return [math.log(v) - log_total if v > 0 else -math.inf for v in n]
 
@@ -544,6 +561,7 @@ class BaseNB(base.MiniBatchClassifier):
     def _changed(self) -> None:
         """The statistics changed: drop everything derived from them."""
         self._log_prior_cache = None
+        self._class_flat_key = None
         for part in self._parts.values():
             part._views_key = ()  # keys may have been dropped: take the views again
             part.changed()

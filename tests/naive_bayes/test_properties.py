@@ -186,3 +186,31 @@ def test_a_class_seen_once_and_empty_events(cls):
     p = model.predict_proba_one({"x": 1.0})
     # "empty" never observed x: smoothing (categorical) or the pooled Gaussian make x neutral
     assert p == pytest.approx({"empty": 0.5, "once": 0.5}, rel=1e-12)
+
+
+TOKENS = [f"t{i}" for i in range(30)]
+
+
+@pytest.mark.parametrize("learner", [streamnb.MultinomialNB, streamnb.BernoulliNB, streamnb.ComplementNB])
+def test_a_capped_vocabulary_learns_the_same_in_batches(learner):
+    """30 tokens through max_features=10: the cap is hit over and over; learn_one (each event
+    at once, the cap enforced after it) and learn_many in any chunking keep the same tokens."""
+
+    @given(
+        st.lists(st.tuples(st.dictionaries(st.sampled_from(TOKENS), st.integers(1, 3).map(float), min_size=1,
+                                           max_size=6), labels), min_size=5, max_size=40),
+        st.integers(1, 9),
+    )
+    def check(stream, chunk):
+        one = learner(max_features=10)
+        for x, y in stream:
+            one.learn_one(x, y)
+        assert len(one.tables()[next(iter(one.tables()))]) <= 10
+        many = learner(max_features=10)
+        for i in range(0, len(stream), chunk):
+            part = stream[i : i + chunk]
+            X = pd.DataFrame([x for x, _ in part])
+            many.learn_many(X, pd.Series([y for _, y in part]))
+        assert_same_state(one, many)
+
+    check()

@@ -92,28 +92,6 @@ def test_seed_epsilon_smoothing_replaces_zeros():
     assert model.predict_one(x) == "Good"
 
 
-def test_seed_bayes_net_counts_from_statistics():
-    """seeds/003: CPTs of the F, C -> A -> H, N network are ratios of Counts."""
-    from streamnb.stats import Counts
-
-    table = [
-        (0, 0, 0, 1, 0), (0, 1, 0, 0, 0), (0, 0, 0, 1, 1), (1, 0, 0, 0, 0),
-        (0, 0, 1, 1, 0), (0, 0, 1, 0, 1), (0, 0, 1, 1, 1), (0, 0, 1, 1, 1),
-    ]  # fmt: skip
-    fca, ah = Counts(3), Counts(2)
-    for f, c, a, h, _ in table:
-        fca.update((f, c, a))
-        ah.update((a, h))
-    n = fca.n
-    assert n[fca.axes[0].get(1)].sum() / n.sum() == 1 / 8  # Pr{F}
-    assert ah.get((1, 1)) / (ah.get((1, 1)) + ah.get((1, 0))) == 3 / 4  # Pr{H|A}
-    assert ah.get((0, 1)) / (ah.get((0, 1)) + ah.get((0, 0))) == 1 / 2  # Pr{H|~A}
-    assert fca.get((0, 0, 1)) / (fca.get((0, 0, 1)) + fca.get((0, 0, 0))) == 4 / 6  # Pr{A|~F,~C}
-    # Pr{A|F,C} = 0/0 without smoothing; Laplace: (0 + 1) / (0 + 2) = 1/2
-    assert fca.get((1, 1, 1)) + fca.get((1, 1, 0)) == 0
-    assert (fca.get((1, 1, 1)) + 1) / (fca.get((1, 1, 1)) + fca.get((1, 1, 0)) + 2) == 1 / 2
-
-
 def weather(kind: str):
     names, rows = read_arff(DATA / f"weather.{kind}.arff")
     out = []

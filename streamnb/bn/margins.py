@@ -19,6 +19,7 @@ table once, at the next read (``PairCounts.changes`` tells which).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,8 +84,9 @@ class Margins:
         self.changes = pairs.changes
 
     def _views(self) -> None:
-        self.Dv = memoryview(self.D.reshape(-1))
-        self.Tv = memoryview(self.T.reshape(-1))
+        # plain-float access (numpy arrays are buffers; typed Any for the float item access)
+        self.Dv: Any = memoryview(self.D.reshape(-1))  # type: ignore[arg-type]
+        self.Tv: Any = memoryview(self.T.reshape(-1))  # type: ignore[arg-type]
         self.ds = tuple(s // 8 for s in self.D.strides)
         self.ts = tuple(s // 8 for s in self.T.strides)
 

@@ -253,11 +253,11 @@ class PairCounts(Statistic):
 
     def _grow_capped(self) -> None:
         """Grow the cell axes to at most ``max_cells`` (the base class would double them)."""
-        arr = self._arrays["n"]
-        want, cap = len(self.cells.keys), arr.shape[1]
-        if want <= cap or 2 * cap <= self.max_cells:  # type: ignore[operator]
+        arr, limit = self._arrays["n"], int(self.max_cells or 0)
+        want, cap = len(self.cells.keys), int(arr.shape[1])
+        if want <= cap or 2 * cap <= limit:
             return
-        size = max(self.max_cells, want)  # type: ignore[type-var]
+        size = max(limit, want)
         new = np.zeros((arr.shape[0], size, size))
         new[:, :cap, :cap] = arr
         self._arrays["n"] = new
@@ -300,7 +300,7 @@ class PairCounts(Statistic):
                 dropped.append(i)
         return kept, dropped
 
-    def __iadd__(self, other: PairCounts) -> PairCounts:  # type: ignore[override]
+    def __iadd__(self, other: PairCounts) -> PairCounts:
         if type(other) is not type(self):
             raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
         theirs_n = other.view("n")  # flushes other's buffer

@@ -104,6 +104,8 @@ def main() -> None:
     streamnb run      consume events, predict, learn, publish, with exactly-once state
     streamnb produce  stream the bundled SMS collection into a topic
     streamnb merge    merge the checkpoints of a consumer group's members into one model
+    streamnb evaluate prequential evaluation of a text model (SMS or JSON lines)
+    streamnb mail     spam filtering of mbox / maildir / folders; one-message verdicts for an MTA
     """
 
 
@@ -299,6 +301,15 @@ def evaluate_cmd(ctx: click.Context) -> None:
     from streamnb.evaluate import main as run
 
     ctx.exit(run(list(ctx.args)))
+
+
+def _add_mail_commands() -> None:
+    from streamnb.spam.command import mail
+
+    main.add_command(mail)
+
+
+_add_mail_commands()
 
 
 if __name__ == "__main__":

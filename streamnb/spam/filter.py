@@ -292,6 +292,12 @@ class SpamFilter(base.Classifier):
         return self._operating
 
     @property
+    def n_messages(self) -> dict:
+        """Messages learned per label (weighted)."""
+        n = self._messages.n
+        return {self.ham_label: float(n[0]), self.spam_label: float(n[1])}
+
+    @property
     def n_tokens(self) -> int:
         """Size of the vocabulary."""
         return len(self._tokens)

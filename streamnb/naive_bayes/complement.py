@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from river.base import tags
@@ -59,7 +61,37 @@ class ComplementPart(MultinomialPart):
         super().learn_one(prepared, k, w)
         self.changed()
 
-    joint_one = Part.joint_one  # the complement sums need the numpy path (O(vocabulary) with norm)
+    def joint_one(self, prepared: tuple[list, list]) -> list:
+        """The scalar path: ``sum_t x_t w[c, t]`` from the event's tokens, the class totals and
+        the vocabulary size. With ``norm`` every weight is divided by a sum over the whole
+        vocabulary, re-derived after each learned event: that case takes the array path."""
+        if self.norm:
+            return Part.joint_one(self, prepared)
+        keys, values = prepared
+        n_classes = len(self.classes.keys)
+        out = [0.0] * n_classes
+        n_tokens = len(self.tokens.keys)
+        if not keys or not n_tokens:
+            return out
+        ids, alpha, log = self.tokens._ids, self.alpha, math.log
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        rows = [c * c0 for c in range(n_classes)]
+        totals = [tv[c * t0] for c in range(n_classes)]
+        # complement totals summed over the other classes, never by subtraction
+        log_d = [log(sum(totals[:c]) + sum(totals[c + 1 :]) + alpha * n_tokens) for c in range(n_classes)]
+        smooth = self.unseen == "smooth"
+        for key, x in zip(keys, values):
+            j = ids.get(key)
+            if j is None:
+                if not smooth:
+                    continue
+                counts = [0.0] * n_classes
+            else:
+                counts = [cv[r + j * c1] for r in rows]
+            for c in range(n_classes):
+                comp = sum(counts[:c]) + sum(counts[c + 1 :]) + alpha
+                out[c] -= x * (log(comp) - log_d[c])
+        return out
 
     def _log_denominator(self) -> np.ndarray:
         """``log D[c]``, the complement totals (derived lazily)."""
@@ -85,8 +117,9 @@ class ComplementPart(MultinomialPart):
         cols = n[:, np.maximum(ids, 0)]
         comp = np.where(ids >= 0, sum_of_others(cols) + self.alpha, self.alpha)
         log_theta = np.log(comp) - self._log_denominator()[:, None]
-        if self.norm:
-            return log_theta / self._sum_log_theta()[:, None]
+        if self.norm:  # a sum of 0 (one token, one class: log 1): no information, weight 0
+            total = np.broadcast_to(self._sum_log_theta()[:, None], log_theta.shape)
+            return np.divide(log_theta, total, out=np.zeros_like(log_theta), where=total != 0)
         return -log_theta
 
     def _known(self, keys: list, values: list) -> tuple[list, np.ndarray, np.ndarray]:

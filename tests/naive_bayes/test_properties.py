@@ -28,6 +28,7 @@ LEARNERS = {
     "GaussianNB": (streamnb.GaussianNB, st.one_of(finite, missing)),
     "CategoricalNB": (streamnb.CategoricalNB, st.one_of(st.sampled_from(["r", "g", "b", "y"]), missing)),
     "MultinomialNB": (streamnb.MultinomialNB, st.one_of(st.integers(0, 5).map(float), missing)),
+    "ComplementNB": (streamnb.ComplementNB, st.one_of(st.integers(0, 5).map(float), missing)),
     "BernoulliNB": (streamnb.BernoulliNB, st.one_of(st.sampled_from([0.0, 1.0]), missing)),
     "MixedNB": (streamnb.MixedNB, st.one_of(finite, missing)),
 }

@@ -303,7 +303,6 @@ def main() -> None:
         model = ck.model if ck else None
         vocab = None
         if model is not None:
-            model._flush()
             vocab = sum(len(p.vocabulary) for p in model._parts.values() if p.vocabulary is not None)
         rss = [x["rss_mb"] for x in soak]
         lags = [x["lag"] or 0 for x in soak]

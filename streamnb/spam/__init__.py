@@ -1,9 +1,12 @@
-"""Spam filtering: a Robinson-Fisher scorer, training regimes, explanations."""
+"""Spam filtering: a Robinson-Fisher scorer with a calibrated operating point, training regimes,
+explanations, mailbox reading (:mod:`streamnb.spam.mailbox`) and the ``streamnb mail`` commands
+(:mod:`streamnb.spam.command`)."""
 
 from streamnb.spam.explain import explain, report
 from streamnb.spam.filter import SpamFilter, TokenScore, Verdict
-from streamnb.spam.robinson import chi2q, fisher, robinson, significant
+from streamnb.spam.operating import OperatingPoint
+from streamnb.spam.robinson import chi2q, fisher, fisher_logit, robinson, significant
 from streamnb.spam.training import REGIMES, Trainer
 
-__all__ = ["REGIMES", "SpamFilter", "TokenScore", "Trainer", "Verdict", "chi2q", "explain", "fisher", "report",
-           "robinson", "significant"]  # fmt: skip
+__all__ = ["REGIMES", "OperatingPoint", "SpamFilter", "TokenScore", "Trainer", "Verdict", "chi2q", "explain",
+           "fisher", "fisher_logit", "report", "robinson", "significant"]  # fmt: skip

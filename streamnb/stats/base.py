@@ -30,7 +30,7 @@ __all__ = ["Statistic"]
 
 S = TypeVar("S", bound="Statistic")
 
-_MIN_CAPACITY = 4
+_MIN_CAPACITY = 2
 
 
 class Statistic:

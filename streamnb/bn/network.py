@@ -126,13 +126,13 @@ class BayesNetClassifier(base.Classifier):
                 self._counts[v].update((value, tuple(seen[p] for p in pa)), w)
         self._cache = None
 
-    def predict_proba_one(self, x: Mapping) -> dict:
+    def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
         if not len(self._values[self.target]):
             return {}
         evidence = {v: value for v, value in self._event(x).items() if v != self.target}
         return self.query(self.target, evidence)
 
-    def predict_one(self, x: Mapping) -> Any:
+    def predict_one(self, x: Mapping, **kwargs: Any) -> Any:
         proba = self.predict_proba_one(x)
         return max(proba, key=proba.__getitem__) if proba else None
 

@@ -306,7 +306,7 @@ class _Reader:
 def parse(raw: bytes | str) -> Mail:
     """Headers and text of a raw message, in bounded time; never raises on malformed input."""
     from_bytes = isinstance(raw, (bytes, bytearray, memoryview))
-    text = bytes(raw).decode("latin-1") if from_bytes else str(raw)
+    text = bytes(raw).decode("latin-1") if isinstance(raw, (bytes, bytearray, memoryview)) else str(raw)
     fields, at, _ = _header_block(text, _skip_mbox_line(text))
     reader = _Reader(from_bytes)
     mail = reader.mail

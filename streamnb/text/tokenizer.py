@@ -144,15 +144,15 @@ class Tokenizer(base.Transformer):
                 out += ["header:" + name for name in dict.fromkeys(msg.names) if not _ignored(name)]
         else:
             for name in self.headers:
-                value = msg.headers.get(name.lower())
-                if value:
-                    out += tokens(value, self.lowercase, False, prefix=f"{name.lower()}:")
+                header = msg.headers.get(name.lower())
+                if header:
+                    out += tokens(header, self.lowercase, False, prefix=f"{name.lower()}:")
         for text in msg.texts:
             out += self._text(text)
         out += ["attachment:" + part for part in msg.skipped]
         return out
 
-    def transform_one(self, x: Any) -> dict[str, int]:
+    def transform_one(self, x: Any) -> dict:
         """Token counts of ``x``. The last input's counts are kept, so a predict-then-learn
         pair on the same message (``str`` or ``bytes``) tokenizes it once; a copy is returned."""
         last = self._last

@@ -62,7 +62,7 @@ def url_tokens(url: str, lowercase: bool = True) -> list[str]:
     """
     rest = url.split("://", 1)[-1]
     m = _NETLOC.match(rest)
-    netloc, path = m.group(), rest[m.end() :]
+    netloc, path = (m.group(), rest[m.end() :]) if m else ("", rest)
     host = netloc.rsplit("@", 1)[-1].split(":", 1)[0].strip(".").lower()
     labels = host.split(".")
     out = ["url:" + ".".join(labels[i:]) for i in range(min(len(labels), MAX_HOST_SUFFIXES))] if host else []

@@ -89,6 +89,8 @@ class _KafkaPythonOutbox:
             "batch_size": 64 * 1024,
             "max_request_size": 2 << 20,
             "max_block_ms": 2000,
+            # creating a producer while no broker answers blocks this long (kafka-python: 30 s)
+            "bootstrap_timeout_ms": 2000,
             "reconnect_backoff_max_ms": 1000,
             "retries": 3 if not idempotent else 5,
             **config,
@@ -144,9 +146,13 @@ class _KafkaPythonOutbox:
             if remaining <= 0:
                 return False
             if any(e.handle is None for e in self._outbox):
+                # in order; a send that fails (the broker is away: it blocks up to max_block_ms)
+                # ends the round, so a flush is bounded by its timeout, not by the outbox size
                 for e in self._outbox:
                     if e.handle is None:
                         self._send(e)
+                        if e.handle is None or time.monotonic() >= deadline:
+                            break
             if self._producer is not None:
                 try:
                     self._producer.flush(timeout=max(0.05, min(remaining, 5.0)))

@@ -150,3 +150,35 @@ def test_dumps_falls_back_to_json_for_what_orjson_refuses():
     assert json.loads(dumps({"a": 1.5, "b": [True, None]})) == {"a": 1.5, "b": [True, None]}
     assert json.loads(dumps({"y": 10**25})) == {"y": 10**25}  # beyond 64 bits
     assert json.loads(dumps({"y": "\ud800"})) == {"y": "\ud800"}  # lone surrogate
+
+
+def test_kafka_python_flush_stops_resending_when_the_broker_is_away():
+    """While no broker answers, each attempt to send blocks (max_block_ms on metadata, or
+    bootstrap_timeout_ms to create the producer again after an error): a flush that tried every
+    message of the outbox would run for outbox x that, far past its timeout (the service then
+    stopped checkpointing and stopping in time). One failed send ends the round; nothing is
+    dropped or reordered."""
+    from streamnb.kafka.broker import free_port
+    from streamnb.kafka.publisher import Publisher
+
+    pub = Publisher(f"127.0.0.1:{free_port()}", backend="kafka-python", config={"bootstrap_timeout_ms": 100})
+    impl = pub._impl
+    assert Publisher("127.0.0.1:1", backend="kafka-python").config["bootstrap_timeout_ms"] <= 5000
+    attempts = []
+    real_cls = impl._cls
+
+    def counting_producer(**kw):  # the real KafkaProducer; counts the attempts to create one
+        attempts.append(1)
+        return real_cls(**kw)
+
+    impl._cls = counting_producer
+    try:
+        for i in range(20):
+            pub.send("t", str(i).encode(), key=b"k")
+        assert len(attempts) == 1  # later messages wait behind the failed first one (order)
+        assert not pub.flush(timeout=0.1)
+        assert len(attempts) == 2  # one more try in the flush, not 20
+        assert pub.pending == 20
+        assert [e.value for e in impl._outbox] == [str(i).encode() for i in range(20)]
+    finally:
+        pub.close(timeout=0)

@@ -92,7 +92,7 @@ def chi2q(chi: float, df: int) -> float:
     return math.exp(chi2_logsf(chi, df))
 
 
-def _chis(f: np.ndarray, esf: tuple[float, float]) -> tuple[float, float, int]:
+def _chis(f: np.ndarray) -> tuple[float, float, int]:
     with np.errstate(divide="ignore"):
         ham_chi = float(-2.0 * np.log(f).sum())
         spam_chi = float(-2.0 * np.log1p(-f).sum())
@@ -104,7 +104,7 @@ def fisher(f: np.ndarray) -> tuple[float, float, float]:
     f = np.asarray(f, dtype=float)
     if not len(f):
         return 0.0, 0.0, 0.5
-    ham_chi, spam_chi, n = _chis(f, (1.0, 1.0))
+    ham_chi, spam_chi, n = _chis(f)
     H = 1.0 - chi2q(ham_chi, 2 * n)
     S = 1.0 - chi2q(spam_chi, 2 * n)
     return S, H, (1.0 + S - H) / 2.0
@@ -124,7 +124,7 @@ def fisher_logit(f: np.ndarray) -> float:
     f = np.asarray(f, dtype=float)
     if not len(f):
         return 0.0
-    ham_chi, spam_chi, n = _chis(f, (1.0, 1.0))
+    ham_chi, spam_chi, n = _chis(f)
     log_i = np.logaddexp(chi2_logsf(ham_chi, 2 * n), chi2_logcdf(spam_chi, 2 * n))
     log_not_i = np.logaddexp(chi2_logcdf(ham_chi, 2 * n), chi2_logsf(spam_chi, 2 * n))
     return float(log_i - log_not_i)

@@ -68,8 +68,6 @@ class MixedNB(BaseNB):
     'categorical'
     """
 
-    # a feature's kind is read from the parts' statistics, so every event is folded in at once
-
     def __init__(
         self,
         kinds: dict | None = None,
@@ -87,6 +85,7 @@ class MixedNB(BaseNB):
         self.ddof = ddof
         check_kinds(kinds)
         super().__init__()
+        self._learned_kinds: dict = {}  # feature -> kind, for features a part holds (fixed then)
 
     def _make_parts(self) -> dict[str, Part]:
         return {
@@ -107,10 +106,21 @@ class MixedNB(BaseNB):
 
     def _split(self, x: Mapping) -> dict[str, Any]:
         subs: dict[str, dict] = {name: {} for name in self._parts}
+        learned = self._learned_kinds
         for f, v in x.items():
-            if not is_missing(v):
-                subs[self.kind_of(f, v)][f] = v  # type: ignore[index]
+            kind: str | None = learned.get(f) if type(f) is str else None
+            if kind is None:
+                if is_missing(v):
+                    continue
+                kind = self.kind_of(f, v) or "categorical"
+                if f in self._parts[kind].features:  # type: ignore[attr-defined]
+                    learned[f] = kind
+            subs[kind][f] = v  # a missing value of a learned feature: its part skips it
         return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
+
+    def _changed(self) -> None:
+        super()._changed()
+        self._learned_kinds = {}
 
     def _split_frame(self, X: pd.DataFrame) -> dict[str, pd.DataFrame]:
         cols: dict[str, list] = {name: [] for name in self._parts}

@@ -94,7 +94,7 @@ class Evaluation:
         ])  # fmt: skip
 
 
-def read_stream(stream: str | Path | Iterable, text_key: str = "text", label_key: str = "label") -> Iterator[tuple[Any, Any]]:
+def read_stream(stream: str | Path | Iterable[tuple[Any, Any]], text_key: str = "text", label_key: str = "label") -> Iterator[tuple[Any, Any]]:
     """``(x, y)`` pairs from ``"sms"`` (the bundled corpus), a JSON-lines file or an iterable."""
     if isinstance(stream, str) and stream.lower() in ("sms", "sms_spam"):
         from streamnb.datasets import sms_spam
@@ -170,7 +170,8 @@ def evaluate(
     result = Evaluation(np.array(truth, dtype=bool), np.array(pred, dtype=bool), np.array(score, dtype=float),
                         seconds, unsure=np.array(unsure, dtype=bool))  # fmt: skip
     result.metrics = metrics(result.y_true, result.y_pred, result.score)
-    result.metrics["unsure"] = float(result.unsure.mean()) if result.n else 0.0
+    unsure_share = result.unsure
+    result.metrics["unsure"] = float(unsure_share.mean()) if unsure_share is not None and result.n else 0.0
     result.metrics["msg_per_s"] = result.n / seconds if seconds > 0 else math.inf
     if plot_to is not None:
         plot(result, plot_to, window)

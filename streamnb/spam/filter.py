@@ -278,11 +278,11 @@ class SpamFilter(base.Classifier):
         """The three-way verdict on ``x``."""
         return self._verdict(x)
 
-    def predict_proba_one(self, x: Mapping) -> dict:
+    def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
         indicator = self.classify_one(x).score
         return {self.spam_label: indicator, self.ham_label: 1.0 - indicator}
 
-    def predict_one(self, x: Mapping) -> Any:
+    def predict_one(self, x: Mapping, **kwargs: Any) -> Any:
         return self.spam_label if self.classify_one(x).label == SPAM else self.ham_label
 
     # -- inspection and state --------------------------------------------------------------

@@ -49,7 +49,7 @@ class Trainer(base.Wrapper, base.Classifier):
 
     def __init__(
         self,
-        model: base.Classifier,
+        model: Any,
         regime: str = "everything",
         confidence: float = 0.9,
         half_life: float | None = None,

@@ -72,7 +72,7 @@ def _normalize(jll: list, log_prior: list) -> list:
     return [v / total for v in e]
 
 
-def clean_features(jll_parts: np.ndarray) -> np.ndarray:
+def sum_features(jll_parts: np.ndarray) -> np.ndarray:
     """Sum per-feature log-likelihoods ``[..., features, classes]`` when some are not finite.
 
     Per feature: if some class has ``+inf`` (a zero-variance Gaussian hit exactly) those classes
@@ -92,7 +92,7 @@ def clean_features(jll_parts: np.ndarray) -> np.ndarray:
 
 def add_feature(total: list, ll: list) -> None:
     """Add one feature's log-likelihoods ``ll`` (per class) to ``total``, in place, with the
-    rules of :func:`clean_features`: a feature for which every class is ``-inf`` is dropped;
+    rules of :func:`sum_features`: a feature for which every class is ``-inf`` is dropped;
     one where some class is ``+inf`` (a point mass hit) leaves only those classes possible."""
     top = max(ll)
     if top == math.inf:
@@ -174,7 +174,7 @@ class Part:
 
     def joint(self, prepared: Any) -> np.ndarray:
         """Summed log-likelihood per class of one event (features that rule out every class
-        dropped, see :func:`clean_features`). Override for speed."""
+        dropped, see :func:`sum_features`). Override for speed."""
         _, ll = self.log_likelihoods(prepared)
         if not len(ll):
             return np.zeros(len(self.classes))
@@ -182,7 +182,7 @@ class Part:
             return ll.sum(axis=0)
         with np.errstate(invalid="ignore"):
             total = ll.sum(axis=0)
-        return total if np.isfinite(total).all() else clean_features(ll)
+        return total if np.isfinite(total).all() else sum_features(ll)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         raise NotImplementedError

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from streamnb.naive_bayes.base import BaseNB, Part, add_feature, clean_features
+from streamnb.naive_bayes.base import BaseNB, Part, add_feature, sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
 from streamnb.stats import Counts, Index, Welford
 
@@ -313,7 +313,7 @@ class GaussianPart(Part):
             total = ll.sum(axis=1)
             if math.isfinite(total.sum()):
                 return total
-        return clean_features(ll.T)
+        return sum_features(ll.T)
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
         v = frame_values(X)
@@ -339,7 +339,7 @@ class GaussianPart(Part):
                 bad = ~np.isfinite(out).all(axis=1)
             else:
                 bad = np.ones(len(X), dtype=bool)
-            if bad.any():  # point masses or overflow: per feature, with clean_features
+            if bad.any():  # point masses or overflow: per feature, with sum_features
                 vb = v[bad]
                 d = vb[:, :, None] - mean[:, ids].T  # [rows, features, classes]
                 ll = log_norm[:, ids].T + coef[:, ids].T * (d * d)
@@ -348,7 +348,7 @@ class GaussianPart(Part):
                 ll = np.where(np.isnan(vb)[:, :, None], 0.0, ll)
                 total = ll.sum(axis=1)
                 fine = np.isfinite(total).all(axis=1)
-                total[~fine] = clean_features(ll[~fine])
+                total[~fine] = sum_features(ll[~fine])
                 out[bad] = total
         return out
 

@@ -250,7 +250,7 @@ def drop_impossible(log_p: np.ndarray) -> np.ndarray:
     """Zero the columns (features) of ``[classes, features]`` that are ``-inf`` for every class.
 
     Such a feature rules out every class, so it cannot tell them apart and is dropped, as
-    :func:`~streamnb.naive_bayes.base.clean_features` does one event at a time.
+    :func:`~streamnb.naive_bayes.base.sum_features` does one event at a time.
     """
     dead = np.isneginf(log_p).all(axis=0) if log_p.shape[0] else np.zeros(log_p.shape[1], dtype=bool)
     return np.where(dead, 0.0, log_p) if dead.any() else log_p

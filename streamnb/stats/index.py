@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import math
+from itertools import repeat
 from operator import itemgetter
 from collections.abc import Hashable, Iterable
 from typing import Any
@@ -98,8 +99,7 @@ class Index:
             if None in ids:
                 ids = [self.add(k) if i is None else i for k, i in zip(keys, ids)]
             return np.array(ids, dtype=np.intp)
-        get = self._ids.get
-        return np.array([get(k, -1) for k in keys], dtype=np.intp)
+        return np.fromiter(map(self._ids.get, keys, repeat(-1)), dtype=np.intp, count=len(keys))
 
     def drop(self, ids: Iterable[int]) -> np.ndarray:
         """Forget the keys with these ids; the others keep their order and get dense ids.

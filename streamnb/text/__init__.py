@@ -2,6 +2,6 @@
 
 from streamnb.text.mail import Mail, parse
 from streamnb.text.tokenizer import DEFAULT_HEADERS, Tokenizer
-from streamnb.text.tokens import tokens
+from streamnb.text.plaintext import tokens
 
 __all__ = ["DEFAULT_HEADERS", "Mail", "Tokenizer", "parse", "tokens"]

@@ -9,7 +9,7 @@ from river import base
 from river.base import tags
 
 from streamnb.text.mail import MAX_BODY_BYTES, decode_bytes, looks_like_mail, parse
-from streamnb.text.tokens import tokens
+from streamnb.text.plaintext import tokens
 
 __all__ = ["DEFAULT_HEADERS", "IGNORED_HEADERS", "Tokenizer"]
 
@@ -37,7 +37,7 @@ def _ignored(name: str) -> bool:
 class Tokenizer(base.Transformer):
     """Token counts of an SMS-like text or of a raw e-mail (bytes or str), for a pipeline.
 
-    A plain text gives its :func:`~streamnb.text.tokens.tokens`. A raw message (bytes, or a
+    A plain text gives its :func:`~streamnb.text.plaintext.tokens`. A raw message (bytes, or a
     string that starts with RFC 822 headers) gives the tokens of its decoded text parts, the
     tokens of the selected ``headers`` prefixed by the header name, and one ``attachment:``
     token per skipped non-text part (its content type and extension). Nothing a message

@@ -300,11 +300,13 @@ def test_trainer_rejected_event_changes_nothing():
 def test_float32_values_raise_no_warning():
     import warnings
 
-    model = streamnb.GaussianNB()
+    model, plain = streamnb.GaussianNB(), streamnb.GaussianNB()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model.learn_one({"f0": np.float32(3.5)}, "a")
-        model.predict_proba_one({"f0": np.float32(2.5)})
+        for x, y in [(3.5, "a"), (1.25, "b"), (3.0, "a")]:
+            model.learn_one({"f0": np.float32(x)}, y)
+            plain.learn_one({"f0": x}, y)  # these floats are exact in float32
+        assert model.predict_proba_one({"f0": np.float32(2.5)}) == plain.predict_proba_one({"f0": 2.5})
 
 
 @pytest.mark.parametrize("name", ["AODE", "TANClassifier"])

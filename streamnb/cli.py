@@ -149,7 +149,9 @@ def main() -> None:
               help="Rebuild the merged model at most this often (with --model-topic).")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
-              show_default=True, help="Learn each poll with learn_many (auto: when bit-for-bit equal and faster).")
+              show_default=True, help="auto: predict each event with the model that learned the events before it "
+              "(learn_many only in --mode learn, for learners declaring exact_batch); always: predict a poll at "
+              "once with the model as of its start (faster; predictions lag within a poll); never: event by event.")
 @click.option("--on-checkpoint-ahead", type=click.Choice(["fail", "reset"]), default="fail", show_default=True,
               help="A checkpoint beyond the log end: stop, or learn the partition again from its start.")
 @click.option("--max-pending", default=100_000, show_default=True, type=int,

@@ -1,10 +1,14 @@
 """Kafka service: consume events, learn, predict, publish, with exactly-once model state.
 
-Importing :mod:`streamnb` never imports this package. The pieces are small roles:
-:class:`~streamnb.kafka.source.Source` (consumer), :class:`Checkpointer`,
-:class:`~streamnb.kafka.publisher.Publisher` and :class:`DeadLetter`, featurizers and
-deserializers, and :class:`Service`, which runs them. ``streamnb run`` / ``streamnb demo`` are
-the command-line faces of :func:`run` and :func:`streamnb.kafka.demo.run_demo`.
+Importing :mod:`streamnb` never imports this package. The pieces are small roles, in the
+order data flows: :class:`~streamnb.kafka.source.Source` (consumer),
+:class:`~streamnb.kafka.intake.Intake` (offsets, deserializers, featurizers),
+:class:`~streamnb.kafka.step.Stepper` (predict, then learn, event by event),
+:class:`~streamnb.kafka.outputs.Predictions` and :class:`~streamnb.kafka.outputs.Rejects`
+through the :class:`~streamnb.kafka.publisher.Publisher` outbox,
+:mod:`~streamnb.kafka.checkpointing` and :class:`Checkpointer`; :class:`Service` runs them.
+``streamnb run`` / ``streamnb demo`` are the command-line faces of :func:`run` and
+:func:`streamnb.kafka.demo.run_demo`.
 """
 
 from __future__ import annotations

@@ -26,10 +26,6 @@ MODELS: dict[str, type] = {
 #: ``learn``: learn only (unlabelled events are dead letters); ``predict``: never learn.
 MODES = ("prequential", "learn", "predict")
 
-#: Learners whose ``learn_many`` is bit-for-bit equal to repeated ``learn_one`` on dense events;
-#: for the others (Welford updates, float sums) a batch differs in the last bits.
-EXACT_BATCH = (streamnb.CategoricalNB, streamnb.BernoulliNB)
-
 
 def make_model(name: str, params: dict | None = None) -> Any:
     """A learner by name (see :data:`MODELS`) or ``"package.module:Class"``.
@@ -75,9 +71,13 @@ class ServiceConfig:
     checkpoint_dir, checkpoint_every, checkpoint_interval
         Checkpoint after this many events or seconds (whichever first), and at shutdown.
     batch_size, batch_learning
-        Records per poll; ``"auto"`` learns a poll's events with ``learn_many`` when that is
-        bit-for-bit equal to one by one and faster (dense events, categorical/Bernoulli),
-        ``"always"``/``"never"`` force it.
+        Records per poll. ``"auto"`` (default) predicts every event with the model that has
+        learned exactly the events before it (one prequential pass, whatever the polls), and in
+        ``learn`` mode learns a poll of dense events with one ``learn_many`` when the learner
+        declares ``exact_batch = True`` (same statistics). ``"never"``: always event by event.
+        ``"always"`` (opt-in, faster): a poll's dense events are predicted together with the
+        model as of the poll's start, so a prediction lags by up to ``batch_size - 1`` events
+        of its own poll; the model is the same. See :mod:`streamnb.kafka.step`.
     producer
         Producer backend for outputs: ``"confluent"`` (confluent-kafka), ``"kafka-python"`` or
         ``"auto"`` (confluent when importable); ``producer_config`` is in that backend's names.
@@ -148,7 +148,7 @@ class ServiceConfig:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.batch_learning not in ("auto", "always", "never"):
-            raise ValueError("batch_learning must be auto, always or never")
+            raise ValueError("batch_learning must be auto, always or never (see streamnb.kafka.step)")
         if self.producer not in ("auto", "confluent", "kafka-python"):
             raise ValueError("producer must be auto, confluent or kafka-python")
         if self.producer == "confluent":

@@ -144,12 +144,12 @@ def test_unknown_backend_or_bad_setting_fails_at_start():
         Publisher("127.0.0.1:1", backend="confluent", config={"linger_ms": 5})  # a kafka-python name
 
 
-def test_dumps_falls_back_to_json_for_what_orjson_refuses():
-    from streamnb.kafka.service import dumps
+def test_encode_json_falls_back_to_json_for_what_orjson_refuses():
+    from streamnb.kafka.outputs import encode_json
 
-    assert json.loads(dumps({"a": 1.5, "b": [True, None]})) == {"a": 1.5, "b": [True, None]}
-    assert json.loads(dumps({"y": 10**25})) == {"y": 10**25}  # beyond 64 bits
-    assert json.loads(dumps({"y": "\ud800"})) == {"y": "\ud800"}  # lone surrogate
+    assert json.loads(encode_json({"a": 1.5, "b": [True, None]})) == {"a": 1.5, "b": [True, None]}
+    assert json.loads(encode_json({"y": 10**25})) == {"y": 10**25}  # beyond 64 bits
+    assert json.loads(encode_json({"y": "\ud800"})) == {"y": "\ud800"}  # lone surrogate
 
 
 def test_kafka_python_flush_stops_resending_when_the_broker_is_away():

@@ -72,13 +72,13 @@ def test_broker_down_and_back(s3_broker, names, tmp_path, producer):
         failures = service.metrics.checkpoint_failures
         before = failures._value.get()
         # (or nothing left to checkpoint: under load the first checkpoint may land before the kill)
-        wait_until(lambda: failures._value.get() > before or not service._dirty
+        wait_until(lambda: failures._value.get() > before or not service.dirty
                    or not run.thread.is_alive(), 30, "a postponed checkpoint")
         assert run.thread.is_alive(), run.error
         s3_broker.start()  # same port, data kept
         produce(bs, names.topic, events[200:])
         wait_until(lambda: service.summary.events >= 400, 60, "events after the restart")
-        wait_until(lambda: service.summary.checkpoints > 0 and not service._dirty, 30, "checkpoint after restart")
+        wait_until(lambda: service.summary.checkpoints > 0 and not service.dirty, 30, "checkpoint after restart")
     finally:
         service.stop()
         summary = run.join(60)

@@ -12,7 +12,7 @@ import streamnb
 from streamnb import persistence
 from streamnb.kafka import BadMessage, Checkpointer, JsonDeserializer
 from streamnb.kafka.checkpoint import MAGIC
-from streamnb.kafka.service import frame
+from streamnb.kafka.frames import rows_to_frame
 
 
 @pytest.mark.parametrize("payload, reason", [
@@ -29,11 +29,10 @@ def test_strict_json_rejects(payload, reason):
     assert err.value.reason == reason
 
 
-@pytest.mark.parametrize("cls, categorical", [(streamnb.CategoricalNB, False), (streamnb.CategoricalNB, True),
-                                              (streamnb.BernoulliNB, False)])
-def test_batches_built_by_frame_learn_exactly_as_one_by_one(cls, categorical):
-    """What batch learning in "auto" mode relies on (it batches rows with the same features);
-    the service predicts from the same frame first, as of the start of the batch."""
+@pytest.mark.parametrize("cls", [streamnb.CategoricalNB, streamnb.BernoulliNB])
+def test_batches_built_by_rows_to_frame_learn_exactly_as_one_by_one(cls):
+    """What batch learning relies on (it batches rows with the same features); on the opt-in
+    per-poll path the service predicts from the same frame first, as of the start of the batch."""
     rng = random.Random(2)
     rows = []
     values = [0, 1, 2, True, False, "a", 2.5, 1.0, None]
@@ -48,7 +47,7 @@ def test_batches_built_by_frame_learn_exactly_as_one_by_one(cls, categorical):
         many, ref = cls(), cls()
         for i in range(0, len(rows), size):
             chunk = rows[i:i + size]
-            X = frame([x for x, _ in chunk], categorical=categorical)
+            X = rows_to_frame([x for x, _ in chunk])
             if size == 64 and many.classes:  # predictions of the batch, as of its start
                 got = many.predict_proba_many(X).to_dict("records")
                 for row, (x, _) in zip(got, chunk):

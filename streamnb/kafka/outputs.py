@@ -1,0 +1,130 @@
+"""What the service writes for an event: its prediction, or a dead letter saying why it was
+rejected; both counted in the metrics and the run summary.
+
+>>> encode_json({"prediction": "yes", "proba": {"yes": 0.75, "no": 0.25}})
+b'{"prediction":"yes","proba":{"yes":0.75,"no":0.25}}'
+>>> key_text(b"k1"), key_text(b"\\xff"), key_text(None)
+('k1', 'ff', None)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import numpy as np
+
+from streamnb.kafka.featurize import NO_LABEL, Example
+from streamnb.kafka.metrics import Metrics, RollingAccuracy
+from streamnb.kafka.publisher import DeadLetter, Publisher
+
+try:
+    from orjson import dumps as _orjson_dumps
+except ImportError:  # pragma: no cover
+    _orjson_dumps = None
+
+__all__ = ["Predictions", "Rejects", "encode_json", "key_text"]
+
+log = logging.getLogger(__name__)
+
+
+def encode_json(obj: Any) -> bytes:
+    """JSON bytes of an output message (orjson when installed; ``json`` for what orjson
+    refuses, e.g. integers beyond 64 bits or strings with lone surrogates)."""
+    if _orjson_dumps is not None:
+        try:
+            return _orjson_dumps(obj)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+    return json.dumps(obj).encode()
+
+
+def key_text(key: bytes | None) -> str | None:
+    """A message key as text in outputs: UTF-8 if it is, else hex."""
+    if key is None:
+        return None
+    try:
+        return key.decode("utf-8")
+    except UnicodeDecodeError:
+        return key.hex()
+
+
+def _class_name(k: Any) -> str:
+    return k if isinstance(k, str) else str(k)
+
+
+class Rejects:
+    """Sends a rejected record to the dead-letter topic and counts it by reason
+    (``counts`` is the run summary's ``dead_letters``)."""
+
+    def __init__(self, dead: DeadLetter, metrics: Metrics, counts: dict) -> None:
+        self.dead, self.metrics, self.counts = dead, metrics, counts
+
+    def __call__(self, record: Any, reason: str, detail: str) -> None:
+        self.dead.send(record, reason, detail)
+        self.metrics.dead_letter(reason)
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        log.debug("dead letter %s:%d@%d: %s %s", record.topic, record.partition, record.offset, reason, detail)
+
+
+class Predictions:
+    """Publishes prediction messages to ``topic`` (key: the event's key)::
+
+        {"prediction": class, "proba": {class: p}, "label": y (if labelled), "n_seen": ...,
+         "source": {"topic": ..., "partition": ..., "offset": ..., "key": ...}}
+
+    and keeps the rolling accuracy of the labelled ones. ``summary`` has a ``predicted`` count.
+    """
+
+    def __init__(self, publisher: Publisher, topic: str | None, metrics: Metrics, accuracy: RollingAccuracy,
+                 summary: Any) -> None:
+        self.publisher, self.topic, self.metrics = publisher, topic, metrics
+        self.accuracy, self.summary = accuracy, summary
+
+    def one(self, record: Any, ex: Example, proba: dict, n_seen: float) -> None:
+        """The prediction ``proba`` of one event, made by a model that had seen ``n_seen``."""
+        pred = max(proba, key=proba.__getitem__) if proba else None
+        out: dict[str, Any] = {"prediction": pred, "proba": {_class_name(k): v for k, v in proba.items()}}
+        if ex.has_label:
+            out["label"] = ex.y
+            if pred is not None:
+                self.accuracy.update(pred == ex.y)
+        out["n_seen"] = n_seen
+        out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
+                         "key": key_text(record.key)}
+        self.publisher.send(self.topic, encode_json(out), key=record.key)  # type: ignore[arg-type]
+        self.metrics.predicted.inc()
+        self.summary.predicted += 1
+
+    def many(self, feats: list, classes: list, rows: list, n_seen: float) -> None:
+        """:meth:`one` for each ``feats[i] = (record, example)`` whose probabilities of
+        ``classes`` are ``rows[i]``: the same messages, per-poll work done once."""
+        names = [_class_name(k) for k in classes]
+        n = len(classes)
+        if n:
+            arr = np.asarray(rows, dtype=float)
+            best = arr.argmax(axis=1).tolist() if not np.isnan(arr).any() else [
+                max(range(n), key=row.__getitem__) for row in rows]
+        hits: list[bool] = []
+        values: list[bytes] = []
+        keys: list = []
+        for i, (rec, ex) in enumerate(feats):
+            pred = classes[best[i]] if n else None
+            out: dict[str, Any] = {"prediction": pred, "proba": dict(zip(names, rows[i]))}
+            y = ex.y
+            if y is not NO_LABEL:
+                out["label"] = y
+                if n:
+                    hits.append(pred == y)
+            out["n_seen"] = n_seen
+            key = rec.key
+            out["source"] = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+                             "key": key_text(key)}
+            values.append(encode_json(out))
+            keys.append(key)
+        if values:
+            self.publisher.send_many(self.topic, values, keys)  # type: ignore[arg-type]
+        self.accuracy.update_many(hits)
+        self.metrics.predicted.inc(len(feats))
+        self.summary.predicted += len(feats)

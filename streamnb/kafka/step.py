@@ -39,18 +39,7 @@ BATCH_MODES = ("auto", "always", "never")
 def exact_batch(model: Any) -> bool:
     """Whether ``model`` declares that its ``learn_many`` equals repeated ``learn_one``
     (class attribute ``exact_batch = True``)."""
-    declared = getattr(model, "exact_batch", None)
-    if declared is not None:
-        return bool(declared)
-    return _undeclared_exact(model)
-
-
-def _undeclared_exact(model: Any) -> bool:
-    # TEMPORARY (issue #13): until the naive Bayes learners declare ``exact_batch``, the two
-    # whose batches were known exact keep batching. Delete once they carry the attribute.
-    import streamnb
-
-    return type(model) in (streamnb.CategoricalNB, streamnb.BernoulliNB)
+    return bool(getattr(model, "exact_batch", False))
 
 
 class Stepper:

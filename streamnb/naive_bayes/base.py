@@ -451,6 +451,11 @@ class BaseNB(base.MiniBatchClassifier):
     #: Whether batches may be scipy sparse matrices (token counts), see :meth:`_batch`.
     sparse_batches = False
 
+    #: Capability: ``learn_many`` gives bit for bit the statistics of repeated ``learn_one``
+    #: (counts of integer weights; Welford statistics agree only to rounding). A service may
+    #: then learn a poll as one batch.
+    exact_batch = False
+
     def _batch(self, X: Any, columns: Any) -> Any:
         """``X`` as a batch: a DataFrame, or a scipy sparse matrix with its ``columns``
         (vocabulary), kept sparse, for the learners that declare :attr:`sparse_batches`."""

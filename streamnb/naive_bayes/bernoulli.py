@@ -300,6 +300,8 @@ class BernoulliNB(BaseNB):
 
     sparse_batches = True
 
+    exact_batch = True  # counts: a batch adds exactly what its events add one by one
+
     def __init__(self, alpha: float = 1.0, true_threshold: float = 0.0, max_features: int | None = None) -> None:
         self.alpha = alpha
         self.true_threshold = true_threshold

@@ -240,6 +240,8 @@ class CategoricalNB(BaseNB):
     0.666666666667
     """
 
+    exact_batch = True  # counts: a batch adds exactly what its events add one by one
+
     def __init__(self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0) -> None:
         self.alpha = alpha
         self.unseen = unseen

@@ -28,7 +28,9 @@ class UserExactNB(streamnb.CategoricalNB):
 
 
 class UserPlainNB(streamnb.CategoricalNB):
-    """A user's learner that declares nothing: learned event by event."""
+    """A user's learner whose batches are not exact (it says so): learned event by event."""
+
+    exact_batch = False
 
 
 persistence.register(UserExactNB)

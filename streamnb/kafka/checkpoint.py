@@ -273,7 +273,8 @@ def merge_checkpoints(directory: str | os.PathLike) -> tuple[Any, dict[str, int]
     Returns the merged model and, per partition, the highest checkpointed next offset.
     """
     ck = Checkpointer(directory, member="merge-reader")
-    model, offsets = None, {}
+    model: Any = None
+    offsets: dict = {}
     for member in ck.members():
         got = ck._newest(member)
         if got is None:

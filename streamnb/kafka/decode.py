@@ -31,7 +31,7 @@ from streamnb.kafka.errors import BadMessage
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a dependency, but optional here
-    _orjson = None
+    _orjson = None  # type: ignore[assignment]
 
 __all__ = ["DESERIALIZERS", "Deserializer", "JsonDeserializer", "get_deserializer"]
 

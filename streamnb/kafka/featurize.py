@@ -104,7 +104,7 @@ class FieldFeaturizer:
         self.features = None if features is None else list(features)
         self.ignore = frozenset(ignore)
         self.allow_missing = allow_missing
-        self._known = None if features is None else frozenset(self.features) | self.ignore | {label_field}
+        self._known = None if self.features is None else frozenset(self.features) | self.ignore | {label_field}
 
     def __call__(self, event: dict) -> Example:
         if self._known is None and not self.ignore:

@@ -22,7 +22,7 @@ from streamnb.kafka.publisher import DeadLetter, Publisher
 try:
     from orjson import dumps as _orjson_dumps
 except ImportError:  # pragma: no cover
-    _orjson_dumps = None
+    _orjson_dumps = None  # type: ignore[assignment]
 
 __all__ = ["Predictions", "Rejects", "encode_json", "key_text"]
 
@@ -93,7 +93,7 @@ class Predictions:
         out["n_seen"] = n_seen
         out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
                          "key": key_text(record.key)}
-        self.publisher.send(self.topic, encode_json(out), key=record.key)  # type: ignore[arg-type]
+        self.publisher.send(self.topic, encode_json(out), key=record.key)
         self.metrics.predicted.inc()
         self.summary.predicted += 1
 
@@ -124,7 +124,7 @@ class Predictions:
             values.append(encode_json(out))
             keys.append(key)
         if values:
-            self.publisher.send_many(self.topic, values, keys)  # type: ignore[arg-type]
+            self.publisher.send_many(self.topic, values, keys)
         self.accuracy.update_many(hits)
         self.metrics.predicted.inc(len(feats))
         self.summary.predicted += len(feats)

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test typecheck bench clean
 
 setup: $(STAMP)
 
@@ -19,7 +19,11 @@ demo: $(STAMP)
 	$(BIN)/streamnb demo
 
 test: $(STAMP)
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
+
+typecheck: $(STAMP)
+	$(BIN)/python -m mypy
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -5,7 +5,7 @@ On one broker (the embedded Tansu on 127.0.0.1 unless ``--bootstrap`` is given),
 1. raw: how fast kafka-python alone consumes the topic (poll, nothing else);
 2. service: consume + decode + featurize + predict + learn + publish predictions + checkpoint,
    once per output producer backend (confluent-kafka, kafka-python), and learn only (no
-   outputs); for a dense categorical stream (batch prediction per poll, ``learn_many``) and for
+   outputs); for a dense categorical stream (predict then learn, event by event) and for
    SMS text (token counts, one by one); events/s and the ratio to raw;
 3. latency: events produced at a fixed rate, time from produce to the prediction being readable
    on the output topic (p50/p99), per producer backend.
@@ -190,7 +190,7 @@ def main() -> None:
     try:
         print(f"broker {bootstrap}; 2 cores shared with the broker; best of {args.repeat} alternating runs")
         for name, rows, kw in [
-            ("dense categorical (8 features; batch prediction per poll, learn_many)", dense_events(args.events),
+            ("dense categorical (8 features; predict then learn per event, in offset order)", dense_events(args.events),
              {"model": "categorical"}),
             ("SMS text (bag of words, MultinomialNB, one by one)", text_events(args.text_events),
              {"model": "multinomial", "text_field": "text", "label_field": "label"}),

@@ -85,7 +85,7 @@ class _KafkaPythonOutbox:
             "bootstrap_servers": bootstrap,
             "enable_idempotence": idempotent,
             "acks": "all",  # see the module docstring: an acknowledged output is on every in-sync replica
-            "linger_ms": 5,
+            "linger_ms": 1,
             "batch_size": 64 * 1024,
             "max_request_size": 2 << 20,
             "max_block_ms": 2000,
@@ -234,7 +234,7 @@ class _ConfluentOutbox:
             "bootstrap.servers": bootstrap,
             "enable.idempotence": idempotent,
             "acks": "all",
-            "linger.ms": 5,
+            "linger.ms": 1,
             "message.max.bytes": 2 << 20,
             # without idempotence, retries may reorder messages when several requests are in flight
             "max.in.flight.requests.per.connection": 5 if idempotent else 1,

@@ -28,7 +28,7 @@ def consumer_defaults(group_id: str | None, batch_size: int) -> dict:
         "session_timeout_ms": 6000,
         "heartbeat_interval_ms": 1000,
         "max_poll_interval_ms": 300_000,
-        "fetch_max_wait_ms": 50,
+        "fetch_max_wait_ms": 10,  # how long an idle fetch waits: bounds the wait for a new event
         "reconnect_backoff_max_ms": 1000,
         "max_poll_records": batch_size,
         "request_timeout_ms": 15_000,

@@ -26,8 +26,7 @@ from typing import Any
 from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
-from streamnb.naive_bayes.mixed import MixedNB, check_kinds
-from streamnb.naive_bayes.values import is_missing
+from streamnb.naive_bayes.mixed import FeatureKinds, check_kinds
 from streamnb.structure import Structure
 
 __all__ = ["TreeAugmentedNB"]
@@ -41,32 +40,8 @@ PHISHING_KINDS = {
 }
 
 
-class TreeAugmentedNB(BaseNB):
+class TreeAugmentedNB(FeatureKinds):
     """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part."""
-
-    #: Fold every event in at once: a feature's kind is read from the parts' statistics (as in
-    #: MixedNB), and the structure clock ticks per event.
-    _buffer_size = 1
-
-    #: Part names double as kinds, as in MixedNB.
-    _split_frame = MixedNB._split_frame
-    kind_of = MixedNB.kind_of
-
-    def _split(self, x: Mapping) -> dict[str, Any]:
-        """MixedNB's split, with the kind of every learned feature remembered (it is fixed
-        once learned), so ``learn_one`` does not search the parts feature by feature."""
-        known = self.__dict__.setdefault("_kind_cache", {})
-        subs: dict[str, dict] = {"gaussian": {}, "categorical": {}}
-        for f, v in x.items():
-            kind = known.get(f)  # a known feature's missing values are skipped by its part
-            if kind is None:
-                if is_missing(v):
-                    continue
-                kind = self.kind_of(f, v)
-                if f in self._parts[kind].features:  # type: ignore[attr-defined]
-                    known[f] = kind
-            subs[kind][f] = v
-        return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
 
     def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9, max_cells: int = MAX_CELLS) -> None:
         self.kinds = kinds
@@ -76,6 +51,7 @@ class TreeAugmentedNB(BaseNB):
         if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
             raise ValueError(f"max_cells must be a positive integer, got {max_cells!r}")
         super().__init__()
+        self._init_kinds()
 
     def _make_parts(self) -> dict[str, Part]:
         return {
@@ -88,9 +64,6 @@ class TreeAugmentedNB(BaseNB):
 
     @property
     def _part(self) -> Any:
-        flush = getattr(self, "_flush", None)  # BaseNB may buffer events: fold them in first
-        if flush is not None:
-            flush()
         return self._parts["categorical"]
 
     # -- structure -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from streamnb.naive_bayes.categorical import CategoricalPart
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import is_missing
 
-__all__ = ["MixedNB", "KINDS", "check_kinds", "infer_kind"]
+__all__ = ["MixedNB", "FeatureKinds", "KINDS", "check_kinds", "infer_kind"]
 
 #: Distributions a feature of a MixedNB can have.
 KINDS = ("gaussian", "categorical")
@@ -40,7 +40,63 @@ def infer_kind(value: Any) -> str:
     return "categorical"
 
 
-class MixedNB(BaseNB):
+class FeatureKinds(BaseNB):
+    """A naive Bayes learner whose parts are kinds of features (a ``"gaussian"`` and a
+    ``"categorical"`` part): each feature goes to one part, chosen by ``kinds`` or by its first
+    value (:func:`infer_kind`) and fixed once learned. Subclasses set ``self.kinds`` and call
+    :meth:`_init_kinds` after ``BaseNB.__init__``."""
+
+    kinds: dict | None = None
+
+    def _init_kinds(self) -> None:
+        self._learned_kinds: dict = {}  # feature -> kind, for features a part holds (fixed then)
+
+    def kind_of(self, feature: Any, value: Any = None) -> str | None:
+        """The kind ``feature`` has (or would get with ``value``); None if it cannot tell."""
+        for name, part in self._parts.items():
+            if feature in part.features:  # type: ignore[attr-defined]
+                return name
+        if self.kinds and feature in self.kinds:
+            return self.kinds[feature]
+        return None if value is None else infer_kind(value)
+
+    def _split(self, x: Mapping) -> dict[str, Any]:
+        subs: dict[str, dict] = {name: {} for name in self._parts}
+        learned = self._learned_kinds
+        for f, v in x.items():
+            kind: str | None = learned.get(f) if type(f) is str else None
+            if kind is None:
+                if is_missing(v):
+                    continue
+                kind = self.kind_of(f, v) or "categorical"
+                if f in self._parts[kind].features:  # type: ignore[attr-defined]
+                    learned[f] = kind
+            subs[kind][f] = v  # a missing value of a learned feature: its part skips it
+        return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
+
+    def _changed(self) -> None:
+        super()._changed()
+        self._learned_kinds = {}  # keys may have been dropped, a state loaded
+
+    def _split_frame(self, X: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        cols: dict[str, list] = {name: [] for name in self._parts}
+        for f in X.columns:
+            kind = self.kind_of(f)
+            if kind is None:
+                s = X[f]
+                if pd.api.types.is_bool_dtype(s.dtype):
+                    kind = "categorical"
+                elif pd.api.types.is_numeric_dtype(s.dtype):
+                    kind = "gaussian"
+                else:
+                    seen = s[~s.map(is_missing)]
+                    kind = infer_kind(seen.iloc[0]) if len(seen) else "categorical"
+            cols[kind].append(f)
+        return {name: X[c] for name, c in cols.items()}
+
+
+
+class MixedNB(FeatureKinds):
     """Naive Bayes with a distribution chosen per feature: Gaussian or categorical.
 
     A feature's kind is fixed the first time it is seen with a value: numbers are Gaussian,
@@ -85,7 +141,7 @@ class MixedNB(BaseNB):
         self.ddof = ddof
         check_kinds(kinds)
         super().__init__()
-        self._learned_kinds: dict = {}  # feature -> kind, for features a part holds (fixed then)
+        self._init_kinds()
 
     def _make_parts(self) -> dict[str, Part]:
         return {
@@ -94,49 +150,6 @@ class MixedNB(BaseNB):
                 self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
             ),
         }
-
-    def kind_of(self, feature: Any, value: Any = None) -> str | None:
-        """The kind ``feature`` has (or would get with ``value``); None if it cannot tell."""
-        for name, part in self._parts.items():
-            if feature in part.features:  # type: ignore[attr-defined]
-                return name
-        if self.kinds and feature in self.kinds:
-            return self.kinds[feature]
-        return None if value is None else infer_kind(value)
-
-    def _split(self, x: Mapping) -> dict[str, Any]:
-        subs: dict[str, dict] = {name: {} for name in self._parts}
-        learned = self._learned_kinds
-        for f, v in x.items():
-            kind: str | None = learned.get(f) if type(f) is str else None
-            if kind is None:
-                if is_missing(v):
-                    continue
-                kind = self.kind_of(f, v) or "categorical"
-                if f in self._parts[kind].features:  # type: ignore[attr-defined]
-                    learned[f] = kind
-            subs[kind][f] = v  # a missing value of a learned feature: its part skips it
-        return {name: part.prepare(subs[name]) for name, part in self._parts.items()}
-
-    def _changed(self) -> None:
-        super()._changed()
-        self._learned_kinds = {}
-
-    def _split_frame(self, X: pd.DataFrame) -> dict[str, pd.DataFrame]:
-        cols: dict[str, list] = {name: [] for name in self._parts}
-        for f in X.columns:
-            kind = self.kind_of(f)
-            if kind is None:
-                s = X[f]
-                if pd.api.types.is_bool_dtype(s.dtype):
-                    kind = "categorical"
-                elif pd.api.types.is_numeric_dtype(s.dtype):
-                    kind = "gaussian"
-                else:
-                    seen = s[~s.map(is_missing)]
-                    kind = infer_kind(seen.iloc[0]) if len(seen) else "categorical"
-            cols[kind].append(f)
-        return {name: X[c] for name, c in cols.items()}
 
     @classmethod
     def _unit_test_params(cls):

@@ -27,7 +27,6 @@ from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.mixed import FeatureKinds, check_kinds
-from streamnb.structure import Structure
 
 __all__ = ["TreeAugmentedNB"]
 
@@ -119,7 +118,3 @@ class TreeAugmentedNB(FeatureKinds):
 
     def _unit_test_skips(self) -> set:
         return set()
-
-
-def structure_dot(s: Structure, class_name: str = "class") -> str:
-    return s.to_dot(class_name)

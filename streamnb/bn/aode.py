@@ -12,7 +12,7 @@ from streamnb.bn.margins import Margins
 from streamnb.bn.tree_inference import lid
 from streamnb.bn.tree_part import CHUNK_FLOATS, MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
-from streamnb.naive_bayes.categorical import lidstone
+from streamnb.naive_bayes.smoothing import lidstone
 from streamnb.stats import Counts, Index
 
 __all__ = ["AODE"]

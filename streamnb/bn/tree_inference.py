@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from streamnb.bn.margins import Margins
-from streamnb.naive_bayes.categorical import lidstone
+from streamnb.naive_bayes.smoothing import lidstone
 
 __all__ = ["lid", "tree_terms_one", "tree_terms_rows"]
 

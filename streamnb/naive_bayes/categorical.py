@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
-from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one  # noqa: F401 (TEMP re-export)
+from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
 from streamnb.stats import Counts, Index
 

@@ -53,10 +53,11 @@ class TreeAugmentedNB(FeatureKinds):
         self._init_kinds()
 
     def _make_parts(self) -> dict[str, Part]:
-        return {
-            "gaussian": GaussianPart(self._classes, self._class_counts, self.var_smoothing, 0),
-            "categorical": self._make_structured_part(),
-        }
+        return {"gaussian": self._make_numeric_part(), "categorical": self._make_structured_part()}
+
+    def _make_numeric_part(self) -> Part:
+        """The numeric features: Gaussian leaves (the class their only parent) by default."""
+        return GaussianPart(self._classes, self._class_counts, self.var_smoothing, 0)
 
     def _make_structured_part(self) -> Part:
         raise NotImplementedError
@@ -66,16 +67,27 @@ class TreeAugmentedNB(FeatureKinds):
         return self._parts["categorical"]
 
     # -- structure -------------------------------------------------------------------------
+    @property
+    def _numeric(self) -> Any:
+        """The numeric part if it learns a structure of its own (None: Gaussian leaves)."""
+        part = self._parts["gaussian"]
+        return part if hasattr(part, "relearn") else None
+
     def relearn(self) -> None:
         """Recompute the structure from the counts now (no data is replayed)."""
         self._part.relearn()
+        if self._numeric is not None:
+            self._numeric.relearn()
 
     @property
     def history(self) -> list[dict]:
         """Structure changes: ``{"event", "added", "removed"}`` (and ``"class"`` per class),
         ``event`` being the number of events learned when the change happened. The last
-        :data:`~streamnb.bn.tree_part.HISTORY_SIZE` changes are kept."""
-        return list(self._part.history)
+        :data:`~streamnb.bn.tree_part.HISTORY_SIZE` changes of each part are kept."""
+        entries = list(self._part.history)
+        if self._numeric is not None:
+            entries = sorted(entries + list(self._numeric.history), key=lambda e: e["event"])
+        return entries
 
     @property
     def n_learned(self) -> int:
@@ -109,12 +121,19 @@ class TreeAugmentedNB(FeatureKinds):
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn
         self._part.absorb(other._part)  # type: ignore[attr-defined]
+        if self._numeric is not None:
+            self._numeric.absorb(other._numeric)  # type: ignore[attr-defined]
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"structure": self._part.extra_state()}
+        out = {"structure": self._part.extra_state()}
+        if self._numeric is not None:
+            out["numeric_structure"] = self._numeric.extra_state()
+        return out
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._part.load_extra_state(state["structure"])
+        if self._numeric is not None:  # states from before the numeric tree have none
+            self._numeric.load_extra_state(state.get("numeric_structure", {}))
 
     def _unit_test_skips(self) -> set:
         return set()

@@ -129,9 +129,13 @@ class TreePart(Part):
         """``{None: structure}`` for a shared structure, ``{class: structure}`` per class."""
         raise NotImplementedError
 
+    def held(self, key: Any, old: Structure, new: Structure) -> Structure:
+        """The structure kept at ``key`` when ``new`` was learned where ``old`` stood (``new``)."""
+        return new
+
     def relearn(self) -> None:
         """Recompute the structure(s) from the counts now; record what changed."""
-        new = self.learn_structures()
+        new = {key: self.held(key, self.structures.get(key, Structure({})), s) for key, s in self.learn_structures().items()}
         for key in sorted(set(new) | set(self.structures), key=repr):
             old = self.structures.get(key, Structure({}))
             added, removed = old.diff(new.get(key, Structure({})))

@@ -11,6 +11,7 @@ import pandas as pd
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature, sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
 from streamnb.stats import Counts, Index, Welford
+from streamnb.stats.base import Statistic
 
 __all__ = ["GaussianNB", "GaussianPart"]
 
@@ -353,7 +354,7 @@ class GaussianPart(Part):
         return out
 
     # -- statistics and tables -------------------------------------------------------------
-    def stats(self) -> dict[str, Welford]:
+    def stats(self) -> dict[str, Statistic]:
         return {"welford": self.welford, "pooled": self.pooled}
 
     def complete_state(self, name: str, saved: dict) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.stats
 
 from streamnb.stats.pairwise import PairCounts
 from streamnb.structure.information import (
@@ -27,12 +28,19 @@ from streamnb.structure.information import (
     conditional_mutual_information,
     mutual_information,
 )
-from streamnb.structure.spanning_tree import maximum_spanning_tree, orient
+from streamnb.structure.spanning_tree import maximum_spanning_forest, maximum_spanning_tree, orient, orient_forest
 
 __all__ = [
-    "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "top_features", "counted", "counted_cells",
-    "canonical",
+    "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "forest_structure", "top_features",
+    "counted", "counted_cells", "canonical", "bic_penalty", "edge_price", "hold", "with_rest",
 ]
+
+#: Edge penalties a learner accepts (see :func:`edge_price`); None: a spanning tree.
+EDGE_PENALTIES = ("bic", "chi2", None)
+
+#: Level of the ``"chi2"`` edge test: an edge between independent features enters with about
+#: this probability.
+CHI2_LEVEL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,115 @@ def tree_structure(
     return Structure(parents, w, class_parent)
 
 
+def forest_structure(weights: np.ndarray, names: Sequence[Hashable], class_parent: bool = False) -> Structure:
+    """Maximum spanning *forest* of ``weights`` over ``names``: only edges of positive weight
+    enter (Kruskal, :func:`~streamnb.structure.spanning_tree.maximum_spanning_forest`), each
+    tree directed away from its first feature in ``names`` order.
+
+    >>> w = np.array([[0, .2, -.1], [.2, 0, -.3], [-.1, -.3, 0]])
+    >>> s = forest_structure(w, ["x", "y", "z"])
+    >>> s.edges, s.roots
+    ([('x', 'y')], ['x', 'z'])
+    """
+    names = list(names)
+    parent = orient_forest(maximum_spanning_forest(weights), len(names))
+    parents = {n: (names[p] if p >= 0 else None) for n, p in zip(names, parent)}
+    w = {(names[p], names[c]): float(weights[p, c]) for c, p in enumerate(parent) if p >= 0}
+    return Structure(parents, w, class_parent)
+
+
+def bic_penalty(n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The BIC/MDL price of an edge in nats per event: ``n_params log(n) / (2 n)``.
+
+    An edge adds ``n_params`` free parameters to the model and its weight (a mutual
+    information, nats per event) is what it adds to the log-likelihood per event; over ``n``
+    events it pays for itself when ``n * weight > n_params * log(n) / 2`` (Schwarz 1978;
+    Friedman & Goldszmidt's MDL score of a network is the same trade-off). So an edge between
+    independent features, whose plug-in weight is about ``n_params / (2 n)``, stays out, and
+    a true dependency enters once enough events show it. ``inf`` where ``n <= 1``: with at
+    most one event no edge pays.
+
+    >>> float(bic_penalty(np.array(1.0), np.array(np.e ** 2)).round(6))
+    0.135335
+    """
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 1, np.asarray(n_params, dtype=float) * np.log(np.maximum(n, 1.0)) / (2 * n), np.inf)
+
+
+def edge_price(penalty: str | None, n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """What an edge must weigh (nats per event) to enter the structure.
+
+    - ``"bic"``: :func:`bic_penalty`, ``n_params log(n) / (2 n)``;
+    - ``"chi2"``: the independence test of the pair given the class: ``2 n I`` is
+      asymptotically chi-squared with ``n_params`` degrees of freedom when the pair is
+      independent (the G-test), so an edge enters when its weight exceeds that distribution's
+      upper :data:`CHI2_LEVEL` quantile over ``2 n``. It grows like ``n_params`` (BIC like
+      ``n_params log n``): it keeps the edges a test at level 0.001 finds, e.g. most of the
+      car data's, which BIC drops at 1,728 events;
+    - None: 0 (every edge, the spanning tree of Friedman et al.).
+
+    >>> round(float(edge_price("chi2", np.array(1.0), np.array(1000.0))), 6)
+    0.005414
+    """
+    n = np.asarray(n, dtype=float)
+    if penalty is None:
+        return np.zeros(np.shape(n))
+    if penalty == "bic":
+        return bic_penalty(n_params, n)
+    if penalty == "chi2":
+        df = np.maximum(np.asarray(n_params, dtype=float), 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n > 1, scipy.stats.chi2.isf(CHI2_LEVEL, df) / (2 * np.maximum(n, 1.0)), np.inf)
+    raise ValueError(f"edge penalty must be one of {EDGE_PENALTIES}, got {penalty!r}")
+
+
+def categorical_edge_params(n: np.ndarray, cell_feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(parameters, events)`` of every categorical pair: a TAN edge between ``i`` and ``j``
+    adds ``C (|X_i| - 1)(|X_j| - 1)`` parameters (``C`` classes with events, values seen),
+    and the pair's estimate rests on the events where both were observed."""
+    cf = np.asarray(cell_feature, dtype=np.intp)
+    n_f = int(cf.max()) + 1 if len(cf) else 0
+    hot = np.zeros((len(cf), n_f))
+    hot[np.arange(len(cf)), cf] = 1.0
+    nv = hot.sum(axis=0)
+    joint = n.sum(axis=0)
+    events = hot.T @ joint @ hot                               # [F, F] co-observed weight
+    classes = float((np.diagonal(n, axis1=1, axis2=2).sum(axis=1) > 0).sum())
+    return classes * np.outer(nv - 1, nv - 1), events
+
+
+def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Hashable], margin: float) -> Structure:
+    """``new``, unless it does not beat ``old`` by the relative ``margin`` under the same weights.
+
+    Both structures are scored with today's ``weights`` (over ``names``): ``new`` replaces
+    ``old`` only if its total weight exceeds ``old``'s by more than ``margin`` times ``old``'s
+    (and ``old`` is still a valid forest over ``names``). When ``old`` stays, its edge weights
+    are refreshed. A change therefore has to be worth it, and estimates that wobble on a
+    stationary stream do not swap edges back and forth.
+
+    >>> w = np.array([[0, 1.0, .50], [1.0, 0, .52], [.50, .52, 0]])
+    >>> old = Structure({"a": None, "b": "a", "c": "a"}, {}, True)
+    >>> new = forest_structure(w, ["a", "b", "c"], True)
+    >>> hold(old, new, w, ["a", "b", "c"], 0.05).edges, hold(old, new, w, ["a", "b", "c"], 0.0).edges
+    ([('a', 'b'), ('a', 'c')], [('a', 'b'), ('b', 'c')])
+    """
+    pos = {f: i for i, f in enumerate(names)}
+    if margin <= 0 or not old.parents or set(old.parents) - set(pos) and any(
+        old.parents.get(f) is not None for f in set(old.parents) - set(pos)
+    ):
+        return new
+    edges = [(p, c) for p, c in old.edges if p in pos and c in pos]
+    if len(edges) != len(old.edges):
+        return new
+    old_total = sum(float(weights[pos[p], pos[c]]) for p, c in edges)
+    new_total = sum(new.weights.values())
+    if new_total > old_total + margin * abs(old_total) or not np.isfinite(old_total):
+        return new
+    parents = {f: old.parents.get(f) for f in new.parents}
+    return Structure(parents, {(p, c): float(weights[pos[p], pos[c]]) for p, c in edges}, new.class_parent)
+
+
 def counted_cells(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
     """What :func:`counted` keeps, without copying the table: ``(cell ids, cell_feature,
     names)``, from the diagonal only (``O(C K)``)."""
@@ -168,7 +285,7 @@ def _restricted(weights: np.ndarray, names: list, features: Sequence | None) -> 
     return weights[np.ix_(idx, idx)], [names[i] for i in idx]
 
 
-def _with_rest(s: Structure, pairs: PairCounts) -> Structure:
+def with_rest(s: Structure, pairs: PairCounts) -> Structure:
     """Add the features left out of the tree as roots (naive: the class is their only parent)."""
     parents = {f: s.parents.get(f) for f in sorted(pairs.features.keys, key=canonical)}
     return Structure(parents, s.weights, s.class_parent)
@@ -180,20 +297,37 @@ def chow_liu(
     """Chow-Liu tree: maximum spanning tree of ``I(Xi; Xj)`` (classes summed out)."""
     n, cf, names = counted(pairs)
     w, names = _restricted(mutual_information(n, cf, alpha), names, features)
-    return _with_rest(tree_structure(w, names, root), pairs)
+    return with_rest(tree_structure(w, names, root), pairs)
 
 
 def tan(
-    pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None
+    pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None,
+    penalty: str | None = None,
 ) -> Structure:
     """TAN: maximum spanning tree of ``I(Xi; Xj | Y)``; the class is a parent of every feature.
 
     ``features`` restricts the tree (e.g. to :func:`top_features`); the others get no feature
-    parent.
+    parent. With ``penalty="bic"`` every weight is first lowered by the edge's
+    :func:`bic_penalty` and the result is a maximum spanning *forest* of the edges that still
+    weigh more than 0 (:func:`forest_structure`; ``root`` is then ignored: each tree hangs
+    from its first feature in canonical order).
     """
+    return with_rest(tan_scored(pairs, root, alpha, features, penalty)[0], pairs)
+
+
+def tan_scored(
+    pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None,
+    penalty: str | None = None,
+) -> tuple[Structure, np.ndarray, list]:
+    """:func:`tan` before the features left out are added, with the weights and their names."""
     n, cf, names = counted(pairs)
-    w, names = _restricted(conditional_mutual_information(n, cf, alpha), names, features)
-    return _with_rest(tree_structure(w, names, root, class_parent=True), pairs)
+    w = conditional_mutual_information(n, cf, alpha)
+    if penalty is not None:
+        w = w - edge_price(penalty, *categorical_edge_params(n, cf))
+    w, names = _restricted(w, names, features)
+    if penalty is None:
+        return tree_structure(w, names, root, class_parent=True), w, names
+    return forest_structure(w, names, class_parent=True), w, names
 
 
 def class_chow_liu(
@@ -206,4 +340,4 @@ def class_chow_liu(
         raise KeyError(y)
     n, cf, names = counted(pairs, k)
     w, names = _restricted(mutual_information(n, cf, alpha), names, features)
-    return _with_rest(tree_structure(w, names, root), pairs)
+    return with_rest(tree_structure(w, names, root), pairs)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["maximum_spanning_tree", "orient"]
+__all__ = ["maximum_spanning_tree", "maximum_spanning_forest", "orient", "orient_forest"]
 
 
 def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int, int]]:
@@ -57,6 +57,61 @@ def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int
         edges.append((int(best_from[v]), v))
         u = v
     return edges
+
+
+def maximum_spanning_forest(weights: np.ndarray) -> list[tuple[int, int]]:
+    """Undirected edges ``(u, v)``, ``u < v``, of a maximum spanning forest over the edges of
+    positive weight (Kruskal): an edge whose weight is not above 0 never enters, so weakly
+    linked vertices stay apart. Ties: the pair ``(u, v)`` that sorts first wins.
+
+    >>> w = np.array([[0, 3, -1], [3, 0, 0], [-1, 0, 0]], dtype=float)
+    >>> maximum_spanning_forest(w)
+    [(0, 1)]
+    """
+    w = np.asarray(weights, dtype=float)
+    f = w.shape[0]
+    if w.shape != (f, f):
+        raise ValueError(f"weights must be square, got shape {w.shape}")
+    iu, ju = np.triu_indices(f, 1)
+    vals = w[iu, ju]
+    good = np.isfinite(vals) & (vals > 0)
+    iu, ju, vals = iu[good], ju[good], vals[good]
+    order = np.lexsort((ju, iu, -vals))
+    root = list(range(f))
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
+        return a
+
+    edges = []
+    for e in order.tolist():
+        u, v = int(iu[e]), int(ju[e])
+        ru, rv = find(u), find(v)
+        if ru != rv:
+            root[max(ru, rv)] = min(ru, rv)
+            edges.append((u, v))
+            if len(edges) == f - 1:
+                break
+    return edges
+
+
+def orient_forest(edges: Sequence[tuple[int, int]], n_vertices: int) -> np.ndarray:
+    """Parent of each vertex, every tree of the forest directed away from its smallest vertex.
+
+    >>> orient_forest([(1, 2), (0, 3)], 4).tolist()
+    [-1, -1, 1, 0]
+    """
+    parent = np.full(n_vertices, -1, dtype=np.intp)
+    done = np.zeros(n_vertices, dtype=bool)
+    for r in range(n_vertices):
+        if not done[r]:
+            p = orient(edges, r, n_vertices)
+            reached = (p >= 0) | (np.arange(n_vertices) == r)
+            parent[reached & ~done] = p[reached & ~done]
+            done |= reached
+    return parent
 
 
 def orient(tree: Sequence[tuple[int, int]], root: int, n_vertices: int | None = None) -> np.ndarray:

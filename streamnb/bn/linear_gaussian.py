@@ -1,0 +1,407 @@
+"""Numeric features in the tree: conditional linear Gaussians learned from streaming co-moments.
+
+:class:`LinearGaussianPart` is the numeric part of :class:`~streamnb.TANClassifier`. It is
+:class:`~streamnb.naive_bayes.gaussian.GaussianPart` (a Welford mean and variance per class and
+feature, scikit-learn's variance smoothing ``eps``) plus one more statistic,
+:class:`~streamnb.stats.comoments.CoMoments` (per class and numeric pair, the co-moments of the
+events in which both were observed), from which a forest over the numeric features is learned
+and used, all on the stream:
+
+**Edge weights** (nats per event, the conditional mutual information of a Gaussian pair):
+``I(Xi; Xj | Y) = -1/2 sum_y P(y) log(1 - rho_y**2)``, with ``rho_y`` the correlation of the
+pair in class ``y`` and ``P(y)`` the share of class ``y`` among the events where both were
+observed. Each ``rho_y**2`` is shrunk by ``n_y / (n_y + 1)`` (one pseudo-event without
+correlation, the prior weight :data:`PRIOR`), so a pair seen twice is not a perfect line.
+With ``edge_penalty="bic"`` each weight pays :func:`~streamnb.structure.chow_liu.bic_penalty`
+for its ``C`` slopes; the structure is the maximum spanning forest of what remains
+(:func:`~streamnb.structure.chow_liu.forest_structure`), each tree hanging from its first
+feature in canonical order, and a relearn swaps it only past the relative ``swap_margin``
+(:func:`~streamnb.structure.chow_liu.hold`).
+
+**Conditional probabilities**: a numeric feature ``j`` whose parent is the numeric ``p`` is
+``N(a_y + b_y x_p, s_y**2 + eps)`` in class ``y``, the least-squares line of ``x_j`` on ``x_p``
+over the events of class ``y`` where both were observed (``b = c / m2_p``, ``a = mean_j - b
+mean_p``), with residual variance ``s**2 = (RSS + PRIOR v_j) / (n + PRIOR)``: the residual sum
+of squares shrunk toward ``v_j``, the variance of ``x_j`` in class ``y`` (one pseudo-event,
+:data:`PRIOR`), so two events on a line do not make a point mass. ``eps`` is the Gaussian
+part's variance smoothing. A pair with no co-observed event of the class has ``b = 0``. A
+feature without a parent is the Gaussian of :class:`~streamnb.GaussianNB` (same numbers).
+
+**Missing values** are summed out exactly: an observed feature whose parent is missing is
+evidence of the missing cluster above it, and the likelihood of that evidence is the Gaussian
+integral over the cluster, computed by one upward pass of canonical forms
+``exp(-K x**2 / 2 + h x + g)`` (a linear Gaussian child of a Gaussian is Gaussian: closed form,
+no sampling, no grid).
+
+Numeric parents have numeric children only: the categorical tree (pair counts) and the numeric
+forest are learned and used side by side, joined by the class. Edges between a categorical and
+a numeric feature are not learned (see :class:`~streamnb.TANClassifier`).
+
+Cost per event: learning adds ``d**2`` co-moment cells for ``d`` observed numeric features (a
+few numpy operations on ``d x d`` arrays); predicting reads ``O(d)`` cells per class in plain
+Python (plus the clusters of missing features). A relearn is ``O(C F**2)`` numpy plus a
+Kruskal pass over the ``F**2 / 2`` pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamnb.bn.tree_part import _entry_from_state, _entry_to_state, structure_from_state, structure_to_state
+from streamnb.naive_bayes.gaussian import GaussianPart
+from streamnb.naive_bayes.values import frame_values
+from streamnb.stats import Counts, Index
+from streamnb.stats.comoments import CoMoments
+from streamnb.structure import Structure, tree_structure
+from streamnb.structure.chow_liu import canonical, edge_price, forest_structure, hold
+
+__all__ = ["LinearGaussianPart", "PRIOR", "gaussian_pair_weights"]
+
+#: Pseudo-events of the shrinkage of correlations and residual variances (see the module text).
+PRIOR = 1.0
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_log = math.log
+
+#: Smallest variance used by the tree terms (a point mass is out of a Gaussian tree's reach).
+_TINY = 1e-300
+
+
+def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty: str | None) -> np.ndarray:
+    """``[F, F]`` edge weights (nats per event) from co-moment arrays ``[C, F, F]`` (see the
+    module text), less the BIC price of the edge's slopes with ``penalty="bic"``; the diagonal
+    is ``-inf`` (no self edge).
+
+    >>> n = np.full((1, 2, 2), 101.0); m2 = np.full((1, 2, 2), 4.0); c = np.full((1, 2, 2), 2.0)
+    >>> w = gaussian_pair_weights(n, m2, c, None)             # rho = 1/2, shrunk by 101/102
+    >>> round(float(w[0, 1]), 12) == round(-0.5 * math.log(1 - 0.25 * 101 / 102), 12)
+    True
+    """
+    m2t = np.swapaxes(m2, 1, 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho2 = np.where((m2 > 0) & (m2t > 0), c * c / (m2 * m2t), 0.0)
+        rho2 = np.minimum(rho2, 1.0) * n / (n + PRIOR)
+        per_class = -0.5 * np.log1p(-rho2)
+        total = n.sum(axis=0)
+        w = np.where(total > 0, (n * per_class).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
+    if penalty is not None:
+        w = w - edge_price(penalty, (n > 0).sum(axis=0), total)
+    np.fill_diagonal(w, -np.inf)
+    return w
+
+
+class LinearGaussianPart(GaussianPart):
+    """Numeric features: a Gaussian per class, and a forest of conditional linear Gaussians.
+
+    Parameters
+    ----------
+    classes, class_counts, var_smoothing
+        As :class:`~streamnb.naive_bayes.gaussian.GaussianPart` (``ddof`` 0).
+    relearn_every
+        Recompute the forest after this many events (0: only on :meth:`relearn`).
+    edge_penalty, swap_margin
+        See the module text.
+    """
+
+    def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float, relearn_every: int,
+                 edge_penalty: str | None = "chi2", swap_margin: float = 0.0) -> None:
+        super().__init__(classes, class_counts, var_smoothing, 0)
+        self.relearn_every = relearn_every
+        self.edge_penalty = edge_penalty
+        self.swap_margin = swap_margin
+        self.co = CoMoments([classes, self.features])
+        self.n_learned = 0
+        self.structure = Structure({}, {}, True)
+        self.history: deque = deque(maxlen=256)
+        self._tree_cache: tuple | None = None
+
+    # -- structure -------------------------------------------------------------------------
+    def relearn(self) -> None:
+        """Recompute the forest from the co-moments now; record what changed."""
+        n, m2, c = (self.co.view(f) for f in ("n", "m2", "c"))
+        counted = np.flatnonzero(np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0)
+        keys = self.features.keys
+        order = sorted(counted.tolist(), key=lambda i: canonical(keys[i]))
+        names = [keys[i] for i in order]
+        ix = np.ix_(np.arange(n.shape[0]), order, order)
+        w = gaussian_pair_weights(n[ix], m2[ix], c[ix], self.edge_penalty)
+        if self.edge_penalty is None:
+            new = tree_structure(np.where(np.isfinite(w), w, 0.0), names, class_parent=True)
+        else:
+            new = forest_structure(w, names, class_parent=True)
+        new = hold(self.structure, new, w, names, self.swap_margin)
+        added, removed = self.structure.diff(new)
+        if added or removed:
+            self.history.append({"event": self.n_learned, "added": added, "removed": removed})
+        self.structure = new
+        self._tree_cache = None
+
+    def _tick(self, n: int) -> None:
+        self.n_learned += n
+        if self.relearn_every and self.n_learned % self.relearn_every == 0:
+            self.relearn()
+
+    def _tree(self) -> tuple[list, list, bool]:
+        """``(parents, children, any edge)`` by feature id (-1: the class only)."""
+        size = len(self.features.keys)
+        cached = self._tree_cache
+        if cached is not None and len(cached[0]) == size:
+            return cached
+        parents = [-1] * size
+        children: list[list[int]] = [[] for _ in range(size)]
+        get = self.features.get
+        for child, parent in self.structure.parents.items():
+            cid, pid = get(child), get(parent) if parent is not None else -1
+            if cid >= 0 and pid >= 0:
+                parents[cid] = pid
+                children[pid].append(cid)
+        self._tree_cache = (parents, children, any(p >= 0 for p in parents))
+        return self._tree_cache
+
+    def changed(self) -> None:
+        super().changed()
+        self._tree_cache = None
+
+    # -- learning --------------------------------------------------------------------------
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        super().learn_one(prepared, k, w)
+        keys, values = prepared
+        if keys and w > 0:
+            self.co.update_ids(k, self.features.lookup(keys), np.array(values, dtype=float), w)
+        self._tick(1)
+
+    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        self.learn_one(prepared, k, w)
+
+    def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        # in segments that end where learn_one would have relearned
+        self._memo = None
+        start = 0
+        while start < len(X):
+            every = self.relearn_every
+            stop = min(len(X), start + (every - self.n_learned % every if every else len(X)))
+            part = X.iloc[start:stop]
+            super().learn_frame(part, k[start:stop], w[start:stop])
+            cols = self.features.lookup(list(X.columns))
+            known = cols >= 0
+            if known.any():
+                self.co.update_matrix(k[start:stop], cols[known], frame_values(part)[:, known], w[start:stop])
+            self._tick(stop - start)
+            start = stop
+
+    def absorb(self, other: LinearGaussianPart) -> None:
+        """What a merge adds outside the statistics: the relearn clock."""
+        self.n_learned += other.n_learned
+
+    def stats(self) -> dict[str, Any]:
+        return {**super().stats(), "comoments": self.co}
+
+    def complete_state(self, name: str, saved: dict) -> None:
+        super().complete_state(name, saved)
+        key = f"{name}.comoments"
+        if key not in saved:  # a state from before the numeric tree: no co-moments yet
+            welford = saved[f"{name}.welford"]
+            classes, features = welford["axes"]
+            shape = (len(classes), len(features), len(features))
+            saved[key] = {
+                "type": "CoMoments", "version": CoMoments.version, "axes": [classes, features, features],
+                "arrays": {f: np.zeros(shape) for f in CoMoments.fields},
+            }
+
+    # -- one event, plain floats -----------------------------------------------------------
+    def _co(self) -> tuple:
+        co = self.co
+        co.fit()
+        return tuple(co.flat(f)[0] for f in CoMoments.fields) + (co.flat("n")[1],)
+
+    def _root(self, k: int, j: int, eps: float, wf: tuple) -> tuple[float, float] | None:
+        """Mean and variance of feature ``j`` in class ``k`` (GaussianNB's), None: no estimate."""
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = wf
+        i = k * n0 + j * n1
+        n = N[i]
+        if n > 0:
+            return M[i], max(S[i] / n + eps, _TINY)
+        i = j * p1
+        if PN[i] > 0:
+            return PM[i], max(PS[i] / PN[i] + eps, _TINY)
+        return None
+
+    def _line(self, k: int, j: int, p: int, eps: float, wf: tuple, co: tuple) -> tuple[float, float, float]:
+        """``(a, b, s2)``: ``x_j ~ N(a + b x_p, s2)`` in class ``k``."""
+        N, M, S, C, (s0, s1, s2) = co
+        jp, pj = k * s0 + j * s1 + p * s2, k * s0 + p * s1 + j * s2
+        n = N[jp]
+        WN, WM, WS, (n0, n1) = wf[:4]
+        wi = k * n0 + j * n1
+        v_j = WS[wi] / WN[wi] if WN[wi] > 0 else 0.0
+        if n <= 0:
+            root = self._root(k, j, eps, wf)
+            return (root[0], 0.0, root[1]) if root is not None else (0.0, 0.0, 1.0)
+        spp = S[pj]
+        b = C[jp] / spp if spp > 0 else 0.0
+        a = M[jp] - b * M[pj]
+        rss = max(S[jp] - b * C[jp], 0.0)
+        return a, b, max((rss + PRIOR * v_j) / (n + PRIOR) + eps, _TINY)
+
+    def terms_one(self, obs: dict) -> dict:
+        """``{feature id: [term per class]}`` for the observed ``{feature id: value}``."""
+        parents, children, _ = self._tree()
+        eps = self._eps()
+        wf = self._scalar()
+        co = self._co()
+        n_c = len(self.classes.keys)
+        out: dict = {}
+        tops: list[int] = []
+        for j, x in obs.items():
+            p = parents[j]
+            if p >= 0 and p not in obs:
+                t = p
+                while parents[t] >= 0 and parents[t] not in obs:
+                    t = parents[t]
+                if t not in tops:
+                    tops.append(t)
+                continue
+            row = []
+            for k in range(n_c):
+                if p < 0:
+                    root = self._root(k, j, eps, wf)
+                    if root is None:
+                        row.append(0.0)
+                        continue
+                    mean, var = root
+                else:
+                    a, b, var = self._line(k, j, p, eps, wf, co)
+                    mean = a + b * obs[p]
+                d = x - mean
+                row.append(-0.5 * (_LOG_2PI + _log(var) + d * d / var))
+            out[j] = row
+        for t in tops:
+            row = []
+            for k in range(n_c):
+                lam = self._lambda(k, t, obs, children, eps, wf, co)
+                p = parents[t]
+                if p < 0:
+                    root = self._root(k, t, eps, wf)
+                    m, v = root if root is not None else (0.0, 1.0)
+                else:
+                    a, b, v = self._line(k, t, p, eps, wf, co)
+                    m = a + b * obs[p]
+                K, h, g = lam if lam is not None else (0.0, 0.0, 0.0)
+                q = 1.0 + v * K
+                row.append(g - 0.5 * _log(q) + (h * m + 0.5 * v * h * h - 0.5 * K * m * m) / q)
+            out[t] = row
+        return out
+
+    def _lambda(self, k: int, t: int, obs: dict, children: list, eps: float, wf: tuple,
+                co: tuple) -> tuple[float, float, float] | None:
+        """The evidence below the missing ``t`` as ``exp(-K x**2 / 2 + h x + g)`` of ``x_t``."""
+        K = h = g = 0.0
+        found = False
+        for c in children[t]:
+            a, b, r = self._line(k, c, t, eps, wf, co)
+            if c in obs:
+                d = obs[c] - a
+                K += b * b / r
+                h += b * d / r
+                g += -0.5 * (_LOG_2PI + _log(r)) - d * d / (2.0 * r)
+                found = True
+                continue
+            sub = self._lambda(k, c, obs, children, eps, wf, co)
+            if sub is None:
+                continue
+            Kc, hc, gc = sub
+            q = 1.0 + r * Kc
+            K += Kc * b * b / q
+            h += b * (hc - Kc * a) / q
+            g += gc - 0.5 * _log(q) + (hc * a + 0.5 * r * hc * hc - 0.5 * Kc * a * a) / q
+            found = True
+        return (K, h, g) if found else None
+
+    def _observed(self, prepared: tuple[list, list]) -> dict:
+        keys, values = prepared
+        get = self.features._ids.get
+        obs = {}
+        for key, x in zip(keys, values):
+            j = get(key)
+            if j is not None:
+                obs[j] = x
+        return obs
+
+    def joint_one(self, prepared: tuple[list, list]) -> list:
+        if not self._tree()[2] or not prepared[0]:
+            return super().joint_one(prepared)
+        terms = self.terms_one(self._observed(prepared))
+        if not terms:
+            return [0.0] * len(self.classes.keys)
+        return [math.fsum(col) for col in zip(*terms.values())]
+
+    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
+        if not self._tree()[2]:
+            return super().log_likelihoods(prepared)
+        terms = self.terms_one(self._observed(prepared))
+        names = self.features.keys
+        ids = sorted(terms)
+        return [names[j] for j in ids], np.array([terms[j] for j in ids]).reshape(len(ids), len(self.classes))
+
+    # -- many events -----------------------------------------------------------------------
+    def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
+        parents, _, edges = self._tree()
+        if not edges:
+            return super().log_likelihood_frame(X)
+        n_c = len(self.classes)
+        out = np.zeros((len(X), n_c))
+        if not n_c or not len(X):
+            return out
+        v = frame_values(X)
+        cols = self.features.lookup(list(X.columns))
+        known = cols >= 0
+        v, cols = v[:, known], cols[known]
+        pos = {int(j): i for i, j in enumerate(cols.tolist())}
+        tree = [j for j in range(len(parents)) if parents[j] >= 0]
+        complete = ~np.isnan(v).any(axis=1)
+        if any(j not in pos or parents[j] not in pos for j in tree):
+            complete[:] = False
+        rows = np.flatnonzero(complete)
+        if len(rows):  # every feature observed: direct terms, vectorized over rows
+            eps, wf, co = self._eps(), self._scalar(), self._co()
+            for i, j in enumerate(cols.tolist()):
+                x = v[rows, i]
+                p = parents[j]
+                for k in range(n_c):
+                    if p < 0:
+                        root = self._root(k, j, eps, wf)
+                        if root is None:
+                            continue
+                        mean: Any = root[0]
+                        var = root[1]
+                    else:
+                        a, b, var = self._line(k, j, p, eps, wf, co)
+                        mean = a + b * v[rows, pos[p]]
+                    d = x - mean
+                    out[rows, k] += -0.5 * (_LOG_2PI + math.log(var) + d * d / var)
+        names = [self.features.keys[j] for j in cols.tolist()]
+        for r in np.flatnonzero(~complete).tolist():  # missing values: summed out, row by row
+            seen = ~np.isnan(v[r])
+            prepared = ([f for f, s in zip(names, seen) if s], v[r, seen].tolist())
+            out[r] = self.joint_one(prepared)
+        return out
+
+    # -- state -----------------------------------------------------------------------------
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "n_learned": self.n_learned,
+            "structure": structure_to_state(self.structure),
+            "history": [_entry_to_state(e) for e in self.history],
+        }
+
+    def load_extra_state(self, state: Mapping[str, Any]) -> None:
+        self.n_learned = int(state.get("n_learned", 0))
+        self.structure = structure_from_state(state["structure"]) if "structure" in state else Structure({}, {}, True)
+        self.history = deque((_entry_from_state(e) for e in state.get("history", [])), maxlen=self.history.maxlen)
+        self._tree_cache = None

@@ -1,0 +1,248 @@
+"""Numeric features in TAN's structure: conditional linear Gaussians against independent oracles.
+
+Oracles: weighted least squares (numpy ``lstsq``) for every CPT, the multivariate normal of a
+linear Gaussian tree (scipy) for evidence with missing features, a batch maximum spanning
+forest over the same weights, a known tree for the structure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+import streamnb
+from streamnb import persistence
+from streamnb.bn import TANClassifier
+from streamnb.bn.linear_gaussian import PRIOR, gaussian_pair_weights
+from streamnb.structure.chow_liu import forest_structure
+
+#: The planted tree: child -> (parent, slope per class, residual sd); roots have class means.
+TREE = {
+    "x1": ("x0", (1.5, -1.0), 0.5),
+    "x2": ("x1", (0.8, 0.8), 0.4),
+    "x3": ("x0", (-2.0, -0.5), 1.0),
+    "x4": ("x3", (0.7, 1.2), 0.3),
+}
+ROOT_MEAN = {"x0": (0.0, 1.0), "x5": (0.0, 0.5)}  # x5: a root with no child
+
+
+def sample(n: int, seed: int = 0, tree: dict = TREE) -> list:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        y = int(rng.integers(0, 2))
+        x = {f: float(rng.normal(m[y], 1.0)) for f, m in ROOT_MEAN.items()}
+        for child, (parent, slope, sd) in tree.items():  # parents come first in TREE
+            x[child] = 0.3 * y + slope[y] * x[parent] + float(rng.normal(0, sd))
+        rows.append((x, y))
+    return rows
+
+
+def learned(model, rows):
+    for x, y in rows:
+        model.learn_one(x, y)
+    return model
+
+
+def frame(rows: list) -> tuple[pd.DataFrame, np.ndarray]:
+    X = pd.DataFrame([x for x, _ in rows])
+    return X, np.array([y for _, y in rows])
+
+
+def oracle_cpts(X: pd.DataFrame, y: np.ndarray, parents: dict, var_smoothing: float = 1e-9) -> dict:
+    """``{(class, feature): (a, b, var)}`` by least squares (b = 0 and the class Gaussian at a root)."""
+    values = X.to_numpy(dtype=float)
+    seen = ~np.isnan(values)
+    pooled = [np.var(values[seen[:, j], j]) for j in range(values.shape[1])]
+    eps = var_smoothing * max(pooled)
+    col = {f: j for j, f in enumerate(X.columns)}
+    out = {}
+    for cls in np.unique(y):
+        for f, j in col.items():
+            own = (y == cls) & seen[:, j]
+            v_j = np.var(values[own, j])
+            p = parents.get(f)
+            if p is None:
+                out[cls, f] = (values[own, j].mean(), 0.0, v_j + eps)
+                continue
+            rows = own & seen[:, col[p]]
+            A = np.column_stack([np.ones(rows.sum()), values[rows, col[p]]])
+            (a, b), rss, *_ = np.linalg.lstsq(A, values[rows, j], rcond=None)
+            out[cls, f] = (a, b, (float(rss[0]) + PRIOR * v_j) / (rows.sum() + PRIOR) + eps)
+    return out
+
+
+def oracle_loglik(cpts: dict, parents: dict, cls: int, x: dict) -> float:
+    """log density of the observed features of ``x`` under the tree of class ``cls``: the
+    multivariate normal of the whole tree, marginalized to the observed features."""
+    order: list = []
+    while len(order) < len(parents):
+        for f, p in parents.items():
+            if f not in order and (p is None or p in order):
+                order.append(f)
+    mean, cov = {}, {}
+    for f in order:
+        a, b, var = cpts[cls, f]
+        p = parents[f]
+        if p is None:
+            mean[f] = a
+            cov[f, f] = var
+            for g in order[: order.index(f)]:
+                cov[f, g] = cov[g, f] = 0.0
+            continue
+        mean[f] = a + b * mean[p]
+        for g in order[: order.index(f)]:
+            cov[f, g] = cov[g, f] = b * cov[p, g]
+        cov[f, f] = var + b * b * cov[p, p]
+    obs = [f for f in order if f in x]
+    m = np.array([mean[f] for f in obs])
+    S = np.array([[cov[f, g] for g in obs] for f in obs])
+    return float(scipy.stats.multivariate_normal(m, S).logpdf(np.array([x[f] for f in obs])))
+
+
+def parents_of(model) -> dict:
+    return dict(model.structure().parents)
+
+
+def assert_close(a: dict, b: dict, rel: float = 1e-9) -> None:
+    assert set(a) == set(b)
+    for k in a:
+        assert a[k] == pytest.approx(b[k], rel=rel, abs=1e-12)
+
+
+# -- structure ---------------------------------------------------------------------------------
+def test_the_planted_tree_is_found_exactly():
+    model = learned(TANClassifier(relearn_every=500), sample(3000))
+    planted = {frozenset((c, p)) for c, (p, _, _) in TREE.items()}
+    assert model.structure().skeleton() == planted
+    assert model.structure().parents["x5"] is None  # independent: stays a leaf of the class
+
+
+def test_edges_equal_a_batch_spanning_forest_over_the_same_weights():
+    rows = sample(800, seed=1)
+    model = learned(TANClassifier(relearn_every=0, swap_margin=0.0), rows)
+    model.relearn()
+    X, y = frame(rows)
+    names = sorted(X.columns)
+    n = np.zeros((2, 6, 6)); m2 = np.zeros((2, 6, 6)); c = np.zeros((2, 6, 6))
+    for k in range(2):
+        Z = X[names].to_numpy()[y == k]
+        d = Z - Z.mean(axis=0)
+        n[k] = len(Z)
+        m2[k] = (d * d).sum(axis=0)[:, None] * np.ones(6)[None, :]
+        c[k] = d.T @ d
+    w = gaussian_pair_weights(n, m2, c, "chi2")
+    expected = forest_structure(w, names, class_parent=True)
+    assert model.structure().edges == expected.edges
+    for e, v in expected.weights.items():
+        assert model.structure().weights[e] == pytest.approx(v, rel=1e-9)
+
+
+def test_a_weak_pair_stays_out_and_a_stationary_stream_keeps_its_structure():
+    rows = sample(20000, seed=2, tree={**TREE, "x5": ("x0", (0.02, 0.02), 1.0)})  # x5 barely depends
+    model = learned(TANClassifier(relearn_every=100), rows)
+    late = [h for h in model.history if h["event"] > 2000]
+    assert late == []
+    churn = learned(TANClassifier(relearn_every=100, edge_penalty=None, swap_margin=0.0), rows)
+    assert len([h for h in churn.history if h["event"] > 2000]) > 0  # what the penalty and margin prevent
+
+
+# -- conditional probabilities and inference ----------------------------------------------------
+@pytest.mark.parametrize("missing", [0.0, 0.25])
+def test_cpts_and_missing_features_equal_least_squares_and_the_multivariate_normal(missing):
+    rng = np.random.default_rng(5)
+    rows = sample(1500, seed=3)
+    rows = [({f: v for f, v in x.items() if rng.random() >= missing}, y) for x, y in rows]
+    model = learned(TANClassifier(relearn_every=0), rows)
+    model.relearn()
+    parents = parents_of(model)
+    assert sum(p is not None for p in parents.values()) == 4
+    X, y = frame(rows)
+    cpts = oracle_cpts(X[sorted(X.columns)], y, parents)
+    queries = [
+        {"x0": 0.3, "x1": 1.0, "x2": 0.5, "x3": -0.4, "x4": 0.1, "x5": 0.2},  # complete
+        {"x1": 1.0, "x2": 0.5, "x4": 0.1},                                      # x0, x3 missing (root + inner)
+        {"x0": 0.3, "x4": -1.0},                                                # x3 missing between
+        {"x2": 2.0},                                                            # a chain summed out
+        {"x4": 0.1, "x2": 0.5, "x5": 1.0},
+    ]
+    for x in queries:
+        joint = model.joint_log_likelihood(x)
+        prior = model.joint_log_likelihood({})
+        for cls in (0, 1):
+            got = joint[cls] - prior[cls]
+            assert got == pytest.approx(oracle_loglik(cpts, parents, cls, x), rel=1e-9, abs=1e-9), (x, cls)
+        contributions = model.explain_one(x)
+        assert set(contributions) <= set(x) | {p for p in parents.values() if p is not None}
+
+
+def test_without_edges_tan_is_gaussian_naive_bayes():
+    rng = np.random.default_rng(3)
+    rows = [({"u": float(rng.normal(y, 1)), "v": float(rng.normal(2 * y, 3))}, int(y)) for y in rng.integers(0, 2, 300)]
+    tan = learned(TANClassifier(relearn_every=10), rows)
+    nb = learned(streamnb.GaussianNB(), rows)
+    assert tan.structure().edges == []
+    for x, _ in rows[:20]:
+        assert tan.predict_proba_one(x) == nb.predict_proba_one(x)
+
+
+# -- batches, merge, state ----------------------------------------------------------------------
+def with_holes(rows: list, seed: int, share: float = 0.2) -> list:
+    rng = np.random.default_rng(seed)
+    return [({f: (None if rng.random() < share else v) for f, v in x.items()}, y) for x, y in rows]
+
+
+def test_learn_many_and_predict_proba_many_equal_one_at_a_time():
+    rows = with_holes(sample(900, seed=4), 6)
+    one = learned(TANClassifier(relearn_every=70), rows[:700])
+    many = TANClassifier(relearn_every=70)
+    for i in range(0, 700, 130):
+        X, y = frame(rows[i : min(i + 130, 700)])
+        many.learn_many(X, pd.Series(y))
+    assert one.history == many.history and one.structure() == many.structure()
+    X, _ = frame(rows[700:])
+    P = many.predict_proba_many(X)
+    for r, (x, _) in enumerate(rows[700:]):
+        p1 = one.predict_proba_one(x)
+        assert_close(p1, many.predict_proba_one(x), rel=1e-9)
+        assert_close(p1, P.iloc[r].to_dict(), rel=1e-9)
+
+
+def test_merge_of_two_halves_equals_one_pass():
+    rows = with_holes(sample(1200, seed=7), 8)
+    a = learned(TANClassifier(relearn_every=0), rows[:500])
+    b = learned(TANClassifier(relearn_every=0), rows[500:])
+    both = learned(TANClassifier(relearn_every=0), rows)
+    a.merge(b)
+    a.relearn()
+    both.relearn()
+    assert a.structure().edges == both.structure().edges and a.n_learned == 1200
+    for x, _ in rows[:30]:
+        assert_close(a.predict_proba_one(x), both.predict_proba_one(x), rel=1e-9)
+
+
+def test_save_and_load_keep_the_numeric_structure():
+    persistence.register(TANClassifier)
+    model = learned(TANClassifier(relearn_every=300), sample(900, seed=9))
+    back = persistence.loads(persistence.dumps(model))
+    assert back.structure() == model.structure() and back.history == model.history
+    x = {"x0": 0.1, "x2": 0.4, "x4": 1.0}
+    assert back.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+def test_decay_keeps_the_lines_and_forgets_weight():
+    rows = sample(600, seed=10)
+    model = learned(TANClassifier(relearn_every=0), rows)
+    model.relearn()
+    x = {"x0": 0.3, "x1": 1.0, "x3": 0.2}
+    before = model.predict_proba_one(x)
+    model.decay(0.5)
+    after = model.predict_proba_one(x)
+    # every weight halved: means, slopes and MLE variances stay; only the shrinkage's pseudo-event
+    # (PRIOR) counts twice as much, so the posterior moves, but little
+    assert after[1] == pytest.approx(before[1], abs=0.02)
+    assert math.isclose(model.n_seen, 300.0)

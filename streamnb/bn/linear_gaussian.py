@@ -69,6 +69,10 @@ PRIOR = 1.0
 _LOG_2PI = math.log(2.0 * math.pi)
 _log = math.log
 
+#: From this many (class, feature) cells on, an event with every feature is scored with numpy
+#: (measured: 20 features x 2 classes, 45 us in floats, 20 us in arrays); below, in floats.
+_DENSE_CELLS = 16
+
 #: Smallest variance used by the tree terms (a point mass is out of a Gaussian tree's reach).
 _TINY = 1e-300
 
@@ -120,6 +124,7 @@ class LinearGaussianPart(GaussianPart):
         self.structure = Structure({}, {}, True)
         self.history: deque = deque(maxlen=256)
         self._tree_cache: tuple | None = None
+        self._dense: tuple | None = None
 
     # -- structure -------------------------------------------------------------------------
     def relearn(self) -> None:
@@ -140,7 +145,7 @@ class LinearGaussianPart(GaussianPart):
         if added or removed:
             self.history.append({"event": self.n_learned, "added": added, "removed": removed})
         self.structure = new
-        self._tree_cache = None
+        self._tree_cache = self._dense = None
 
     def _tick(self, n: int) -> None:
         self.n_learned += n
@@ -166,7 +171,12 @@ class LinearGaussianPart(GaussianPart):
 
     def changed(self) -> None:
         super().changed()
-        self._tree_cache = None
+        self._tree_cache = self._dense = None
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_dense"] = None  # views of this object's arrays: never copied nor pickled
+        return state
 
     # -- learning --------------------------------------------------------------------------
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
@@ -333,9 +343,60 @@ class LinearGaussianPart(GaussianPart):
                 obs[j] = x
         return obs
 
+    def _dense_index(self) -> tuple:
+        """A dense event's cells: ``(children, parents, roots, child-parent cells [C, E],
+        parent-child cells [C, E], Welford cells of the children [C, E] and of the roots
+        [C, R])`` as flat indices, and the flat arrays they index (co-moments, then Welford),
+        cached per structure, classes and array generation."""
+        co, wf = self.co, self.welford
+        key = (len(self.classes.keys), len(self.features.keys), co.generation, wf.generation)
+        cached = self._dense
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        co.fit()
+        wf.fit()
+        parents = self._tree()[0]
+        J = np.array([j for j, p in enumerate(parents) if p >= 0], dtype=np.intp)
+        P = np.array([parents[j] for j in J], dtype=np.intp)
+        R = np.array([j for j, p in enumerate(parents) if p < 0], dtype=np.intp)
+        ks = np.arange(len(self.classes.keys))[:, None]
+        s0, s1, s2 = co.flat("n")[1]
+        w0, w1 = wf.flat("n")[1]
+        arrays = tuple(co.raw(f).reshape(-1) for f in CoMoments.fields) + tuple(
+            wf.raw(f).reshape(-1) for f in ("n", "mean", "m2"))
+        out = (J, P, R, ks * s0 + J * s1 + P * s2, ks * s0 + P * s1 + J * s2, ks * w0 + J * w1, ks * w0 + R * w1, arrays)
+        self._dense = ((len(self.classes.keys), len(self.features.keys), co.generation, wf.generation), out)
+        return out
+
+    def _tree_joint_dense(self, values: list) -> list | None:
+        """:meth:`joint_one` of an event with every feature, in id order, as arrays; None if
+        a cell has no estimate yet (then the scalar path decides)."""
+        J, P, R, jp, pj, wj, wr, (N, M, S, C, WN, WM, WS) = self._dense_index()
+        n, nj, nr = N[jp], WN[wj], WN[wr]
+        if not (n.size == 0 or n.min() > 0) or not (nr.size == 0 or nr.min() > 0):
+            return None
+        eps = self._eps()
+        x = np.array(values)
+        spp, cjp = S[pj], C[jp]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = np.where(spp > 0, cjp / spp, 0.0)
+        a = M[jp] - b * M[pj]
+        rss = np.maximum(S[jp] - b * cjp, 0.0)
+        s2 = np.maximum((rss + PRIOR * WS[wj] / nj) / (n + PRIOR) + eps, _TINY)
+        d = x[J] - (a + b * x[P])
+        var = np.maximum(WS[wr] / nr + eps, _TINY)
+        e = x[R] - WM[wr]
+        ll = (np.log(s2) + d * d / s2).sum(axis=1) + (np.log(var) + e * e / var).sum(axis=1)
+        return (-0.5 * (len(values) * _LOG_2PI + ll)).tolist()
+
     def joint_one(self, prepared: tuple[list, list]) -> list:
         if not self._tree()[2] or not prepared[0]:
             return super().joint_one(prepared)
+        keys, values = prepared
+        if keys == self.features.keys and len(keys) * len(self.classes.keys) >= _DENSE_CELLS:
+            out = self._tree_joint_dense(values)
+            if out is not None:
+                return out
         terms = self.terms_one(self._observed(prepared))
         if not terms:
             return [0.0] * len(self.classes.keys)
@@ -404,4 +465,4 @@ class LinearGaussianPart(GaussianPart):
         self.n_learned = int(state.get("n_learned", 0))
         self.structure = structure_from_state(state["structure"]) if "structure" in state else Structure({}, {}, True)
         self.history = deque((_entry_from_state(e) for e in state.get("history", [])), maxlen=self.history.maxlen)
-        self._tree_cache = None
+        self._tree_cache = self._dense = None

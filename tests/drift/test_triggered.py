@@ -68,8 +68,8 @@ def test_forgetting_models_recover(model, bound):
 
 def test_drift_triggers_tan_relearn_and_shrinks_the_past():
     """TAN that never relearns by itself: the drift makes it compute its tree, on a past
-    shrunk to ``keep`` events of weight."""
-    model = DriftTriggered(streamnb.TANClassifier(relearn_every=0), keep=20.0)
+    shrunk to ``keep`` events of weight (a spanning tree: 20 events pay for no priced edge)."""
+    model = DriftTriggered(streamnb.TANClassifier(relearn_every=0, edge_penalty=None), keep=20.0)
     rows = stagger(2000)
     for x, y in rows[:CHANGE]:
         model.learn_one(x, y)

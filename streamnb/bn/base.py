@@ -67,27 +67,16 @@ class TreeAugmentedNB(FeatureKinds):
         return self._parts["categorical"]
 
     # -- structure -------------------------------------------------------------------------
-    @property
-    def _numeric(self) -> Any:
-        """The numeric part if it learns a structure of its own (None: Gaussian leaves)."""
-        part = self._parts["gaussian"]
-        return part if hasattr(part, "relearn") else None
-
     def relearn(self) -> None:
-        """Recompute the structure from the counts now (no data is replayed)."""
+        """Recompute the structure from the statistics now (no data is replayed)."""
         self._part.relearn()
-        if self._numeric is not None:
-            self._numeric.relearn()
 
     @property
     def history(self) -> list[dict]:
         """Structure changes: ``{"event", "added", "removed"}`` (and ``"class"`` per class),
         ``event`` being the number of events learned when the change happened. The last
-        :data:`~streamnb.bn.tree_part.HISTORY_SIZE` changes of each part are kept."""
-        entries = list(self._part.history)
-        if self._numeric is not None:
-            entries = sorted(entries + list(self._numeric.history), key=lambda e: e["event"])
-        return entries
+        :data:`~streamnb.bn.tree_part.HISTORY_SIZE` changes are kept."""
+        return list(self._part.history)
 
     @property
     def n_learned(self) -> int:
@@ -121,19 +110,12 @@ class TreeAugmentedNB(FeatureKinds):
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn
         self._part.absorb(other._part)  # type: ignore[attr-defined]
-        if self._numeric is not None:
-            self._numeric.absorb(other._numeric)  # type: ignore[attr-defined]
 
     def _extra_state(self) -> dict[str, Any]:
-        out = {"structure": self._part.extra_state()}
-        if self._numeric is not None:
-            out["numeric_structure"] = self._numeric.extra_state()
-        return out
+        return {"structure": self._part.extra_state()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._part.load_extra_state(state["structure"])
-        if self._numeric is not None:  # states from before the numeric tree have none
-            self._numeric.load_extra_state(state.get("numeric_structure", {}))
 
     def _unit_test_skips(self) -> set:
         return set()

@@ -4,19 +4,15 @@
 :class:`~streamnb.naive_bayes.gaussian.GaussianPart` (a Welford mean and variance per class and
 feature, scikit-learn's variance smoothing ``eps``) plus one more statistic,
 :class:`~streamnb.stats.comoments.CoMoments` (per class and numeric pair, the co-moments of the
-events in which both were observed), from which a forest over the numeric features is learned
-and used, all on the stream:
+events in which both were observed).
 
 **Edge weights** (nats per event, the conditional mutual information of a Gaussian pair):
 ``I(Xi; Xj | Y) = -1/2 sum_y P(y) log(1 - rho_y**2)``, with ``rho_y`` the correlation of the
 pair in class ``y`` and ``P(y)`` the share of class ``y`` among the events where both were
 observed. Each ``rho_y**2`` is shrunk by ``n_y / (n_y + 1)`` (one pseudo-event without
-correlation, the prior weight :data:`PRIOR`), so a pair seen twice is not a perfect line.
-With ``edge_penalty="bic"`` each weight pays :func:`~streamnb.structure.chow_liu.bic_penalty`
-for its ``C`` slopes; the structure is the maximum spanning forest of what remains
-(:func:`~streamnb.structure.chow_liu.forest_structure`), each tree hanging from its first
-feature in canonical order, and a relearn swaps it only past the relative ``swap_margin``
-(:func:`~streamnb.structure.chow_liu.hold`).
+correlation, the prior weight :data:`PRIOR`), so a pair seen twice is not a perfect line. With
+an edge penalty each weight pays :func:`~streamnb.structure.chow_liu.edge_price` for its ``C``
+slopes. The learner joins these weights with the categorical ones into one forest.
 
 **Conditional probabilities**: a numeric feature ``j`` whose parent is the numeric ``p`` is
 ``N(a_y + b_y x_p, s_y**2 + eps)`` in class ``y``, the least-squares line of ``x_j`` on ``x_p``
@@ -25,41 +21,38 @@ mean_p``), with residual variance ``s**2 = (RSS + PRIOR v_j) / (n + PRIOR)``: th
 of squares shrunk toward ``v_j``, the variance of ``x_j`` in class ``y`` (one pseudo-event,
 :data:`PRIOR`), so two events on a line do not make a point mass. ``eps`` is the Gaussian
 part's variance smoothing. A pair with no co-observed event of the class has ``b = 0``. A
-feature without a parent is the Gaussian of :class:`~streamnb.GaussianNB` (same numbers).
+feature without a parent is the Gaussian of :class:`~streamnb.GaussianNB` (same numbers). A
+numeric feature with a categorical parent is scored by the categorical part
+(:mod:`streamnb.bn.tan`), which sees the parent.
 
 **Missing values** are summed out exactly: an observed feature whose parent is missing is
 evidence of the missing cluster above it, and the likelihood of that evidence is the Gaussian
 integral over the cluster, computed by one upward pass of canonical forms
 ``exp(-K x**2 / 2 + h x + g)`` (a linear Gaussian child of a Gaussian is Gaussian: closed form,
-no sampling, no grid).
-
-Numeric parents have numeric children only: the categorical tree (pair counts) and the numeric
-forest are learned and used side by side, joined by the class. Edges between a categorical and
-a numeric feature are not learned (see :class:`~streamnb.TANClassifier`).
+no sampling, no grid). :meth:`LinearGaussianPart.evidence` hands that form to the categorical
+part when the cluster hangs from a categorical feature.
 
 Cost per event: learning adds ``d**2`` co-moment cells for ``d`` observed numeric features (a
-few numpy operations on ``d x d`` arrays); predicting reads ``O(d)`` cells per class in plain
-Python (plus the clusters of missing features). A relearn is ``O(C F**2)`` numpy plus a
-Kruskal pass over the ``F**2 / 2`` pairs.
+few numpy operations on ``d x d`` arrays); predicting reads ``O(d)`` cells per class (plain
+Python, or a few array operations for an event with every feature), plus the clusters of
+missing features. The pair weights cost ``O(C F**2)`` numpy.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from streamnb.bn.tree_part import _entry_from_state, _entry_to_state, structure_from_state, structure_to_state
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
-from streamnb.structure import Structure, tree_structure
-from streamnb.structure.chow_liu import canonical, edge_price, forest_structure, hold
+from streamnb.structure import Structure
+from streamnb.structure.chow_liu import canonical, edge_price
 
 __all__ = ["LinearGaussianPart", "PRIOR", "gaussian_pair_weights"]
 
@@ -103,57 +96,46 @@ def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty:
 class LinearGaussianPart(GaussianPart):
     """Numeric features: a Gaussian per class, and a forest of conditional linear Gaussians.
 
+    The structure is learned by the learner over every feature (see
+    :class:`~streamnb.TANClassifier`) and given to :meth:`set_structure`; this part supplies
+    the numeric pair weights (:meth:`pair_weights`), the terms of numeric features with a
+    numeric parent or none, and the evidence below a missing numeric feature
+    (:meth:`evidence`) for the categorical part, which computes the terms of numeric features
+    whose parent is categorical.
+
     Parameters
     ----------
     classes, class_counts, var_smoothing
         As :class:`~streamnb.naive_bayes.gaussian.GaussianPart` (``ddof`` 0).
-    relearn_every
-        Recompute the forest after this many events (0: only on :meth:`relearn`).
-    edge_penalty, swap_margin
-        See the module text.
     """
 
-    def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float, relearn_every: int,
-                 edge_penalty: str | None = "chi2", swap_margin: float = 0.0) -> None:
+    def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float) -> None:
         super().__init__(classes, class_counts, var_smoothing, 0)
-        self.relearn_every = relearn_every
-        self.edge_penalty = edge_penalty
-        self.swap_margin = swap_margin
         self.co = CoMoments([classes, self.features])
-        self.n_learned = 0
         self.structure = Structure({}, {}, True)
-        self.history: deque = deque(maxlen=256)
         self._tree_cache: tuple | None = None
         self._dense: tuple | None = None
 
     # -- structure -------------------------------------------------------------------------
-    def relearn(self) -> None:
-        """Recompute the forest from the co-moments now; record what changed."""
+    def set_structure(self, structure: Structure) -> None:
+        """Use ``structure`` (learned by the learner over every feature; the parents of the
+        numeric features are read from it)."""
+        self.structure = structure
+        self._tree_cache = self._dense = None
+
+    def pair_weights(self, penalty: str | None) -> tuple[list, np.ndarray]:
+        """The numeric features counted so far (canonical order) and their ``[F, F]`` edge
+        weights (:func:`gaussian_pair_weights`)."""
         n, m2, c = (self.co.view(f) for f in ("n", "m2", "c"))
         counted = np.flatnonzero(np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0)
         keys = self.features.keys
         order = sorted(counted.tolist(), key=lambda i: canonical(keys[i]))
-        names = [keys[i] for i in order]
         ix = np.ix_(np.arange(n.shape[0]), order, order)
-        w = gaussian_pair_weights(n[ix], m2[ix], c[ix], self.edge_penalty)
-        if self.edge_penalty is None:
-            new = tree_structure(np.where(np.isfinite(w), w, 0.0), names, class_parent=True)
-        else:
-            new = forest_structure(w, names, class_parent=True)
-        new = hold(self.structure, new, w, names, self.swap_margin)
-        added, removed = self.structure.diff(new)
-        if added or removed:
-            self.history.append({"event": self.n_learned, "added": added, "removed": removed})
-        self.structure = new
-        self._tree_cache = self._dense = None
-
-    def _tick(self, n: int) -> None:
-        self.n_learned += n
-        if self.relearn_every and self.n_learned % self.relearn_every == 0:
-            self.relearn()
+        return [keys[i] for i in order], gaussian_pair_weights(n[ix], m2[ix], c[ix], penalty)
 
     def _tree(self) -> tuple[list, list, bool]:
-        """``(parents, children, any edge)`` by feature id (-1: the class only)."""
+        """``(parents, children, any edge)`` by feature id: -1 the class only, -2 a categorical
+        parent (that term is computed by the categorical part, which sees the parent)."""
         size = len(self.features.keys)
         cached = self._tree_cache
         if cached is not None and len(cached[0]) == size:
@@ -162,11 +144,14 @@ class LinearGaussianPart(GaussianPart):
         children: list[list[int]] = [[] for _ in range(size)]
         get = self.features.get
         for child, parent in self.structure.parents.items():
-            cid, pid = get(child), get(parent) if parent is not None else -1
-            if cid >= 0 and pid >= 0:
-                parents[cid] = pid
+            cid = get(child)
+            if cid < 0 or parent is None:
+                continue
+            pid = get(parent)
+            parents[cid] = pid if pid >= 0 else -2
+            if pid >= 0:
                 children[pid].append(cid)
-        self._tree_cache = (parents, children, any(p >= 0 for p in parents))
+        self._tree_cache = (parents, children, any(p != -1 for p in parents))
         return self._tree_cache
 
     def changed(self) -> None:
@@ -184,30 +169,16 @@ class LinearGaussianPart(GaussianPart):
         keys, values = prepared
         if keys and w > 0:
             self.co.update_ids(k, self.features.lookup(keys), np.array(values, dtype=float), w)
-        self._tick(1)
 
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         self.learn_one(prepared, k, w)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        # in segments that end where learn_one would have relearned
-        self._memo = None
-        start = 0
-        while start < len(X):
-            every = self.relearn_every
-            stop = min(len(X), start + (every - self.n_learned % every if every else len(X)))
-            part = X.iloc[start:stop]
-            super().learn_frame(part, k[start:stop], w[start:stop])
-            cols = self.features.lookup(list(X.columns))
-            known = cols >= 0
-            if known.any():
-                self.co.update_matrix(k[start:stop], cols[known], frame_values(part)[:, known], w[start:stop])
-            self._tick(stop - start)
-            start = stop
-
-    def absorb(self, other: LinearGaussianPart) -> None:
-        """What a merge adds outside the statistics: the relearn clock."""
-        self.n_learned += other.n_learned
+        super().learn_frame(X, k, w)
+        cols = self.features.lookup(list(X.columns))
+        known = cols >= 0
+        if known.any():
+            self.co.update_matrix(k, cols[known], frame_values(X)[:, known], w)
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "comoments": self.co}
@@ -259,6 +230,22 @@ class LinearGaussianPart(GaussianPart):
         rss = max(S[jp] - b * C[jp], 0.0)
         return a, b, max((rss + PRIOR * v_j) / (n + PRIOR) + eps, _TINY)
 
+    def evidence(self, k: int, t: int, obs: dict) -> tuple[float, float, float] | None:
+        """The evidence below the missing ``t`` (numeric descendants in ``obs``, ``{id:
+        value}``) in class ``k``, as ``(K, h, g)``: ``exp(-K x**2 / 2 + h x + g)`` of ``x_t``."""
+        return self._lambda(k, t, obs, self._tree()[1], self._eps(), self._scalar(), self._co())
+
+    def class_gaussian(self, k: int, j: int) -> tuple[float, float, float] | None:
+        """``(mean, variance + eps, variance)`` of feature ``j`` in class ``k`` (None: no
+        estimate): what a categorical parent's Gaussians are shrunk toward."""
+        wf = self._scalar()
+        root = self._root(k, j, self._eps(), wf)
+        if root is None:
+            return None
+        N, S, (n0, n1) = wf[0], wf[2], wf[3]
+        i = k * n0 + j * n1
+        return root[0], root[1], S[i] / N[i] if N[i] > 0 else 0.0
+
     def terms_one(self, obs: dict) -> dict:
         """``{feature id: [term per class]}`` for the observed ``{feature id: value}``."""
         parents, children, _ = self._tree()
@@ -270,11 +257,13 @@ class LinearGaussianPart(GaussianPart):
         tops: list[int] = []
         for j, x in obs.items():
             p = parents[j]
+            if p == -2:  # a categorical parent: the categorical part has this term
+                continue
             if p >= 0 and p not in obs:
                 t = p
                 while parents[t] >= 0 and parents[t] not in obs:
                     t = parents[t]
-                if t not in tops:
+                if parents[t] != -2 and t not in tops:  # else the categorical part sums it out
                     tops.append(t)
                 continue
             row = []
@@ -358,7 +347,7 @@ class LinearGaussianPart(GaussianPart):
         parents = self._tree()[0]
         J = np.array([j for j, p in enumerate(parents) if p >= 0], dtype=np.intp)
         P = np.array([parents[j] for j in J], dtype=np.intp)
-        R = np.array([j for j, p in enumerate(parents) if p < 0], dtype=np.intp)
+        R = np.array([j for j, p in enumerate(parents) if p == -1], dtype=np.intp)
         ks = np.arange(len(self.classes.keys))[:, None]
         s0, s1, s2 = co.flat("n")[1]
         w0, w1 = wf.flat("n")[1]
@@ -434,6 +423,8 @@ class LinearGaussianPart(GaussianPart):
             for i, j in enumerate(cols.tolist()):
                 x = v[rows, i]
                 p = parents[j]
+                if p == -2:
+                    continue
                 for k in range(n_c):
                     if p < 0:
                         root = self._root(k, j, eps, wf)
@@ -452,17 +443,3 @@ class LinearGaussianPart(GaussianPart):
             prepared = ([f for f, s in zip(names, seen) if s], v[r, seen].tolist())
             out[r] = self.joint_one(prepared)
         return out
-
-    # -- state -----------------------------------------------------------------------------
-    def extra_state(self) -> dict[str, Any]:
-        return {
-            "n_learned": self.n_learned,
-            "structure": structure_to_state(self.structure),
-            "history": [_entry_to_state(e) for e in self.history],
-        }
-
-    def load_extra_state(self, state: Mapping[str, Any]) -> None:
-        self.n_learned = int(state.get("n_learned", 0))
-        self.structure = structure_from_state(state["structure"]) if "structure" in state else Structure({}, {}, True)
-        self.history = deque((_entry_from_state(e) for e in state.get("history", [])), maxlen=self.history.maxlen)
-        self._tree_cache = self._dense = None

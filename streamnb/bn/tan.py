@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import math
+from collections.abc import Hashable, Mapping
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
-from streamnb.bn.linear_gaussian import LinearGaussianPart
+from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, PRIOR, LinearGaussianPart
+from streamnb.bn.margins import Margins
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
+from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import Part
+from streamnb.naive_bayes.values import check_labels, is_missing
 from streamnb.stats import Counts, Index
+from streamnb.stats.comoments import CellMoments
 from streamnb.structure import Structure, class_chow_liu, top_features
-from streamnb.structure.chow_liu import EDGE_PENALTIES, hold, tan_scored, with_rest
+from streamnb.structure.chow_liu import EDGE_PENALTIES, edge_price, hold, mixed_forest, tan_scored, with_rest
 
 __all__ = ["TANClassifier", "ChowLiuClassifier"]
 
 
 class _TANPart(TreePart):
+    """The categorical features of TAN; with a numeric part joined (:meth:`join`), also the
+    structure over every feature and the numeric features whose parent is categorical."""
+
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
                  max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
                  edge_penalty: str | None = None, swap_margin: float = 0.0) -> None:
@@ -26,18 +37,200 @@ class _TANPart(TreePart):
         self.edge_penalty = edge_penalty
         self.swap_margin = swap_margin
         self._scored: tuple = ()
+        self.numeric: LinearGaussianPart | None = None
+        #: Per class, categorical cell and numeric feature: Welford statistics (when joined).
+        self.cross: CellMoments | None = None
+        self._kids: tuple | None = None
 
+    def join(self, numeric: LinearGaussianPart) -> None:
+        """Learn one structure over these features and ``numeric``'s."""
+        self.numeric = numeric
+        self.cross = CellMoments([self.classes, self.cells, numeric.features])
+
+    def stats(self) -> dict:
+        out: dict = dict(super().stats())
+        if self.cross is not None:
+            out["cross"] = self.cross  # after the pairs: a merge registers the cells first
+        return out
+
+    def complete_state(self, name: str, saved: dict) -> None:
+        key = f"{name}.cross"
+        if self.cross is not None and key not in saved and f"{name}.pairs" in saved:
+            # a state from before numeric features joined the structure: no cross statistics yet
+            classes, cells, _ = saved[f"{name}.pairs"]["axes"]
+            features = saved["gaussian.welford"]["axes"][1] if "gaussian.welford" in saved else []
+            shape = (len(classes), len(cells), len(features))
+            saved[key] = {"type": "CellMoments", "version": CellMoments.version,
+                          "axes": [classes, cells, features], "arrays": {f: np.zeros(shape) for f in CellMoments.fields}}
+
+    # -- structure -------------------------------------------------------------------------
     def learn_structures(self) -> dict:
         feats = top_features(self.pairs, self.max_tree_features)
         s, w, names = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats, penalty=self.edge_penalty)
+        num_names: list = []
+        if self.numeric is not None:
+            num_names, w_num = self.numeric.pair_weights(self.edge_penalty)
+        if num_names:
+            cross = self.cross_weights(names, num_names)
+            w = np.block([[w, cross], [cross.T, w_num]])
+            names = names + num_names
+            s = mixed_forest(w, names, [True] * len(cross) + [False] * len(num_names), self.edge_penalty is None)
         self._scored = (w, names)
         return {None: with_rest(s, self.pairs)}
+
+    def cross_weights(self, cat_names: list, num_names: list) -> np.ndarray:
+        """``[categorical, numeric]`` edge weights less their price: ``I(X_i; X_j | Y)`` with
+        ``X_j`` Gaussian given the class and each value of ``X_i``, in nats,
+        ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the events where both were
+        observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are (:data:`PRIOR`); priced for
+        its ``2 C (|X_i| - 1)`` parameters (a mean and a variance per further value)."""
+        assert self.cross is not None and self.numeric is not None
+        out = np.zeros((len(cat_names), len(num_names)))
+        if not len(cat_names):
+            return out
+        n, mean, m2 = (self.cross.view(f) for f in ("n", "mean", "m2"))
+        cols = self.numeric.features.lookup(num_names)
+        n, mean, m2 = n[:, :, cols], mean[:, :, cols], m2[:, :, cols]
+        pos = {f: i for i, f in enumerate(cat_names)}
+        cf = self.pairs.cell_features()
+        fkeys = self.pairs.features.keys
+        where = np.array([pos.get(fkeys[j], -1) for j in cf.tolist()], dtype=np.intp)
+        live = where >= 0
+        n, mean, m2, where = n[:, live], mean[:, live], m2[:, live], where[live]
+        hot = np.zeros((len(where), len(cat_names)))
+        hot[np.arange(len(where)), where] = 1.0
+        eps = self.numeric._eps()
+        nk = np.einsum("cuj,ui->cij", n, hot)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mk = np.where(nk > 0, np.einsum("cuj,ui->cij", n * mean, hot) / nk, 0.0)
+            dev = mean - mk[:, where, :]
+            vk = np.where(nk > 0, np.einsum("cuj,ui->cij", m2 + n * dev * dev, hot) / nk, 0.0)
+            vku = (m2 + PRIOR * vk[:, where, :]) / (n + PRIOR) + eps
+            share = np.where(n > 0, n / nk[:, where, :], 0.0)
+            inner = np.einsum("cuj,ui->cij", share * np.log(vku), hot)
+            per_class = np.where(nk > 0, 0.5 * (np.log(vk + eps) - inner), 0.0)
+            total = nk.sum(axis=0)
+            w = np.where(total > 0, (nk * np.maximum(per_class, 0.0)).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
+        if self.edge_penalty is not None:
+            classes = (nk > 0).sum(axis=0)
+            w = w - edge_price(self.edge_penalty, 2.0 * classes * (hot.sum(axis=0)[:, None] - 1), total)
+        return w
 
     def held(self, key: Any, old: Structure, new: Structure) -> Structure:
         if not self._scored or not self.swap_margin:
             return new
         weights, names = self._scored
         return hold(old, new, weights, names, self.swap_margin)
+
+    def relearn(self) -> None:
+        super().relearn()
+        self._share()
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        super().load_extra_state(state)
+        self._share()
+
+    def _share(self) -> None:
+        self._kids = None
+        if self.numeric is not None:
+            self.numeric.set_structure(self.structures.get(None, Structure({}, {}, True)))
+
+    # -- numeric children of categorical parents ----------------------------------------------
+    def joins_numbers(self) -> bool:
+        return self.numeric is not None and bool(self._children_of_categories())
+
+    def _children_of_categories(self) -> list:
+        """``[(numeric id, categorical feature name)]``: numeric features with a categorical parent."""
+        if self._kids is not None and self._kids[0] == len(self.numeric.features.keys):  # type: ignore[union-attr]
+            return self._kids[1]
+        num = self.numeric
+        out = []
+        if num is not None:
+            for child, parent in self.structures.get(None, Structure({})).parents.items():
+                c = num.features.get(child)
+                if c >= 0 and parent is not None and num.features.get(parent) < 0:
+                    out.append((c, parent))
+            self._kids = (len(num.features.keys), out)
+        return out
+
+    def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
+        if self.cross is None or len(prepared) < 3 or not prepared[2][0]:
+            return
+        keys, values = prepared[2]
+        self.cross.update_ids(k, np.array(cells, dtype=np.intp), self.numeric.features.lookup(keys),  # type: ignore[union-attr]
+                              np.array(values, dtype=float), w)
+
+    def _child_gaussian(self, k: int, u: int, c: int, flat: tuple, eps: float) -> tuple[float, float] | None:
+        """``(mean, variance)`` of numeric ``c`` in class ``k`` given categorical cell ``u``."""
+        N, M, S, (s0, s1, s2) = flat
+        i = k * s0 + u * s1 + c * s2
+        base = self.numeric.class_gaussian(k, c)  # type: ignore[union-attr]
+        n = N[i]
+        if n > 0:
+            v = base[2] if base is not None else 0.0
+            return M[i], max((S[i] + PRIOR * v) / (n + PRIOR) + eps, _TINY)
+        return None if base is None else (base[0], base[1])
+
+    def numeric_evidence(self, obs: dict, prepared: tuple, m: Margins) -> tuple[dict, dict | None]:
+        kids = self._children_of_categories() if self.numeric is not None else []
+        if not kids or len(prepared) < 3:
+            return {}, None
+        num = self.numeric
+        assert num is not None and self.cross is not None
+        nobs = num._observed(prepared[2])
+        self.cross.fit()
+        flat = tuple(self.cross.flat(f)[0] for f in ("n", "mean", "m2")) + (self.cross.flat("n")[1],)
+        eps = num._eps()
+        n_c = len(self.classes.keys)
+        terms: dict = {}
+        logs: dict = {}  # missing parent -> per class, log evidence per value
+        for c, parent in kids:
+            has = c in nobs
+            lams = None if has else [num.evidence(k, c, nobs) for k in range(n_c)]
+            if lams is not None and all(lam is None for lam in lams):
+                continue  # missing, nothing observed below: sums to 1
+            p = m.fid.get(parent)
+            if p is None:
+                continue
+            u_obs = obs.get(p, -1)
+            cells = [u_obs] if u_obs >= 0 else m.fcells[p]
+            rows = []
+            for k in range(n_c):
+                row = []
+                for u in cells:
+                    g = self._child_gaussian(k, u, c, flat, eps)
+                    if g is None:
+                        row.append(0.0)
+                    elif has:
+                        d = nobs[c] - g[0]
+                        row.append(-0.5 * (_LOG_2PI + math.log(g[1]) + d * d / g[1]))
+                    else:
+                        row.append(_integral(g[0], g[1], lams[k]))  # type: ignore[index]
+                rows.append(row)
+            if u_obs >= 0:
+                terms[("numeric", num.features.keys[c])] = [r[0] for r in rows]
+            else:
+                acc = logs.setdefault(p, [[0.0] * len(cells) for _ in range(n_c)])
+                for k in range(n_c):
+                    acc[k] = [a + b for a, b in zip(acc[k], rows[k])]
+        extra: dict | None = None
+        if logs:
+            extra = {}
+            for p, per_class in logs.items():
+                extra[p] = {}
+                for k, vals in enumerate(per_class):
+                    top = max(vals)
+                    extra[p][k] = (top, [math.exp(v - top) for v in vals])
+        return terms, extra
+
+
+def _integral(m: float, v: float, lam: tuple[float, float, float] | None) -> float:
+    """``log integral N(x; m, v) exp(-K x**2 / 2 + h x + g) dx`` (0 without evidence)."""
+    if lam is None:
+        return 0.0
+    K, h, g = lam
+    q = 1.0 + v * K
+    return g - 0.5 * math.log(q) + (h * m + 0.5 * v * h * h - 0.5 * K * m * m) / q
 
 
 class _ClassTreesPart(_TANPart):
@@ -177,23 +370,66 @@ class TANClassifier(TreeAugmentedNB):
                         self.swap_margin)
 
     def _make_numeric_part(self) -> Part:
-        return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.relearn_every,
-                                  self.edge_penalty, self.swap_margin)
+        return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing)
+
+    def _make_parts(self) -> dict[str, Part]:
+        parts = super()._make_parts()
+        parts["categorical"].join(parts["gaussian"])  # type: ignore[attr-defined]
+        return parts
 
     def structure(self) -> Structure:
         """The current forest over every feature: ``.edges`` (parent, child) pairs, ``.weights``
-        (conditional mutual information in nats, less the edge's penalty). Categorical and
-        numeric features form separate trees (see the class text)."""
-        cat = self._part.structures.get(None, Structure({}, {}, True))
-        num = self._parts["gaussian"].structure  # type: ignore[attr-defined]
-        parents = {**cat.parents, **{f: p for f, p in num.parents.items() if f not in cat.parents}}
-        return Structure(parents, {**cat.weights, **num.weights}, True)
+        (conditional mutual information in nats, less the edge's price)."""
+        return self._part.structures.get(None, Structure({}, {}, True))
 
     def to_dot(self, class_name: str = "class") -> str:
         """The current network (class, features and tree) as Graphviz text."""
         s = self.structure()
-        parents = {f: s.parents.get(f) for f in self._part.features.keys}
+        names = list(self._part.features.keys) + [f for f in self._parts["gaussian"].features.keys  # type: ignore[attr-defined]
+                                                   if f not in s.parents]
+        parents = {**{f: None for f in names}, **s.parents}
         return Structure(parents, s.weights, True).to_dot(class_name)
+
+    # -- the whole event for the categorical part (its numeric children) --------------------
+    def _split(self, x: Mapping) -> dict[str, Any]:
+        out = super()._split(x)
+        out["categorical"] = (*out["categorical"], out["gaussian"])
+        return out
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, *, columns: Any = None) -> None:
+        """As :meth:`~streamnb.naive_bayes.base.BaseNB.learn_many`. A batch with numeric
+        columns is learned row by row (each row's co-moments, and the structure recomputed
+        where ``learn_one`` would, between rows): the same model as ``learn_one``, at its cost."""
+        frames = self._split_frame(X) if isinstance(X, pd.DataFrame) else None
+        if frames is None or not frames["gaussian"].shape[1]:
+            return super().learn_many(X, y, w, columns=columns)
+        rows, labels, weights = self._batch_rows(X, y, w)
+        for x, label, weight in zip(rows, labels, weights):
+            if weight > 0:
+                self.learn_one(x, label, weight)
+
+    def predict_proba_many(self, X: pd.DataFrame, *, columns: Any = None) -> pd.DataFrame:
+        """As :meth:`~streamnb.naive_bayes.base.BaseNB.predict_proba_many`; row by row when
+        a numeric feature has a categorical parent."""
+        if not self._part.joins_numbers() or not isinstance(X, pd.DataFrame):
+            return super().predict_proba_many(X, columns=columns)
+        rows, _, _ = self._batch_rows(X, None, 1.0)
+        out = [self.predict_proba_one(x) for x in rows]
+        return pd.DataFrame(out, index=X.index, columns=list(self._classes.keys))
+
+    def _batch_rows(self, X: pd.DataFrame, y: Any, w: Any) -> tuple[list, list, np.ndarray]:
+        """A batch as checked rows (missing cells left out), labels and weights; raises before
+        anything is learned if any row is rejected."""
+        if y is not None and len(X) != len(y):
+            raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
+        labels = check_labels(y) if y is not None else []
+        weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),)).copy()
+        if not np.isfinite(weights).all() or (weights < 0).any():
+            raise InvalidEventError("weights must be finite and non-negative")
+        rows = [{f: v for f, v in r.items() if not is_missing(v)} for r in X.to_dict("records")]
+        for x in rows:
+            self._split(x)  # validates, touches nothing
+        return rows, labels, weights
 
     @classmethod
     def _unit_test_params(cls):

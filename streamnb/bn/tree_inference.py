@@ -50,13 +50,17 @@ def lid(num: float, den: float, alpha: float, nv: float) -> float:
 
 # -- one event, plain floats -----------------------------------------------------------------
 def tree_terms_one(
-    n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list, children: list, ks: Any
+    n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list, children: list, ks: Any,
+    extra: dict | None = None,
 ) -> dict:
     """``{feature id: [term per class of ks]}`` for one event.
 
     ``n``/``ns``: the pair counts' flat view and strides; ``obs``: ``{feature id: cell}`` of
     the observed (and known) features; ``parents[j]`` (-1: the class only) and ``children[j]``
-    the structure.
+    the structure. ``extra``: evidence from outside the table at *missing* features,
+    ``{feature id: {class: (log scale, [likelihood per value of the feature, over
+    m.fcells])}}`` (a numeric child's density given each value): it enters the cluster of
+    that feature like the evidence of an observed child.
     """
     s0, s1, s2 = ns
     Dv, (d0, d1, d2) = m.Dv, m.ds
@@ -89,17 +93,24 @@ def tree_terms_one(
             out[j] = [_log(n[k * s0 + a] + alpha) - _log(Dv[k * d0 + b] + av) for k in ks]
         else:
             out[j] = [lid(n[k * s0 + a], Dv[k * d0 + b], alpha, v) for k in ks]
+    for p in extra or ():
+        t = p
+        while parents[t] >= 0 and parents[t] not in obs:
+            t = parents[t]
+        if t not in tops:
+            tops.append(t)
     for t in tops:
-        out[t] = [_cluster_one(n, ns, m, alpha, obs, parents, children, t, k) for k in ks]
+        out[t] = [_cluster_one(n, ns, m, alpha, obs, parents, children, t, k, extra) for k in ks]
     return out
 
 
 def _cluster_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list,
-                 children: list, t: int, k: int) -> float:
+                 children: list, t: int, k: int, extra: dict | None = None) -> float:
     """``log sum_v P(t = v | parent, y=k) lambda_t(v)`` for the missing top ``t``."""
     s0, s1, s2 = ns
     Dv, (d0, d1, d2) = m.Dv, m.ds
-    lam = _lambda_one(n, ns, m, alpha, obs, children, t, k)
+    scale = [0.0]
+    lam = _lambda_one(n, ns, m, alpha, obs, children, t, k, extra, scale)
     vt, nvt = m.fcells[t], m.nv[t]
     p = parents[t]
     if p >= 0:
@@ -110,16 +121,20 @@ def _cluster_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents
         den = m.Tv[k * m.ts[0] + t * m.ts[1]]
         prior = [_exp(lid(n[k * s0 + v * (s1 + s2)], den, alpha, nvt)) for v in vt]
     total = math.fsum(a * b for a, b in zip(prior, lam))  # type: ignore[arg-type]
-    return _log(total) if total > 0 else -_inf
+    return _log(total) + scale[0] if total > 0 else -_inf
 
 
 def _lambda_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, children: list,
-                t: int, k: int) -> list | None:
-    """``P(evidence below the missing t | t = v, y=k)`` over t's values; None: no evidence."""
+                t: int, k: int, extra: dict | None = None, scale: list | None = None) -> list | None:
+    """``P(evidence below the missing t | t = v, y=k)`` over t's values, divided by
+    ``exp(scale[0])`` (what ``extra`` evidence adds to it); None: no evidence."""
     s0, s1, s2 = ns
     Dv, (d0, d1, d2) = m.Dv, m.ds
     vt = m.fcells[t]
     lam = None
+    if extra and t in extra:
+        log_scale, lam = extra[t][k]
+        scale[0] += log_scale  # type: ignore[index]
     for c in children[t]:
         nvc = m.nv[c]
         dc = k * d0 + c * d1
@@ -128,7 +143,7 @@ def _lambda_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, children
             row = k * s0 + cc * s1
             msg = [_exp(lid(n[row + v * s2], Dv[dc + v * d2], alpha, nvc)) for v in vt]
         else:
-            sub = _lambda_one(n, ns, m, alpha, obs, children, c, k)
+            sub = _lambda_one(n, ns, m, alpha, obs, children, c, k, extra, scale)
             if sub is None:
                 continue
             vc = m.fcells[c]

@@ -125,6 +125,10 @@ class TreePart(Part):
         return self.pairs.features
 
     # -- structure -------------------------------------------------------------------------
+    def joins_numbers(self) -> bool:
+        """Whether some numeric feature has a categorical parent (its terms are computed here)."""
+        return False
+
     def learn_structures(self) -> dict[Any, Structure]:
         """``{None: structure}`` for a shared structure, ``{class: structure}`` per class."""
         raise NotImplementedError
@@ -156,9 +160,9 @@ class TreePart(Part):
     def prepare(self, x: Mapping) -> tuple[list, list]:
         return category_cells(x)
 
-    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+    def learn_one(self, prepared: tuple, k: int, w: float) -> None:
         """One event: its ``d**2`` pair cells and CPT normalizers, nothing else."""
-        _, cells = prepared
+        cells = prepared[1]
         if cells:
             ids = self.pairs.register(cells)
             if -1 in ids:
@@ -170,7 +174,12 @@ class TreePart(Part):
                 current = self.margins.changes == self.pairs.changes
                 self.pairs.add_event(k, kept, w)
                 self.margins.add_event(k, kept, w, current)
+                self.learn_with_numbers(kept, prepared, k, w)
         self._tick(1)
+
+    def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
+        """What a learner that joins categorical and numeric features learns from the event's
+        registered ``cells`` and its numeric values (nothing here)."""
 
     learn = learn_one
 
@@ -271,27 +280,43 @@ class TreePart(Part):
                 obs[cf[c]] = c
         return obs
 
-    def joint_one(self, prepared: tuple[list, list]) -> list:
-        """Summed log-likelihood per class of one event, in plain floats (see
-        :mod:`streamnb.bn.tree_inference`); a feature that rules out every class is dropped."""
+    def numeric_evidence(self, obs: dict, prepared: tuple, m: Margins) -> tuple[dict, dict | None]:
+        """Terms of numeric features whose parent is categorical (``{key: [per class]}``, keys
+        other than feature ids) and their evidence at missing categorical parents (the
+        ``extra`` of :func:`~streamnb.bn.tree_inference.tree_terms_one`); none here."""
+        return {}, None
+
+    def terms_one(self, prepared: tuple) -> dict:
+        """``{feature id (or numeric key): [term per class]}`` of one event, plain floats."""
         n_c = len(self.classes.keys)
-        out = [0.0] * n_c
-        _, cells = prepared
-        if not cells or not n_c:
-            return out
+        cells = prepared[1]
         m = self.margins.current()
-        obs = self._observed_one(cells, m)
-        if not obs:
-            return out
+        obs = self._observed_one(cells, m) if cells else {}
+        more, extra = self.numeric_evidence(obs, prepared, m)
+        if not obs and not extra:
+            return more
         shared, parents, children = self._tree(m)
         n, ns = self.pairs.flat("n")
         if shared:
-            terms = tree_terms_one(n, ns, m, self.alpha, obs, parents[0], children[0], range(n_c))
+            terms = tree_terms_one(n, ns, m, self.alpha, obs, parents[0], children[0], range(n_c), extra)
         else:
             terms = {}
             for k in range(n_c):
                 for j, (v,) in tree_terms_one(n, ns, m, self.alpha, obs, parents[k], children[k], (k,)).items():
                     terms.setdefault(j, [0.0] * n_c)[k] = v
+        terms.update(more)
+        return terms
+
+    def joint_one(self, prepared: tuple) -> list:
+        """Summed log-likelihood per class of one event, in plain floats (see
+        :mod:`streamnb.bn.tree_inference`); a feature that rules out every class is dropped."""
+        n_c = len(self.classes.keys)
+        out = [0.0] * n_c
+        if not n_c or not (prepared[1] or len(prepared) > 2 and prepared[2][0]):
+            return out
+        terms = self.terms_one(prepared)
+        if not terms:
+            return out
         if self.alpha > 0:  # every term finite
             return [math.fsum(col) for col in zip(*terms.values())] if terms else out
         for vals in terms.values():
@@ -332,9 +357,14 @@ class TreePart(Part):
             tree_terms_rows(n, m, self.alpha, obs, parents[g], children[g], ks, out, present)
         return out, present
 
-    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
+    def log_likelihoods(self, prepared: tuple) -> tuple[list, np.ndarray]:
         n_c = len(self.classes)
-        _, cells = prepared
+        cells = prepared[1]
+        if self.joins_numbers():  # numeric children of categorical parents: the scalar path
+            scalar = self.terms_one(prepared) if n_c else {}
+            keys = list(scalar)
+            labels = [self.features.keys[j] if isinstance(j, int) else j[1] for j in keys]
+            return labels, np.array([scalar[j] for j in keys]).reshape(len(keys), n_c)
         if not cells or not n_c:
             return [], np.zeros((0, n_c))
         m = self.margins.current()

@@ -47,8 +47,9 @@ import numpy as np
 
 from streamnb.stats.base import Statistic
 from streamnb.stats.index import Index
+from streamnb.stats.welford import Welford
 
-__all__ = ["CoMoments"]
+__all__ = ["CoMoments", "CellMoments"]
 
 
 def _combine(
@@ -129,3 +130,55 @@ class CoMoments(Statistic):
     def decay(self, factor: float) -> None:
         for f in ("n", "m2", "c"):
             self.raw(f)[...] *= factor
+
+
+class CellMoments(Welford):
+    """Welford statistics of numeric features per class and categorical cell: axes (class,
+    cell, feature); cell ``(f, v)`` holds, for each numeric feature, the weight, mean and
+    ``M2`` over the events of the class in which ``f = v`` and the numeric feature were both
+    observed (what a numeric child of a categorical parent is learned from). Merge (Chan) and
+    decay as :class:`~streamnb.stats.welford.Welford`.
+
+    >>> cm = CellMoments()
+    >>> k, t = cm.axes[0].add("y"), cm.axes[2].add("t")
+    >>> cells = cm.axes[1].lookup([("f", "a"), ("f", "b")], add=True)
+    >>> cm.update_ids(k, cells[:1], np.array([t]), np.array([2.0]))       # f = a, t = 2
+    >>> cm.update_ids(k, cells[:1], np.array([t]), np.array([4.0]))       # f = a, t = 4
+    >>> cm.update_ids(k, cells[1:], np.array([t]), np.array([7.0]))       # f = b, t = 7
+    >>> cm.view("mean")[0, :, 0].tolist(), cm.view("m2")[0, :, 0].tolist()
+    ([3.0, 7.0], [2.0, 0.0])
+    """
+
+    def __init__(self, axes: int | Sequence[Index] = 3) -> None:
+        super().__init__(axes)
+
+    def __iadd__(self, other: CellMoments) -> CellMoments:
+        """Merge; ``other``'s cells that this cell axis does not hold are left out (the axis
+        belongs to the pair counts, which decide, under their cap, which cells a merge keeps)."""
+        if type(other) is not type(self):
+            raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
+        classes = self.axes[0].lookup(other.axes[0].keys, add=True)
+        cells = self.axes[1].lookup(other.axes[1].keys)
+        features = self.axes[2].lookup(other.axes[2].keys, add=True)
+        self._fit()
+        kept = cells >= 0
+        self._merge(np.ix_(classes, cells[kept], features), {f: other.view(f)[:, kept, :] for f in self.fields})
+        return self
+
+    def update_ids(self, k: int, cells: np.ndarray, features: np.ndarray, values: np.ndarray,  # type: ignore[override]
+                   w: float = 1.0) -> None:
+        """One event of class ``k``: its categorical ``cells`` times its numeric ``features``
+        (``values[i]`` of ``features[i]``), ``w > 0``: ``len(cells) * len(features)`` cells."""
+        self._fit()
+        a = self._arrays
+        n_arr = a["n"]
+        s0, s1, s2 = (s // n_arr.itemsize for s in n_arr.strides)
+        idx = (k * s0) + cells[:, None] * s1 + features[None, :] * s2
+        N, M, S = (a[f].reshape(-1) for f in self.fields)
+        n_a = N[idx]
+        n = n_a + w
+        frac = w / n
+        d = values[None, :] - M[idx]
+        M[idx] += d * frac
+        S[idx] += d * d * n_a * frac
+        N[idx] = n

@@ -28,11 +28,17 @@ from streamnb.structure.information import (
     conditional_mutual_information,
     mutual_information,
 )
-from streamnb.structure.spanning_tree import maximum_spanning_forest, maximum_spanning_tree, orient, orient_forest
+from streamnb.structure.spanning_tree import (
+    extend_forest,
+    maximum_spanning_forest,
+    maximum_spanning_tree,
+    orient,
+    orient_forest,
+)
 
 __all__ = [
     "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "forest_structure", "top_features",
-    "counted", "counted_cells", "canonical", "bic_penalty", "edge_price", "hold", "with_rest",
+    "counted", "counted_cells", "canonical", "bic_penalty", "edge_price", "hold", "with_rest", "mixed_forest",
 ]
 
 #: Edge penalties a learner accepts (see :func:`edge_price`); None: a spanning tree.
@@ -287,7 +293,7 @@ def _restricted(weights: np.ndarray, names: list, features: Sequence | None) -> 
 
 def with_rest(s: Structure, pairs: PairCounts) -> Structure:
     """Add the features left out of the tree as roots (naive: the class is their only parent)."""
-    parents = {f: s.parents.get(f) for f in sorted(pairs.features.keys, key=canonical)}
+    parents = {f: s.parents.get(f) for f in sorted(set(pairs.features.keys) | set(s.parents), key=canonical)}
     return Structure(parents, s.weights, s.class_parent)
 
 
@@ -341,3 +347,38 @@ def class_chow_liu(
     n, cf, names = counted(pairs, k)
     w, names = _restricted(mutual_information(n, cf, alpha), names, features)
     return with_rest(tree_structure(w, names, root), pairs)
+
+
+def mixed_forest(weights: np.ndarray, names: Sequence[Hashable], categorical: Sequence[bool],
+                 spanning: bool = False) -> Structure:
+    """One forest over categorical and numeric features in which no categorical feature has a
+    numeric parent (TAN's structure; weights less their price, ``[F, F]`` over ``names``).
+
+    First the categorical features: their maximum spanning forest over the edges of positive
+    weight (``spanning``: their maximum spanning tree, Prim, as :func:`tree_structure`). Then
+    the numeric features join by the heaviest remaining edges (numeric-numeric or
+    categorical-numeric, Kruskal), refusing any edge that would join two trees that both hold
+    categorical features (:func:`~streamnb.structure.spanning_tree.extend_forest`). Each tree
+    is directed away from its first categorical feature in ``names`` order (or its first
+    feature if it has none): the categorical features of a tree are connected through
+    categorical edges only, so every categorical feature's parent is categorical, and numeric
+    features hang below. A greedy choice under that constraint, exact when no
+    categorical-numeric edge competes with a categorical one.
+
+    >>> w = np.array([[0, .5, .4, 0], [.5, 0, 0, .3], [.4, 0, 0, .9], [0, .3, .9, 0]])
+    >>> mixed_forest(w, ["a", "b", "x", "z"], [True, True, False, False]).edges
+    [('a', 'b'), ('a', 'x'), ('x', 'z')]
+    """
+    names = list(names)
+    w = np.asarray(weights, dtype=float)
+    cat = np.asarray(categorical, dtype=bool)
+    ci = np.flatnonzero(cat)
+    if spanning:
+        fixed = [(int(ci[a]), int(ci[b])) for a, b in maximum_spanning_tree(w[np.ix_(ci, ci)])] if len(ci) else []
+    else:
+        fixed = extend_forest(np.where(cat[:, None] & cat[None, :], w, -np.inf), [], None)
+    edges = extend_forest(w, fixed, cat, positive=not spanning)
+    first = ci.tolist() + np.flatnonzero(~cat).tolist()
+    parent = orient_forest(edges, len(names), first)
+    parents = {f: (names[p] if p >= 0 else None) for f, p in zip(names, parent)}
+    return Structure(parents, {(names[p], names[c]): float(w[p, c]) for c, p in enumerate(parent) if p >= 0}, True)

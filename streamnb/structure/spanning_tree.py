@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["maximum_spanning_tree", "maximum_spanning_forest", "orient", "orient_forest"]
+__all__ = ["maximum_spanning_tree", "maximum_spanning_forest", "extend_forest", "orient", "orient_forest"]
 
 
 def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int, int]]:
@@ -59,6 +59,17 @@ def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int
     return edges
 
 
+def _sorted_edges(w: np.ndarray, positive: bool) -> list[tuple[int, int]]:
+    """Pairs ``(u, v)``, ``u < v``, heaviest first (ties: the pair that sorts first), of finite
+    weight (and above 0 if ``positive``)."""
+    iu, ju = np.triu_indices(w.shape[0], 1)
+    vals = w[iu, ju]
+    good = np.isfinite(vals) & ((vals > 0) if positive else True)
+    iu, ju, vals = iu[good], ju[good], vals[good]
+    order = np.lexsort((ju, iu, -vals))
+    return list(zip(iu[order].tolist(), ju[order].tolist()))
+
+
 def maximum_spanning_forest(weights: np.ndarray) -> list[tuple[int, int]]:
     """Undirected edges ``(u, v)``, ``u < v``, of a maximum spanning forest over the edges of
     positive weight (Kruskal): an edge whose weight is not above 0 never enters, so weakly
@@ -69,15 +80,28 @@ def maximum_spanning_forest(weights: np.ndarray) -> list[tuple[int, int]]:
     [(0, 1)]
     """
     w = np.asarray(weights, dtype=float)
-    f = w.shape[0]
-    if w.shape != (f, f):
+    if w.shape != (w.shape[0], w.shape[0]):
         raise ValueError(f"weights must be square, got shape {w.shape}")
-    iu, ju = np.triu_indices(f, 1)
-    vals = w[iu, ju]
-    good = np.isfinite(vals) & (vals > 0)
-    iu, ju, vals = iu[good], ju[good], vals[good]
-    order = np.lexsort((ju, iu, -vals))
+    return extend_forest(w, [], None)
+
+
+def extend_forest(weights: np.ndarray, fixed: list[tuple[int, int]], categorical: np.ndarray | None,
+                  positive: bool = True) -> list[tuple[int, int]]:
+    """``fixed`` (a forest) extended with the heaviest edges that keep it a forest (Kruskal).
+
+    With ``categorical`` (a boolean per vertex), an edge is refused if it would join two
+    trees that both hold a categorical vertex: the categorical vertices of a tree then stay
+    connected through ``fixed``'s edges alone (pass the categorical forest as ``fixed``),
+    so a tree directed away from one of them never gives a categorical vertex a numeric parent.
+
+    >>> w = np.array([[0, 0, 5, 5], [0, 0, 0, 4], [5, 0, 0, 0], [5, 4, 0, 0]], dtype=float)
+    >>> extend_forest(w, [], np.array([True, True, False, False]))   # 1-3 would join 0's tree
+    [(0, 2), (0, 3)]
+    """
+    w = np.asarray(weights, dtype=float)
+    f = w.shape[0]
     root = list(range(f))
+    has_cat = [bool(c) for c in categorical] if categorical is not None else [False] * f
 
     def find(a: int) -> int:
         while root[a] != a:
@@ -85,27 +109,39 @@ def maximum_spanning_forest(weights: np.ndarray) -> list[tuple[int, int]]:
             a = root[a]
         return a
 
-    edges = []
-    for e in order.tolist():
-        u, v = int(iu[e]), int(ju[e])
+    def join(u: int, v: int) -> None:
         ru, rv = find(u), find(v)
-        if ru != rv:
-            root[max(ru, rv)] = min(ru, rv)
-            edges.append((u, v))
-            if len(edges) == f - 1:
-                break
+        keep, gone = min(ru, rv), max(ru, rv)
+        root[gone] = keep
+        has_cat[keep] = has_cat[keep] or has_cat[gone]
+
+    edges = []
+    for u, v in fixed:
+        join(u, v)
+        edges.append((min(u, v), max(u, v)))
+    for u, v in _sorted_edges(w, positive):
+        if len(edges) == f - 1:
+            break
+        ru, rv = find(u), find(v)
+        if ru == rv or (has_cat[ru] and has_cat[rv]):
+            continue
+        join(u, v)
+        edges.append((u, v))
     return edges
 
 
-def orient_forest(edges: Sequence[tuple[int, int]], n_vertices: int) -> np.ndarray:
-    """Parent of each vertex, every tree of the forest directed away from its smallest vertex.
+def orient_forest(edges: Sequence[tuple[int, int]], n_vertices: int, first: Sequence[int] | None = None) -> np.ndarray:
+    """Parent of each vertex, every tree of the forest directed away from its first vertex in
+    ``first`` order (default: the smallest).
 
     >>> orient_forest([(1, 2), (0, 3)], 4).tolist()
     [-1, -1, 1, 0]
+    >>> orient_forest([(1, 2), (0, 3)], 4, first=[2, 3, 0, 1]).tolist()
+    [3, 2, -1, -1]
     """
     parent = np.full(n_vertices, -1, dtype=np.intp)
     done = np.zeros(n_vertices, dtype=bool)
-    for r in range(n_vertices):
+    for r in (range(n_vertices) if first is None else first):
         if not done[r]:
             p = orient(edges, r, n_vertices)
             reached = (p >= 0) | (np.arange(n_vertices) == r)

@@ -7,6 +7,7 @@ forest over the same weights, a known tree for the structure.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -246,3 +247,128 @@ def test_decay_keeps_the_lines_and_forgets_weight():
     # (PRIOR) counts twice as much, so the posterior moves, but little
     assert after[1] == pytest.approx(before[1], abs=0.02)
     assert math.isclose(model.n_seen, 300.0)
+
+
+# -- numeric children of categorical parents ------------------------------------------------------
+MU_X = {"p": 0.0, "q": 3.0, "r": -2.0}   # x given a
+MU_W = {"s": -1.0, "t": 1.5}              # w given b
+
+
+def mixed_rows(n: int, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(n):
+        y = int(rng.integers(0, 2))
+        a = str(rng.choice(["p", "q", "r"], p=[0.5, 0.3, 0.2] if y else [0.2, 0.3, 0.5]))
+        b = ("s" if a == "p" else "t") if rng.random() < 0.85 else str(rng.choice(["s", "t"]))
+        x = MU_X[a] + 0.5 * y + float(rng.normal(0, 1))
+        rows.append(({"a": a, "b": b, "x": x, "z": 2 * x + float(rng.normal(0, 0.5)),
+                      "w": MU_W[b] + float(rng.normal(0, 0.7))}, y))
+    return rows
+
+
+def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, var_smoothing: float = 1e-9) -> dict:
+    """log P(observed features | y) by enumeration of the missing categorical values and the
+    multivariate normal of the numeric features given them; every parameter counted from the
+    rows (Lidstone counts, group means and variances, least squares), nothing from the model."""
+    X, y = frame(rows)
+    cats = ["a", "b"]
+    nums = ["w", "x", "z"]
+    values = {f: sorted(X[f].unique()) for f in cats}
+    eps = var_smoothing * max(np.var(X[f].to_numpy()) for f in nums)
+    out = {}
+    for cls in (0, 1):
+        D = X[y == cls]
+
+        def p_cat(f: str, v: str, assign: dict) -> float:
+            par = parents[f]
+            sub = D if par is None else D[D[par] == assign[par]]
+            return ((sub[f] == v).sum() + alpha) / (len(sub) + alpha * len(values[f]))
+
+        def gauss(f: str, assign: dict) -> tuple:
+            """(a, b, var, numeric parent or None): f ~ N(a + b x_parent, var)."""
+            v_f = np.var(D[f].to_numpy())
+            par = parents[f]
+            if par is None:
+                return D[f].mean(), 0.0, v_f + eps, None
+            if par in cats:
+                g = D[D[par] == assign[par]][f].to_numpy()
+                return g.mean(), 0.0, (np.sum((g - g.mean()) ** 2) + PRIOR * v_f) / (len(g) + PRIOR) + eps, None
+            A = np.column_stack([np.ones(len(D)), D[par].to_numpy()])
+            (a, b), rss, *_ = np.linalg.lstsq(A, D[f].to_numpy(), rcond=None)
+            return a, b, (float(rss[0]) + PRIOR * v_f) / (len(D) + PRIOR) + eps, par
+
+        missing = [f for f in cats if f not in x]
+        total = 0.0
+        for combo in itertools.product(*[values[f] for f in missing]):
+            assign = {**{f: x[f] for f in cats if f in x}, **dict(zip(missing, combo))}
+            p = 1.0
+            for f in cats:
+                p *= p_cat(f, assign[f], assign)
+            order = [f for f in ("x", "z", "w")]  # parents first in this network
+            mean, cov = {}, {}
+            for f in order:
+                a, b, var, par = gauss(f, assign)
+                mean[f] = a + b * (mean[par] if par else 0.0)
+                for g in order[: order.index(f)]:
+                    cov[f, g] = cov[g, f] = b * cov[par, g] if par else 0.0
+                cov[f, f] = var + (b * b * cov[par, par] if par else 0.0)
+            obs = [f for f in order if f in x]
+            if obs:
+                p *= scipy.stats.multivariate_normal([mean[f] for f in obs], [[cov[f, g] for g in obs] for f in obs]).pdf(
+                    [x[f] for f in obs])
+            total += p
+        out[cls] = math.log(total)
+    return out
+
+
+def test_a_mixed_network_is_found_and_its_posteriors_equal_brute_force():
+    rows = mixed_rows(3000)
+    model = learned(TANClassifier(relearn_every=0), rows)
+    model.relearn()
+    s = model.structure()
+    assert s.skeleton() == {frozenset(e) for e in [("a", "b"), ("a", "x"), ("x", "z"), ("b", "w")]}
+    assert s.parents["a"] is None and s.parents["x"] == "a" and s.parents["w"] == "b"  # categorical on top
+    parents = dict(s.parents)
+    queries = [
+        {"a": "q", "b": "t", "x": 2.5, "z": 5.2, "w": 1.0},   # complete
+        {"b": "t", "x": 2.5, "w": 1.0},                        # a missing: summed with x's density
+        {"x": 2.5, "z": 5.0},                                  # both categorical missing
+        {"a": "r", "z": -3.0},                                 # x missing between a and z
+        {"z": 1.0, "w": -0.5},                                 # everything above summed out
+        {"a": "p"},
+    ]
+    for x in queries:
+        joint, prior = model.joint_log_likelihood(x), model.joint_log_likelihood({})
+        expected = brute_force_mixed(rows, parents, x)
+        for cls in (0, 1):
+            assert joint[cls] - prior[cls] == pytest.approx(expected[cls], rel=1e-9, abs=1e-9), (x, cls)
+    X, _ = frame(rows[:40])
+    P = model.predict_proba_many(X.mask(np.random.default_rng(1).random(X.shape) < 0.3))
+    for r, row in enumerate(X.mask(np.random.default_rng(1).random(X.shape) < 0.3).to_dict("records")):
+        one = model.predict_proba_one({k: v for k, v in row.items() if v == v})
+        assert_close(one, P.iloc[r].to_dict(), rel=1e-12)
+
+
+def test_mixed_batches_merge_and_state_equal_one_learner():
+    rows = with_holes(mixed_rows(900, seed=2), 3, share=0.15)
+    one = learned(TANClassifier(relearn_every=60), rows)
+    many = TANClassifier(relearn_every=60)
+    for i in range(0, 900, 200):
+        X, y = frame(rows[i : i + 200])
+        many.learn_many(X, pd.Series(y))
+    assert one.history == many.history
+    a = learned(TANClassifier(relearn_every=0), rows[:400])
+    b = learned(TANClassifier(relearn_every=0), rows[400:])
+    both = learned(TANClassifier(relearn_every=0), rows)
+    a.merge(b)
+    a.relearn()
+    both.relearn()
+    assert a.structure().edges == both.structure().edges and a.structure().edges
+    persistence.register(TANClassifier)
+    back = persistence.loads(persistence.dumps(one))
+    assert back.structure() == one.structure()
+    for x, _ in rows[:25]:
+        x = {k: v for k, v in x.items() if v is not None}
+        assert_close(a.predict_proba_one(x), both.predict_proba_one(x), rel=1e-9)
+        assert back.predict_proba_one(x) == one.predict_proba_one(x)

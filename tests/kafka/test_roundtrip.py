@@ -80,6 +80,33 @@ def test_one_by_one_predictions_are_prequential(bootstrap, names, tmp_path, mode
         expected.learn_one(x, e["y"])
 
 
+def sensors(n: int, seed: int = 0) -> list[tuple[str, dict]]:
+    """Readings of two coupled thermometers and a pressure gauge; y = failure."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        y = int(rng.random() < 0.3)
+        t_in = rng.gauss(60 + 8 * y, 5)
+        out.append((f"s{i}", {"t_in": t_in, "t_out": 0.9 * t_in + rng.gauss(0, 1), "bar": rng.gauss(1 + y, 1), "y": y}))
+    return out
+
+
+def test_tan_on_numeric_events_puts_the_sensors_in_its_tree(bootstrap, names, tmp_path):
+    events = sensors(400, seed=3)
+    create(bootstrap, names.topic, 1)
+    produce(bootstrap, names.topic, events)
+    summary = Service(config(bootstrap, names, tmp_path, model="tan")).run()
+    assert summary.learned == 400
+    expected = streamnb.TANClassifier()
+    docs = [json.loads(r.value) for r in read_topic(bootstrap, names.output, 400)]
+    for (_, e), d in zip(events, docs):
+        x = {k: v for k, v in e.items() if k != "y"}
+        assert d["proba"] == pytest.approx({str(k): v for k, v in expected.predict_proba_one(x).items()}, rel=1e-12)
+        expected.learn_one(x, e["y"])
+    model = Checkpointer(tmp_path / "ckpt").load().model
+    assert model.structure().edges == expected.structure().edges == [("t_in", "t_out")]
+
+
 @pytest.mark.parametrize("model", ["tan", "mixed"])
 def test_opt_in_poll_predictions_use_the_model_as_of_the_start_of_the_poll(bootstrap, names, tmp_path, model):
     """batch_learning="always" (opt-in), learners that do not declare exact batches: predicted

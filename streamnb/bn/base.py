@@ -1,4 +1,4 @@
-"""What the tree-augmented learners share: a Gaussian part, a structured categorical part.
+"""What the tree-augmented learners share: a numeric part, a structured categorical part.
 
 A learner here is a :class:`~streamnb.naive_bayes.base.BaseNB` (class counts, one posterior,
 batches, merge, decay, state) with two parts, chosen per feature exactly as
@@ -6,16 +6,10 @@ batches, merge, decay, state) with two parts, chosen per feature exactly as
 
 - **categorical** features (strings, booleans, any hashable non-number, or numbers declared
   ``"categorical"`` in ``kinds``) enter the structure: pair counts, tree, CPTs;
-- **numeric** features are conditional Gaussians given the class (the GaussianNB part):
-  leaves with the class as only parent, never parents of anything.
-
-Why numeric features stay out of the tree: a tree edge needs ``P(x_child | x_parent, y)`` and
-``I(Xi; Xj | Y)`` for every pair; for a numeric parent that asks for either a discretization
-whose bins would move as the stream goes on (and then the counts would no longer add up) or
-a parametric family per pair. A Gaussian leaf is exact, bounded (three numbers per class and
-feature), mergeable, and its missing values are marginalized for free (a leaf sums to 1).
-Discretize upstream (e.g. fixed bins) and declare the feature ``"categorical"`` to put a
-numeric feature in the tree.
+- **numeric** features: in :class:`~streamnb.TANClassifier` they enter the structure too, as
+  conditional linear Gaussians (:mod:`streamnb.bn.linear_gaussian`); in the per-class
+  Chow-Liu and AODE learners they are conditional Gaussians given the class (the GaussianNB
+  part), leaves with the class as only parent.
 """
 
 from __future__ import annotations

@@ -247,11 +247,13 @@ class TANClassifier(TreeAugmentedNB):
     """Tree-augmented naive Bayes (Friedman, Geiger & Goldszmidt 1997), learned online, with
     numeric features in the structure.
 
-    Every feature has the class as a parent and at most one feature parent. The categorical
-    features form a forest weighted by the conditional mutual information ``I(Xi; Xj | Y)``
-    from one table of pair counts (:class:`~streamnb.stats.pairwise.PairCounts`); the numeric
-    features form a forest of conditional linear Gaussians weighted by ``-1/2 sum_y P(y)
-    log(1 - rho_y**2)`` from per-class co-moments (:mod:`streamnb.bn.linear_gaussian`). So:
+    Every feature has the class as a parent and at most one feature parent; the features form
+    one forest whose edges are weighted by the conditional mutual information ``I(Xi; Xj | Y)``
+    in nats: for categorical pairs from one table of pair counts
+    (:class:`~streamnb.stats.pairwise.PairCounts`), for numeric pairs (conditional linear
+    Gaussians) ``-1/2 sum_y P(y) log(1 - rho_y**2)`` from per-class co-moments
+    (:mod:`streamnb.bn.linear_gaussian`), for categorical-numeric pairs from per-class,
+    per-value Welford statistics (:class:`~streamnb.stats.comoments.CellMoments`). So:
 
     - the structure is recomputed after every ``relearn_every`` events and on :meth:`relearn`;
     - between recomputes the current structure predicts with up-to-date statistics;
@@ -279,9 +281,16 @@ class TANClassifier(TreeAugmentedNB):
     (never guessed): sums over the values of missing categorical features, closed-form
     Gaussian integrals over missing numeric ones.
 
-    Not learned: edges between a categorical and a numeric feature (the two forests meet
-    only through the class); discretize a numeric feature upstream and declare it
-    ``"categorical"`` to put it in the categorical forest.
+    **Categorical and numeric features in one forest.** A numeric feature may have a
+    categorical parent: then it is a Gaussian per class and parent value (the mean of the
+    events with that value, their variance shrunk by one pseudo-event toward the class
+    variance, plus ``eps``), and the pair weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log
+    v_yu] / 2`` nats (:meth:`_TANPart.cross_weights`). A categorical feature never has a numeric
+    parent: the categorical forest is chosen first, then numeric features join by the heaviest
+    remaining edges, never joining two trees that both hold categorical features, and each tree
+    hangs from a categorical feature (:func:`~streamnb.structure.chow_liu.mixed_forest`). A
+    missing categorical parent is summed out with its numeric children's densities as evidence,
+    a missing numeric one by Gaussian integrals: exact, whatever is missing.
 
     Parameters
     ----------
@@ -328,16 +337,19 @@ class TANClassifier(TreeAugmentedNB):
     >>> model.history[0]["event"], model.history[0]["added"]
     (50, [('a', 'b')])
 
-    A sensor that follows another: the numeric pair enters the tree as a linear Gaussian.
+    A sensor that follows another: the numeric pair enters the tree as a linear Gaussian; a
+    reading that depends on a categorical mode hangs from it.
 
     >>> import random
     >>> rng, model = random.Random(0), TANClassifier(relearn_every=100)
     >>> for i in range(400):
     ...     y = i % 2
     ...     t = rng.gauss(20 + 2 * y, 3)
-    ...     model.learn_one({"t_in": t, "t_out": t + rng.gauss(0, 0.5), "wind": rng.gauss(0, 1)}, y)
+    ...     mode = rng.choice(["eco", "boost"])
+    ...     power = rng.gauss(5 if mode == "eco" else 9, 1)
+    ...     model.learn_one({"t_in": t, "t_out": t + rng.gauss(0, 0.5), "mode": mode, "power": power}, y)
     >>> model.structure().edges
-    [('t_in', 't_out')]
+    [('mode', 'power'), ('t_in', 't_out')]
     """
 
     def __init__(
@@ -445,7 +457,8 @@ class ChowLiuClassifier(TreeAugmentedNB):
     The tree of class ``y`` is the maximum spanning tree of ``I(Xi; Xj)`` over the events of
     class ``y`` (a Bayesian multinet; Friedman et al. 1997, section 5). It uses the same pair
     counts as :class:`TANClassifier`, sliced by class: no other statistic. Parameters,
-    smoothing, relearning, missing values and numeric features are as in TAN.
+    smoothing, relearning and missing values are as in TAN (a spanning tree: no edge price, no
+    swap margin); numeric features are Gaussian leaves given the class.
 
     Examples
     --------

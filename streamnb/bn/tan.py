@@ -11,6 +11,7 @@ import pandas as pd
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, PRIOR, LinearGaussianPart
+from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.exceptions import InvalidEventError
@@ -28,6 +29,9 @@ class _TANPart(TreePart):
     """The categorical features of TAN; with a numeric part joined (:meth:`join`), also the
     structure over every feature and the numeric features whose parent is categorical."""
 
+    #: Whether the structure is weighted by the class-conditional pair weights of all classes.
+    shared_weights = True
+
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
                  max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
                  edge_penalty: str | None = None, swap_margin: float = 0.0) -> None:
@@ -41,6 +45,8 @@ class _TANPart(TreePart):
         #: Per class, categorical cell and numeric feature: Welford statistics (when joined).
         self.cross: CellMoments | None = None
         self._kids: tuple | None = None
+        if cmi_alpha == 0 and self.shared_weights:  # plug-in weights: kept current between relearns
+            self.sums = CMISums(self.pairs, self.margins)
 
     def join(self, numeric: LinearGaussianPart) -> None:
         """Learn one structure over these features and ``numeric``'s."""
@@ -66,7 +72,9 @@ class _TANPart(TreePart):
     # -- structure -------------------------------------------------------------------------
     def learn_structures(self) -> dict:
         feats = top_features(self.pairs, self.max_tree_features)
-        s, w, names = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats, penalty=self.edge_penalty)
+        kept = self.sums.weights() if self.sums is not None else None
+        s, w, names = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats, penalty=self.edge_penalty,
+                                 weights=kept)
         num_names: list = []
         if self.numeric is not None:
             num_names, w_num = self.numeric.pair_weights(self.edge_penalty)
@@ -234,6 +242,7 @@ def _integral(m: float, v: float, lam: tuple[float, float, float] | None) -> flo
 
 
 class _ClassTreesPart(_TANPart):
+    shared_weights = False  # one mutual information per class
     def learn_structures(self) -> dict:
         feats = top_features(self.pairs, self.max_tree_features)
         out = {}

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
 from streamnb.naive_bayes.base import Part
@@ -113,6 +114,8 @@ class TreePart(Part):
         self.cells = Index()
         self.pairs = PairCounts(classes, self.cells, max_cells=max_cells)
         self.margins = Margins(self.pairs)
+        #: Pair entropy sums kept between relearns (learners that use them set it).
+        self.sums: CMISums | None = None
         self.n_learned = 0
         #: Total weight of the values learned as missing because the table was full.
         self.discarded = 0.0
@@ -174,6 +177,8 @@ class TreePart(Part):
                 current = self.margins.changes == self.pairs.changes
                 self.pairs.add_event(k, kept, w)
                 self.margins.add_event(k, kept, w, current)
+                if self.sums is not None:
+                    self.sums.note(k, kept, w)
                 self.learn_with_numbers(kept, prepared, k, w)
         self._tick(1)
 
@@ -212,6 +217,8 @@ class TreePart(Part):
             room = every - self.n_learned % every if every else len(X) - start
             stop = min(len(X), start + room)
             self.pairs.update_many_ids(k[start:stop], ids[start:stop], w[start:stop])
+            if self.sums is not None:
+                self.sums.note_rows(k[start:stop], ids[start:stop], w[start:stop])
             self._tick(stop - start)
             start = stop
 

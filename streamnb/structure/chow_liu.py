@@ -323,13 +323,29 @@ def tan(
 
 def tan_scored(
     pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None,
-    penalty: str | None = None,
+    penalty: str | None = None, weights: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[Structure, np.ndarray, list]:
-    """:func:`tan` before the features left out are added, with the weights and their names."""
-    n, cf, names = counted(pairs)
-    w = conditional_mutual_information(n, cf, alpha)
-    if penalty is not None:
-        w = w - edge_price(penalty, *categorical_edge_params(n, cf))
+    """:func:`tan` before the features left out are added, with the weights and their names.
+
+    ``weights``: ``(I(Xi; Xj | Y), co-observed weight)``, ``[F, F]`` over ``pairs.features``,
+    computed elsewhere from the same counts (:class:`~streamnb.bn.cmi_sums.CMISums`): then
+    only the table's diagonal is read.
+    """
+    if weights is None:
+        n, cf, names = counted(pairs)
+        w = conditional_mutual_information(n, cf, alpha)
+        if penalty is not None:
+            w = w - edge_price(penalty, *categorical_edge_params(n, cf))
+    else:
+        keep, cf, names = counted_cells(pairs)
+        ids = pairs.features.lookup(names)
+        cmi, events = weights
+        w = cmi[np.ix_(ids, ids)]
+        if penalty is not None:
+            nv = np.bincount(cf, minlength=len(names)).astype(float)
+            diag = np.diagonal(pairs.raw("n"), axis1=1, axis2=2)[: len(pairs.classes.keys)][:, keep]
+            classes = float((diag.sum(axis=1) > 0).sum())
+            w = w - edge_price(penalty, classes * np.outer(nv - 1, nv - 1), events[np.ix_(ids, ids)])
     w, names = _restricted(w, names, features)
     if penalty is None:
         return tree_structure(w, names, root, class_parent=True), w, names

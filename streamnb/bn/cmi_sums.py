@@ -27,6 +27,7 @@ import numpy as np
 
 from streamnb.bn.margins import Margins
 from streamnb.stats.pairwise import PairCounts
+from streamnb.structure.chow_liu import _canonical_cells
 from streamnb.structure.information import xlogx
 
 __all__ = ["CMISums"]
@@ -37,8 +38,10 @@ MAX_LOG = 4096
 
 
 class CMISums:
-    """Per feature pair: ``S_joint``, ``S_marg``, ``S_class`` and ``N`` (feature ids of
-    ``pairs.features``), with the ``t log t`` caches they were summed from."""
+    """Per class and feature pair: ``S_joint``, ``S_marg``, the totals ``T`` and ``T log T``
+    (feature ids of ``pairs.features``), with the ``t log t`` caches they were summed from.
+    Summed over the classes they give TAN's ``I(Xi; Xj | Y)``, one class at a time the
+    per-class Chow-Liu trees' ``I(Xi; Xj)``."""
 
     def __init__(self, pairs: PairCounts, margins: Margins) -> None:
         self.pairs = pairs
@@ -69,8 +72,8 @@ class CMISums:
             self._log, self._changes = [], -1
 
     # -- reading ---------------------------------------------------------------------------
-    def weights(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(I(Xi; Xj | Y) [F, F], co-observed weight N [F, F])`` over ``pairs.features``."""
+    def _current(self) -> int:
+        """Bring the sums up to date with the counts; the number of features."""
         m = self.margins.current()
         n = self.pairs.raw("n")
         if (self._changes < 0 or self.pairs.changes != self._changes + len(self._log)
@@ -80,35 +83,72 @@ class CMISums:
             self._update(n, m)
         self._log = []
         self._changes = self.pairs.changes
-        F = len(m.fcells)
-        sj, sm, sc, tot = self.S_joint[:F, :F], self.S_marg[:F, :F], self.S_class[:F, :F], self.N[:F, :F]
+        return len(m.fcells)
+
+    def _ratio(self, sj: np.ndarray, sc: np.ndarray, sm: np.ndarray, tot: np.ndarray) -> np.ndarray:
+        """``(S_joint + S_class - S_marg - S_marg.T) / N``, symmetric, each pair taken from its
+        entry whose first feature comes first in canonical order (so the same bits whatever
+        the feature ids)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where(tot > 0, (sj + sc - sm - sm.T) / tot, 0.0)
-        out = np.maximum(out, 0.0)
-        upper = np.triu(out, 1)
-        return upper + upper.T, tot.copy()
+            out = np.where(tot > 0, (sj + sc - (sm + sm.T)) / np.where(tot > 0, tot, 1.0), 0.0)
+        rank = _canonical_cells(self.pairs)[1][: len(out)]
+        first = rank[:, None] < rank[None, :]
+        upper = np.where(first, np.maximum(out, 0.0), 0.0)  # rounding can leave -1e-17 where the truth is 0
+        return upper + upper.T
+
+    def weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(I(Xi; Xj | Y) [F, F], co-observed weight N [F, F])`` over ``pairs.features``."""
+        F = self._current()
+        sj, sm, sc = (a[:, :F, :F].sum(axis=0) for a in (self.S_joint, self.S_marg, self.TL))
+        tot = self.T[:, :F, :F].sum(axis=0)
+        return self._ratio(sj, sc, sm, tot), tot
+
+    def class_weights(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(I(Xi; Xj) [F, F] over the events of class k, their weight [F, F])``."""
+        F = self._current()
+        sj, sm, sc = (a[k, :F, :F] for a in (self.S_joint, self.S_marg, self.TL))
+        tot = self.T[k, :F, :F]
+        return self._ratio(sj, sc, sm, tot), tot.copy()
 
     def _fits(self, n: np.ndarray, m: Margins) -> bool:
         return (getattr(self, "L", None) is not None and self.L.shape == n.shape
-                and self.GL.shape == m.D.shape and len(m.fcells) <= self.S_joint.shape[0])
+                and self.GL.shape == m.D.shape and len(m.fcells) <= self.S_joint.shape[1])
 
     def _rebuild(self, n: np.ndarray, m: Margins) -> None:
-        """Everything from the table (``O(C K**2)``)."""
+        """Everything from the table (``O(C K**2)``), summed in canonical cell order."""
         cf = np.asarray(m.cf, dtype=np.intp)
         K, Fr = len(cf), len(m.fcells)
         F = max(4, 2 * Fr)
-        hot = np.zeros((K, F))
-        hot[np.arange(K), cf] = 1.0
+        C = n.shape[0]
         self.L = xlogx(n)
         self.GL = xlogx(m.D)
-        self.S_joint = hot.T @ self.L[:, :K, :K].sum(axis=0) @ hot
-        self.S_marg = np.zeros((F, F))
-        self.S_marg[:, :Fr] = hot.T @ self.GL[:, :Fr, :K].sum(axis=0).T   # [i, j]: cells u of i
-        self.T = np.zeros((n.shape[0], F, F))
-        self.T[:, :, :] = np.einsum("ui,cuv,vj->cij", hot, n[:, :K, :K], hot)
+        self.S_joint = np.zeros((C, F, F))
+        self.S_marg = np.zeros((C, F, F))
+        self.T = np.zeros((C, F, F))
+        if K:
+            order, crank = self._canonical(K)
+            starts = np.flatnonzero(np.r_[True, cf[order][1:] != cf[order][:-1]])
+            fids = cf[order][starts]                      # features in canonical order
+            block = np.ix_(np.arange(C), fids, fids)
+
+            def grouped(a: np.ndarray) -> np.ndarray:   # [C, K, K] -> [C, F', F'] block sums
+                a = a[:, order][:, :, order]
+                return np.add.reduceat(np.add.reduceat(a, starts, axis=1), starts, axis=2)
+
+            self.S_joint[block] = grouped(self.L[:, :K, :K])
+            self.T[block] = grouped(n[:, :K, :K])
+            Cm = min(C, self.GL.shape[0])
+            marg = np.add.reduceat(self.GL[:Cm, :Fr, order], starts, axis=2)   # [C, j, i]
+            self.S_marg[np.ix_(np.arange(Cm), fids, np.arange(Fr))] = np.swapaxes(marg, 1, 2)
         self.TL = xlogx(self.T)
-        self.S_class = self.TL.sum(axis=0)
-        self.N = self.T.sum(axis=0)
+
+    def _canonical(self, K: int) -> tuple[np.ndarray, np.ndarray]:
+        """The cells in canonical order and each cell's position in it: sums taken in this
+        order are bit-identical whatever order features and values arrived in."""
+        order, _ = _canonical_cells(self.pairs)
+        crank = np.empty(K, dtype=np.intp)
+        crank[order] = np.arange(K)
+        return order, crank
 
     def _update(self, n: np.ndarray, m: Margins) -> None:
         """Add the differences at the cells the logged events touched."""
@@ -126,24 +166,27 @@ class CMISums:
             return
         k, u, v, w = np.concatenate(ks), np.concatenate(us), np.concatenate(vs), np.concatenate(ws)
         fu, fv = cf[u], cf[v]
-        # joint cells n[k, u, v]
+        _, crank = self._canonical(len(cf))
+        # joint cells n[k, u, v], added in canonical order (see _canonical)
         cells = np.unique(np.ravel_multi_index((k, u, v), n.shape))
         ck, cu, cv = np.unravel_index(cells, n.shape)
+        at = np.lexsort((crank[cv], crank[cu], ck))
+        ck, cu, cv = ck[at], cu[at], cv[at]
         new = xlogx(n[ck, cu, cv])
-        np.add.at(self.S_joint, (cf[cu], cf[cv]), new - self.L[ck, cu, cv])
+        np.add.at(self.S_joint, (ck, cf[cu], cf[cv]), new - self.L[ck, cu, cv])
         self.L[ck, cu, cv] = new
         # margins G[k, u, j] = D[k, j, u]
         D = m.D
         cells = np.unique(np.ravel_multi_index((k, fv, u), D.shape))
         gk, gj, gu = np.unravel_index(cells, D.shape)
+        at = np.lexsort((crank[gu], gj, gk))
+        gk, gj, gu = gk[at], gj[at], gu[at]
         new = xlogx(D[gk, gj, gu])
-        np.add.at(self.S_marg, (cf[gu], gj), new - self.GL[gk, gj, gu])
+        np.add.at(self.S_marg, (gk, cf[gu], gj), new - self.GL[gk, gj, gu])
         self.GL[gk, gj, gu] = new
         # pair totals T[k, i, j]: each event adds its weight once to each of its feature pairs
         np.add.at(self.T, (k, fu, fv), w)
-        np.add.at(self.N, (fu, fv), w)
         cells = np.unique(np.ravel_multi_index((k, fu, fv), self.T.shape))
         tk, ti, tj = np.unravel_index(cells, self.T.shape)
         new = xlogx(self.T[tk, ti, tj])
-        np.add.at(self.S_class, (ti, tj), new - self.TL[tk, ti, tj])
         self.TL[tk, ti, tj] = new

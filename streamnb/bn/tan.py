@@ -20,7 +20,15 @@ from streamnb.naive_bayes.values import check_labels, is_missing
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
 from streamnb.structure import Structure, class_chow_liu, top_features
-from streamnb.structure.chow_liu import EDGE_PENALTIES, edge_price, hold, mixed_forest, tan_scored, with_rest
+from streamnb.structure.chow_liu import (
+    EDGE_PENALTIES,
+    _canonical_cells,
+    edge_price,
+    hold,
+    mixed_forest,
+    tan_scored,
+    with_rest,
+)
 
 __all__ = ["TANClassifier", "ChowLiuClassifier"]
 
@@ -28,9 +36,6 @@ __all__ = ["TANClassifier", "ChowLiuClassifier"]
 class _TANPart(TreePart):
     """The categorical features of TAN; with a numeric part joined (:meth:`join`), also the
     structure over every feature and the numeric features whose parent is categorical."""
-
-    #: Whether the structure is weighted by the class-conditional pair weights of all classes.
-    shared_weights = True
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
                  max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
@@ -45,7 +50,7 @@ class _TANPart(TreePart):
         #: Per class, categorical cell and numeric feature: Welford statistics (when joined).
         self.cross: CellMoments | None = None
         self._kids: tuple | None = None
-        if cmi_alpha == 0 and self.shared_weights:  # plug-in weights: kept current between relearns
+        if cmi_alpha == 0:  # plug-in weights: kept current between relearns
             self.sums = CMISums(self.pairs, self.margins)
 
     def join(self, numeric: LinearGaussianPart) -> None:
@@ -103,8 +108,9 @@ class _TANPart(TreePart):
         cf = self.pairs.cell_features()
         fkeys = self.pairs.features.keys
         where = np.array([pos.get(fkeys[j], -1) for j in cf.tolist()], dtype=np.intp)
-        live = where >= 0
-        n, mean, m2, where = n[:, live], mean[:, live], m2[:, live], where[live]
+        order = _canonical_cells(self.pairs)[0]  # cells summed in canonical order: same bits
+        order = order[where[order] >= 0]            # whatever order the features arrived in
+        n, mean, m2, where = n[:, order], mean[:, order], m2[:, order], where[order]
         hot = np.zeros((len(where), len(cat_names)))
         hot[np.arange(len(where)), where] = 1.0
         eps = self.numeric._eps()
@@ -242,13 +248,14 @@ def _integral(m: float, v: float, lam: tuple[float, float, float] | None) -> flo
 
 
 class _ClassTreesPart(_TANPart):
-    shared_weights = False  # one mutual information per class
     def learn_structures(self) -> dict:
         feats = top_features(self.pairs, self.max_tree_features)
         out = {}
+        n = self.pairs.raw("n")
         for k, y in enumerate(self.classes.keys):
-            if self.class_counts.n[k] > 0 and len(self.pairs.n[k].nonzero()[0]):
-                out[y] = class_chow_liu(self.pairs, y, alpha=self.cmi_alpha, features=feats)
+            if self.class_counts.n[k] > 0 and np.diagonal(n[k]).any():
+                kept = self.sums.class_weights(k) if self.sums is not None else None
+                out[y] = class_chow_liu(self.pairs, y, alpha=self.cmi_alpha, features=feats, weights=kept)
         return out
 
 

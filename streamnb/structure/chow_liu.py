@@ -16,6 +16,7 @@ deterministic ties) and direct it away from ``root`` (default: the first feature
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -228,26 +229,49 @@ def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Ha
     return Structure(parents, {(p, c): float(weights[pos[p], pos[c]]) for p, c in edges}, new.class_parent)
 
 
+#: Per pair table: the cells in canonical order (features by :func:`canonical`, then values),
+#: kept while no cell is added (so a relearn does not sort every cell again).
+_CANONICAL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _canonical_cells(pairs: PairCounts) -> tuple[np.ndarray, np.ndarray]:
+    """``(cell ids in canonical order, canonical rank of each feature id)``."""
+    cells = pairs.cells.keys
+    cached = _CANONICAL.get(pairs)
+    if cached is not None and cached[0] == (len(cells), pairs.cells.epoch):
+        return cached[1], cached[2]
+    cf = pairs.cell_features()
+    feats = pairs.features.keys
+    order = sorted(range(len(feats)), key=lambda i: canonical(feats[i]))
+    rank = np.empty(len(feats), dtype=np.intp)
+    rank[order] = np.arange(len(feats))
+    ids = np.array(sorted(range(len(cells)), key=lambda c: (rank[cf[c]], canonical(cells[c][1]))), dtype=np.intp)
+    _CANONICAL[pairs] = ((len(cells), pairs.cells.epoch), ids, rank)
+    return ids, rank
+
+
 def counted_cells(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
     """What :func:`counted` keeps, without copying the table: ``(cell ids, cell_feature,
-    names)``, from the diagonal only (``O(C K)``)."""
+    names)``, from the diagonal only (``O(C K)``; the canonical order of the cells is sorted
+    once per new cell, not per call)."""
     cf = pairs.cell_features()
     n = pairs.raw("n")
     K = len(cf)
     C = len(pairs.classes.keys)
     rows = slice(0, C) if k is None else slice(k, k + 1)
     live = np.diagonal(n[rows, :K, :K], axis1=1, axis2=2).sum(axis=0) > 0
-    used = np.unique(cf[live])
-    used = np.array(sorted(used.tolist(), key=lambda i: canonical(pairs.features.keys[i])), dtype=np.intp)
-    rank = np.full(len(pairs.features), -1, dtype=np.intp)
-    rank[used] = np.arange(len(used))
-    names = [pairs.features.keys[i] for i in used]
-    # cells in canonical order too: the sums, hence the weights, are then bit-identical
-    # whatever order the features and values arrived in
-    cells = pairs.cells.keys
-    keep = sorted(np.flatnonzero(live).tolist(), key=lambda c: (rank[cf[c]], canonical(cells[c][1])))
-    keep_ids = np.array(keep, dtype=np.intp)
-    return keep_ids, rank[cf[keep_ids]], names
+    order, rank = _canonical_cells(pairs)
+    # cells in canonical order: the sums, hence the weights, are then bit-identical whatever
+    # order the features and values arrived in
+    keep_ids = order[live[order]]
+    used = np.zeros(len(rank), dtype=bool)
+    used[cf[keep_ids]] = True
+    feats = np.flatnonzero(used)
+    feats = feats[np.argsort(rank[feats], kind="stable")]
+    dense = np.full(len(rank), -1, dtype=np.intp)
+    dense[feats] = np.arange(len(feats))
+    names = [pairs.features.keys[i] for i in feats.tolist()]
+    return keep_ids, dense[cf[keep_ids]], names
 
 
 def counted(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, np.ndarray, list]:
@@ -354,17 +378,22 @@ def tan_scored(
 
 def class_chow_liu(
     pairs: PairCounts, y: Hashable, root: Hashable | None = None, alpha: float = 0.0,
-    features: Sequence | None = None,
+    features: Sequence | None = None, weights: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Structure:
-    """Chow-Liu tree of the events of class ``y`` only (from ``n[y]``)."""
+    """Chow-Liu tree of the events of class ``y`` only (from ``n[y]``); ``weights``: that
+    class's ``I(Xi; Xj)`` over ``pairs.features`` computed elsewhere from the same counts."""
     k = pairs.classes.get(y)
     if k < 0:
         raise KeyError(y)
-    n, cf, names = counted(pairs, k)
-    w, names = _restricted(mutual_information(n, cf, alpha), names, features)
+    if weights is None:
+        n, cf, names = counted(pairs, k)
+        w = mutual_information(n, cf, alpha)
+    else:
+        _, _, names = counted_cells(pairs, k)
+        ids = pairs.features.lookup(names)
+        w = weights[0][np.ix_(ids, ids)]
+    w, names = _restricted(w, names, features)
     return with_rest(tree_structure(w, names, root), pairs)
-
-
 def mixed_forest(weights: np.ndarray, names: Sequence[Hashable], categorical: Sequence[bool],
                  spanning: bool = False) -> Structure:
     """One forest over categorical and numeric features in which no categorical feature has a

@@ -372,3 +372,17 @@ def test_mixed_batches_merge_and_state_equal_one_learner():
         x = {k: v for k, v in x.items() if v is not None}
         assert_close(a.predict_proba_one(x), both.predict_proba_one(x), rel=1e-9)
         assert back.predict_proba_one(x) == one.predict_proba_one(x)
+
+
+def test_the_order_features_arrive_in_changes_nothing():
+    rows = mixed_rows(1500, seed=5)
+    rng = np.random.default_rng(0)
+    a, b = TANClassifier(relearn_every=50), TANClassifier(relearn_every=50)
+    for x, y in rows:
+        keys = list(x)
+        rng.shuffle(keys)
+        a.learn_one(x, y)
+        b.learn_one({k: x[k] for k in keys}, y)
+    assert a.history == b.history and a.structure() == b.structure()  # same weights, bit for bit
+    for x, _ in rows[:50]:
+        assert_close(a.predict_proba_one(x), b.predict_proba_one(x), rel=1e-12)

@@ -14,6 +14,7 @@ from streamnb.naive_bayes.values import check_event, check_weight, numeric_items
 from streamnb.spam.operating import OperatingPoint
 from streamnb.spam.robinson import fisher, fisher_logit, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
+from streamnb.text.degenerate import degenerates
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
 
@@ -64,13 +65,21 @@ class SpamFilter(base.Classifier):
     spam_label, ham_label
         The two labels (anything else is rejected).
     s, x
-        Robinson's strength and unknown-word probability. Defaults ``s = 1, x = 0.5`` are
-        Robinson's own (2003) starting values, not fitted to any corpus.
+        Robinson's strength and unknown-word probability: ``s = 1`` is Robinson's own (2003)
+        starting value, ``x = 0.52`` bogofilter's default ``robx`` (a token never seen, or
+        seen rarely, leans slightly towards spam); neither is fitted to a corpus here.
     min_dev
         Tokens with ``|f(w) - 0.5| < min_dev`` are ignored (SpamBayes'
         ``minimum_prob_strength`` default, 0.1).
     max_discriminators
-        At most this many tokens, farthest from 0.5, are combined (SpamBayes' default, 150).
+        At most this many tokens, farthest from 0.5, are combined (SpamBayes uses 150); None
+        (the default, as bogofilter): every token beyond ``min_dev``.
+    degenerate
+        Score a token never learned by its most telling learned degenerate form (Graham's and
+        DSPAM's token degeneration, :func:`streamnb.text.degenerate.degenerates`: an unseen
+        ``subject:prize`` by ``prize``, ``FREE`` by ``free``), the one whose ``f(w)`` is
+        farthest from 0.5. Learning counts the token itself only. False: an unseen token is
+        ``x``.
     ham_cutoff, spam_cutoff
         ``I <= ham_cutoff`` is ham (SpamBayes' default 0.20); ``I >= spam_cutoff`` is spam
         while the operating point is not calibrated, or always with ``max_ham_rate=None``
@@ -107,9 +116,11 @@ class SpamFilter(base.Classifier):
     ...                  ({"lunch": 1, "today": 1}, "ham"), ({"meeting": 1, "today": 1}, "ham")]:
     ...     f.learn_one(x, y)
     >>> round(f.predict_proba_one({"free": 1, "cash": 1, "prize": 1})["spam"], 4)
-    0.9927
+    0.9934
     >>> f.classify_one({"free": 1, "cash": 1, "prize": 1}).label, f.classify_one({"lunch": 1}).label
     ('spam', 'ham')
+    >>> [(t.token, t.n_spam, t.n_ham) for t in f.token_scores({"subject:PRIZE": 1})]  # never learned
+    [('subject:PRIZE', 5.0, 0.0)]
     >>> f.classify_one({"free": 1, "lunch": 1}).label
     'unsure'
     >>> f.operating_point.describe()
@@ -121,9 +132,10 @@ class SpamFilter(base.Classifier):
         spam_label: Hashable = "spam",
         ham_label: Hashable = "ham",
         s: float = 1.0,
-        x: float = 0.5,
+        x: float = 0.52,
         min_dev: float = 0.1,
         max_discriminators: int | None = None,
+        degenerate: bool = True,
         ham_cutoff: float = 0.2,
         spam_cutoff: float = 0.99,
         max_ham_rate: float | None = 0.002,
@@ -142,6 +154,7 @@ class SpamFilter(base.Classifier):
         self.x = x
         self.min_dev = min_dev
         self.max_discriminators = max_discriminators
+        self.degenerate = degenerate
         self.ham_cutoff = ham_cutoff
         self.spam_cutoff = spam_cutoff
         self.max_ham_rate = max_ham_rate
@@ -223,14 +236,11 @@ class SpamFilter(base.Classifier):
 
     # -- scoring ---------------------------------------------------------------------------
     def token_scores(self, x: Mapping) -> list[TokenScore]:
-        """Every present token of ``x`` with its counts, ``f(w)`` and whether it is combined."""
+        """Every present token of ``x`` with its counts, ``f(w)`` and whether it is combined
+        (an unseen token scored by a degenerate form shows that form's counts)."""
         keys = self._present(x)
-        ids = self._tokens.lookup(keys)
-        n = self._counts.n
-        known, safe = ids >= 0, np.maximum(ids, 0)
-        n_ham = np.where(known, n[0, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
-        n_spam = np.where(known, n[1, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
-        f = self._f(keys)
+        n_spam, n_ham = self._token_counts(keys)
+        f = self._robinson(n_spam, n_ham)
         used = np.zeros(len(keys), dtype=bool)
         used[significant(f, self.min_dev, self.max_discriminators)] = True
         return [
@@ -238,16 +248,38 @@ class SpamFilter(base.Classifier):
             for key, a, b, p, u in zip(keys, n_spam, n_ham, f, used)
         ]
 
-    def _f(self, keys: list) -> np.ndarray:
-        """Robinson's ``f(w)`` of the tokens ``keys``."""
-        ids = self._tokens.lookup(keys)
-        n = self._counts.n
-        known = ids >= 0
-        safe = np.maximum(ids, 0)
-        n_ham = np.where(known, n[0, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
-        n_spam = np.where(known, n[1, safe], 0.0) if n.shape[1] else np.zeros(len(keys))
+    def _robinson(self, n_spam: np.ndarray, n_ham: np.ndarray) -> np.ndarray:
         totals = self._messages.n
         return robinson(n_spam, n_ham, float(totals[1]), float(totals[0]), self.s, self.x)
+
+    def _token_counts(self, keys: list) -> tuple[np.ndarray, np.ndarray]:
+        """Message counts ``(n_spam, n_ham)`` of the tokens ``keys``. With ``degenerate``, a
+        token never learned takes the counts of its learned degenerate form whose ``f(w)`` is
+        farthest from 0.5 (the first such form on ties): at most
+        :data:`~streamnb.text.degenerate.MAX_FORMS` lookups per unseen token."""
+        ids = self._tokens.lookup(keys)
+        n = self._counts.n
+        if not n.shape[1]:
+            return np.zeros(len(keys)), np.zeros(len(keys))
+        known, safe = ids >= 0, np.maximum(ids, 0)
+        n_ham = np.where(known, n[0, safe], 0.0)
+        n_spam = np.where(known, n[1, safe], 0.0)
+        if self.degenerate and not known.all():
+            for i in np.flatnonzero(~known).tolist():
+                key = keys[i]
+                if not isinstance(key, str):
+                    continue
+                forms = self._tokens.lookup(degenerates(key))
+                forms = forms[forms >= 0]
+                if len(forms):
+                    f = self._robinson(n[1, forms], n[0, forms])
+                    j = forms[int(np.argmax(np.abs(f - 0.5)))]
+                    n_spam[i], n_ham[i] = n[1, j], n[0, j]
+        return n_spam, n_ham
+
+    def _f(self, keys: list) -> np.ndarray:
+        """Robinson's ``f(w)`` of the tokens ``keys``."""
+        return self._robinson(*self._token_counts(keys))
 
     def spam_threshold(self) -> float:
         """The spam threshold on the verdict's ``logit`` now (see ``max_ham_rate``)."""

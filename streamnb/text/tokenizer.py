@@ -41,7 +41,10 @@ class Tokenizer(base.Transformer):
     string that starts with RFC 822 headers) gives the tokens of its decoded text parts, the
     tokens of the selected ``headers`` prefixed by the header name, and one ``attachment:``
     token per skipped non-text part (its content type and extension). Nothing a message
-    contains makes it raise (see :mod:`streamnb.text.mail`).
+    contains makes it raise (see :mod:`streamnb.text.mail`). A prefixed token that a
+    :class:`~streamnb.spam.SpamFilter` never learned is scored by its less specific forms
+    (``subject:prize`` by ``prize``, ``from:email:example.org`` by ``email:example.org``; with
+    ``lowercase=False``, ``FREE`` by ``free``): see :mod:`streamnb.text.degenerate`.
 
     **Bounded time.** Every input is tokenized in time linear in its size, and the Python-level
     work is capped whatever the size: a plain text is read up to its first ``MAX_BODY_BYTES``

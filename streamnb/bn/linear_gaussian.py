@@ -54,7 +54,7 @@ from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
 from streamnb.structure.chow_liu import canonical, edge_price
 
-__all__ = ["LinearGaussianPart", "PRIOR", "gaussian_pair_weights"]
+__all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_weights"]
 
 #: Pseudo-events of the shrinkage of correlations and residual variances (see the module text).
 PRIOR = 1.0
@@ -65,6 +65,9 @@ _log = math.log
 #: From this many (class, feature) cells on, an event with every feature is scored with numpy
 #: (measured: 20 features x 2 classes, 45 us in floats, 20 us in arrays); below, in floats.
 _DENSE_CELLS = 16
+
+#: Default of ``max_numeric``: most numeric features with co-moments (in the structure).
+MAX_NUMERIC = 256
 
 #: Smallest variance used by the tree terms (a point mass is out of a Gaussian tree's reach).
 _TINY = 1e-300
@@ -107,11 +110,17 @@ class LinearGaussianPart(GaussianPart):
     ----------
     classes, class_counts, var_smoothing
         As :class:`~streamnb.naive_bayes.gaussian.GaussianPart` (``ddof`` 0).
+    max_numeric
+        Most numeric features in the structure: the first ``max_numeric`` features met have
+        co-moments (memory ``32 C max_numeric**2`` bytes); later ones are Gaussian leaves with
+        the class as only parent (None: no bound).
     """
 
-    def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float) -> None:
+    def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float,
+                 max_numeric: int | None = MAX_NUMERIC) -> None:
         super().__init__(classes, class_counts, var_smoothing, 0)
-        self.co = CoMoments([classes, self.features])
+        self.max_numeric = max_numeric
+        self.co = CoMoments([classes, self.features], max_features=max_numeric)
         self.structure = Structure({}, {}, True)
         self._tree_cache: tuple | None = None
         self._dense: tuple | None = None
@@ -189,7 +198,8 @@ class LinearGaussianPart(GaussianPart):
         if key not in saved:  # a state from before the numeric tree: no co-moments yet
             welford = saved[f"{name}.welford"]
             classes, features = welford["axes"]
-            shape = (len(classes), len(features), len(features))
+            f = len(features) if self.max_numeric is None else min(len(features), self.max_numeric)
+            shape = (len(classes), f, f)
             saved[key] = {
                 "type": "CoMoments", "version": CoMoments.version, "axes": [classes, features, features],
                 "arrays": {f: np.zeros(shape) for f in CoMoments.fields},

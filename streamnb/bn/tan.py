@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
-from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, PRIOR, LinearGaussianPart
+from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, MAX_NUMERIC, PRIOR, LinearGaussianPart
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
@@ -56,7 +56,7 @@ class _TANPart(TreePart):
     def join(self, numeric: LinearGaussianPart) -> None:
         """Learn one structure over these features and ``numeric``'s."""
         self.numeric = numeric
-        self.cross = CellMoments([self.classes, self.cells, numeric.features])
+        self.cross = CellMoments([self.classes, self.cells, numeric.features], max_features=numeric.max_numeric)
 
     def stats(self) -> dict:
         out: dict = dict(super().stats())
@@ -70,7 +70,8 @@ class _TANPart(TreePart):
             # a state from before numeric features joined the structure: no cross statistics yet
             classes, cells, _ = saved[f"{name}.pairs"]["axes"]
             features = saved["gaussian.welford"]["axes"][1] if "gaussian.welford" in saved else []
-            shape = (len(classes), len(cells), len(features))
+            limit = self.cross.limits[2]
+            shape = (len(classes), len(cells), len(features) if limit is None else min(len(features), limit))
             saved[key] = {"type": "CellMoments", "version": CellMoments.version,
                           "axes": [classes, cells, features], "arrays": {f: np.zeros(shape) for f in CellMoments.fields}}
 
@@ -325,6 +326,12 @@ class TANClassifier(TreeAugmentedNB):
         the table is full a value never seen is learned as missing for the tree (an id-like
         feature cannot exhaust memory; :attr:`n_discarded` sums their weight). A merge keeps
         the cap, as one learner on this stream then the other's would (see :meth:`merge`).
+    max_numeric
+        Most numeric features in the structure (256): the first ones met have per-class
+        co-moments (``32 C max_numeric**2`` bytes, 2 MB per class at 256) and per-value
+        Welford statistics; later ones are Gaussian leaves with the class as only parent, so
+        a very wide numeric event cannot exhaust memory. Merges keep the bound as one learner
+        would (features numbered first-come).
     cmi_alpha
         Pseudo-count of the CMI estimate (0: plug-in, as Friedman et al. and bnclassify).
     kinds, var_smoothing
@@ -379,7 +386,11 @@ class TANClassifier(TreeAugmentedNB):
         max_cells: int = MAX_CELLS,
         edge_penalty: str | None = "chi2",
         swap_margin: float = 0.05,
+        max_numeric: int = MAX_NUMERIC,
     ) -> None:
+        if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
+            raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
+        self.max_numeric = max_numeric
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.max_tree_features = max_tree_features
@@ -398,7 +409,7 @@ class TANClassifier(TreeAugmentedNB):
                         self.swap_margin)
 
     def _make_numeric_part(self) -> Part:
-        return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing)
+        return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric)
 
     def _make_parts(self) -> dict[str, Part]:
         parts = super()._make_parts()

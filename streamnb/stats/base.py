@@ -13,6 +13,11 @@ A statistic supports, by interface:
   whose counts returned to zero). The drop is made on the :class:`Index`, so every statistic
   sharing that axis compacts its arrays identically before its next read or write;
 - ``to_state()`` / ``from_state()``: plain data (lists, numbers, numpy arrays), never pickle.
+
+An axis may be *limited* (``limits``): only its first ``limit`` keys have cells, the keys after
+them are known to the axis (which other statistics may share) but hold nothing here. This is
+how a statistic whose size grows with the square of an axis stays bounded (the numeric pairs
+of a tree): first come, first kept, and a merge keeps the limit.
 """
 
 from __future__ import annotations
@@ -39,11 +44,16 @@ class Statistic:
     fields: ClassVar[tuple[str, ...]] = ()
     version: ClassVar[int] = 1
 
-    def __init__(self, axes: int | Sequence[Index] = 1) -> None:
+    def __init__(self, axes: int | Sequence[Index] = 1, limits: Sequence[int | None] | None = None) -> None:
         self.axes: list[Index] = (
             [Index() for _ in range(axes)] if isinstance(axes, int) else list(axes)
         )
-        shape = tuple(max(_MIN_CAPACITY, 2 * len(a)) for a in self.axes)
+        #: Per axis, the most keys that have cells (None: every key).
+        self.limits: tuple[int | None, ...] = tuple(limits) if limits is not None else (None,) * len(self.axes)
+        if len(self.limits) != len(self.axes) or any(
+                lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1) for lim in self.limits):
+            raise ValueError(f"limits must be one positive integer or None per axis, got {limits!r}")
+        shape = tuple(max(_MIN_CAPACITY, 2 * n) for n in self.shape)
         self._arrays: dict[str, np.ndarray] = {f: np.zeros(shape) for f in self.fields}
         #: Bumped whenever the backing arrays are replaced or compacted: a :meth:`flat` view
         #: or id taken before is stale.
@@ -54,8 +64,8 @@ class Statistic:
     # -- shape -----------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        """Current lengths of the axes."""
-        return tuple(len(a) for a in self.axes)
+        """Current lengths of the axes (of a limited axis, at most its limit)."""
+        return tuple(len(a) if lim is None else min(len(a), lim) for a, lim in zip(self.axes, self.limits))
 
     def _synced(self) -> None:
         """Record that the arrays match the axes' current keys (after a drop, a load)."""
@@ -118,7 +128,10 @@ class Statistic:
         else:
             return
         want = self.shape
-        new_cap = tuple(c if w <= c else max(2 * c, w) for w, c in zip(want, cap))
+        if all(w <= c for w, c in zip(want, cap)):  # limited axes past their limit
+            return
+        new_cap = tuple(c if w <= c else max(2 * c, w) if lim is None else min(max(2 * c, w), lim)
+                        for w, c, lim in zip(want, cap, self.limits))
         for name, old in self._arrays.items():
             new = np.zeros(new_cap)
             new[tuple(slice(0, c) for c in old.shape)] = old
@@ -157,19 +170,30 @@ class Statistic:
         return self._arrays[field][tuple(slice(0, n) for n in self.shape)]
 
     # -- merge -----------------------------------------------------------------------------
-    def _aligned_ids(self, other: Statistic) -> tuple[np.ndarray, ...]:
+    def _aligned(self, other: Statistic, add: Sequence[bool] | None = None) -> tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]]:
+        """Where ``other``'s cells go here, and ``other``'s arrays cut to the cells that fit:
+        ``other``'s keys are added to the axes (``add[i]`` False: only keys already there
+        count), and cells past a limited axis's limit are left out."""
         if type(other) is not type(self) or len(other.axes) != len(self.axes):
             raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
-        ids = tuple(mine.lookup(theirs.keys, add=True) for mine, theirs in zip(self.axes, other.axes))
+        arrays = {f: other.view(f) for f in self.fields}
+        ids, picks = [], []
+        for i, (mine, theirs, n, lim) in enumerate(zip(self.axes, other.axes, other.shape, self.limits)):
+            got = mine.lookup(theirs.keys[:n], add=True if add is None else add[i])
+            keep = got >= 0
+            if lim is not None:
+                keep &= got < lim
+            ids.append(got[keep])
+            picks.append(np.flatnonzero(keep))
         self._fit()
-        return np.ix_(*ids)
+        cut = np.ix_(*picks)
+        return np.ix_(*ids), {f: a[cut] for f, a in arrays.items()}
 
     def _merge(self, cells: tuple[np.ndarray, ...], other: dict[str, np.ndarray]) -> None:
         raise NotImplementedError
 
     def __iadd__(self: S, other: S) -> S:
-        cells = self._aligned_ids(other)
-        self._merge(cells, {f: other.view(f) for f in self.fields})
+        self._merge(*self._aligned(other))
         return self
 
     def __add__(self: S, other: S) -> S:

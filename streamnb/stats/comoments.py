@@ -24,7 +24,10 @@ least-squares line of ``x_j`` on ``x_i`` (slope ``c / m2[i, j]``) and its residu
 
 Memory: four ``C x F x F`` float64 arrays (32 bytes per class and ordered pair: 0.64 MB for
 100 features and 2 classes). One event with ``d`` observed numeric features updates ``d**2``
-cells of each array with a handful of numpy operations.
+cells of each array with a handful of numpy operations. ``max_features`` bounds ``F``: the
+first ``max_features`` features of the axis have co-moments, later ones none (first come, as
+the feature axis numbers them; a merge keeps the bound), so 100,000 features in one event
+cost ``32 C max_features**2`` bytes, not 320 GB.
 
 >>> cm = CoMoments()
 >>> for x, y in [(1.0, 2.0), (2.0, 4.1), (3.0, 5.9)]:
@@ -72,13 +75,13 @@ class CoMoments(Statistic):
 
     fields = ("n", "mean", "m2", "c")
 
-    def __init__(self, axes: int | Sequence[Index] = 2) -> None:
+    def __init__(self, axes: int | Sequence[Index] = 2, max_features: int | None = None) -> None:
         if isinstance(axes, int):
             features = Index()
             axes = [Index(), features, features] if axes in (2, 3) else [Index() for _ in range(axes)]
         elif len(axes) == 2:
             axes = [axes[0], axes[1], axes[1]]
-        super().__init__(axes)
+        super().__init__(axes, (None, max_features, max_features))
 
     @property
     def features(self) -> Index:
@@ -91,8 +94,13 @@ class CoMoments(Statistic):
         self.update_ids(k, ids, np.asarray(values, dtype=float), w)
 
     def update_ids(self, k: int, ids: np.ndarray, x: np.ndarray, w: float = 1.0) -> None:
-        """:meth:`update` with integer ids (distinct) and ``w > 0``: ``len(ids)**2`` cells."""
+        """:meth:`update` with integer ids (distinct) and ``w > 0``: ``len(ids)**2`` cells
+        (features past ``max_features`` are left out)."""
         self._fit()
+        lim = self.limits[1]
+        if lim is not None and len(ids) and ids.max() >= lim:
+            keep = ids < lim
+            ids, x = ids[keep], x[keep]
         a = self._arrays
         n_arr = a["n"]
         s0, s1, s2 = (s // n_arr.itemsize for s in n_arr.strides)
@@ -149,27 +157,26 @@ class CellMoments(Welford):
     ([3.0, 7.0], [2.0, 0.0])
     """
 
-    def __init__(self, axes: int | Sequence[Index] = 3) -> None:
-        super().__init__(axes)
+    def __init__(self, axes: int | Sequence[Index] = 3, max_features: int | None = None) -> None:
+        super().__init__(axes, (None, None, max_features))
 
     def __iadd__(self, other: CellMoments) -> CellMoments:
         """Merge; ``other``'s cells that this cell axis does not hold are left out (the axis
-        belongs to the pair counts, which decide, under their cap, which cells a merge keeps)."""
-        if type(other) is not type(self):
-            raise TypeError(f"cannot merge {type(other).__name__} into {type(self).__name__}")
-        classes = self.axes[0].lookup(other.axes[0].keys, add=True)
-        cells = self.axes[1].lookup(other.axes[1].keys)
-        features = self.axes[2].lookup(other.axes[2].keys, add=True)
-        self._fit()
-        kept = cells >= 0
-        self._merge(np.ix_(classes, cells[kept], features), {f: other.view(f)[:, kept, :] for f in self.fields})
+        belongs to the pair counts, which decide, under their cap, which cells a merge keeps),
+        and so are features past ``max_features``."""
+        self._merge(*self._aligned(other, add=(True, False, True)))
         return self
 
     def update_ids(self, k: int, cells: np.ndarray, features: np.ndarray, values: np.ndarray,  # type: ignore[override]
                    w: float = 1.0) -> None:
         """One event of class ``k``: its categorical ``cells`` times its numeric ``features``
-        (``values[i]`` of ``features[i]``), ``w > 0``: ``len(cells) * len(features)`` cells."""
+        (``values[i]`` of ``features[i]``), ``w > 0``: ``len(cells) * len(features)`` cells
+        (features past ``max_features`` are left out)."""
         self._fit()
+        lim = self.limits[2]
+        if lim is not None and len(features) and features.max() >= lim:
+            keep = features < lim
+            features, values = features[keep], values[keep]
         a = self._arrays
         n_arr = a["n"]
         s0, s1, s2 = (s // n_arr.itemsize for s in n_arr.strides)

@@ -386,3 +386,52 @@ def test_the_order_features_arrive_in_changes_nothing():
     assert a.history == b.history and a.structure() == b.structure()  # same weights, bit for bit
     for x, _ in rows[:50]:
         assert_close(a.predict_proba_one(x), b.predict_proba_one(x), rel=1e-12)
+
+
+# -- a bounded numeric structure -------------------------------------------------------------------
+def only(rows: list, features: list) -> list:
+    return [({f: x[f] for f in features}, y) for x, y in rows]
+
+
+def test_numeric_features_past_max_numeric_are_leaves_and_take_no_memory():
+    # sample() meets x0, x5, x1, x2 first: with room for four, x3 and x4 stay Gaussian leaves
+    model = learned(TANClassifier(relearn_every=0, max_numeric=4), sample(1500, seed=11))
+    model.relearn()
+    assert sorted(model.structure().edges) == [("x0", "x1"), ("x1", "x2")]
+    part = model._parts["gaussian"]
+    assert part.co.shape == (2, 4, 4) and max(part.co.raw("n").shape[1:]) == 4
+    leaves = {"x3": 0.4, "x4": -1.0}
+    nb = learned(streamnb.GaussianNB(), only(sample(1500, seed=11), ["x3", "x4"]))
+    assert_close(model.predict_proba_one(leaves), nb.predict_proba_one(leaves), rel=1e-12)
+    wide = TANClassifier(max_numeric=16)
+    wide.learn_one({f"w{i}": float(i % 7) for i in range(50_000)}, "a")
+    wide.learn_one({f"w{i}": float(i % 5) for i in range(50_000)}, "b")
+    assert wide._parts["gaussian"].co.shape == (2, 16, 16)
+    assert wide._parts["categorical"].cross.shape[2] == 16
+
+
+def test_a_merge_keeps_max_numeric_as_one_learner_would():
+    rows = sample(800, seed=12)
+    first, second = only(rows[:400], ["x0", "x1", "x2"]), only(rows[400:], ["x3", "x4", "x0"])
+    a = learned(TANClassifier(relearn_every=0, max_numeric=4), first)
+    b = learned(TANClassifier(relearn_every=0, max_numeric=4), second)
+    both = learned(TANClassifier(relearn_every=0, max_numeric=4), first + second)
+    a.merge(b)
+    a.relearn()
+    both.relearn()
+    co_a, co_both = a._parts["gaussian"].co, both._parts["gaussian"].co
+    assert co_a.shape == co_both.shape == (2, 4, 4)
+    for f in co_a.fields:
+        np.testing.assert_allclose(co_a.view(f), co_both.view(f), rtol=1e-12, atol=1e-12)
+    assert a.structure() == both.structure()
+    persistence.register(TANClassifier)
+    back = persistence.loads(persistence.dumps(a))
+    for x, _ in rows[:20]:
+        assert_close(a.predict_proba_one(x), both.predict_proba_one(x), rel=1e-9)
+        assert back.predict_proba_one(x) == a.predict_proba_one(x)
+
+
+def test_max_numeric_must_be_a_positive_integer():
+    for bad in (0, -1, 2.5, True, None):
+        with pytest.raises(ValueError, match="max_numeric"):
+            TANClassifier(max_numeric=bad)

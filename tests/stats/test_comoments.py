@@ -77,3 +77,28 @@ def test_decay_is_the_same_events_with_every_weight_multiplied_and_state_round_t
     assert back.features is back.axes[2]
     for f in CoMoments.fields:
         np.testing.assert_array_equal(back.view(f), cm.view(f))
+
+
+def test_max_features_keeps_the_first_features_only_in_updates_merges_and_state():
+    X, y, w = stream(seed=3)
+    full = learned(X, y, w)
+    capped = CoMoments(max_features=3)
+    for r in range(len(X)):
+        seen = ~np.isnan(X[r])
+        capped.update(int(y[r]), [f"f{j}" for j in np.flatnonzero(seen)], X[r, seen], float(w[r]))
+    assert capped.shape[1:] == (3, 3) and max(capped.raw("n").shape[1:]) <= 3
+    first = [full.features.get(k) for k in capped.features.keys[:3]]
+    for f in CoMoments.fields:
+        np.testing.assert_array_equal(capped.view(f), full.view(f)[:, first][:, :, first])
+    other = CoMoments(max_features=3)
+    other.update(0, ["z0", capped.features.keys[0], "z1"], [1.0, 2.0, 3.0])
+    merged = capped + other  # z0, z1 come after three known features: no cells
+    assert merged.shape[1:] == (3, 3) and merged.features.keys[-2:] == ["z0", "z1"]
+    k = capped.axes[0].get(0)
+    assert merged.view("n")[k].sum() == capped.view("n")[k].sum() + 1.0
+    back = CoMoments(max_features=3)
+    back.load_state(merged.to_state())
+    for f in CoMoments.fields:
+        np.testing.assert_array_equal(back.view(f), merged.view(f))
+    with pytest.raises(ValueError, match="limits"):
+        CoMoments(max_features=0)

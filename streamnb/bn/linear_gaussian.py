@@ -52,9 +52,9 @@ from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
-from streamnb.structure.chow_liu import canonical, edge_price
+from streamnb.structure.chow_liu import canonical, edge_prices
 
-__all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_weights"]
+__all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_prices", "gaussian_pair_weights"]
 
 #: Pseudo-events of the shrinkage of correlations and residual variances (see the module text).
 PRIOR = 1.0
@@ -73,7 +73,8 @@ MAX_NUMERIC = 256
 _TINY = 1e-300
 
 
-def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty: str | None) -> np.ndarray:
+def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty: str | None,
+                          prices: np.ndarray | None = None) -> np.ndarray:
     """``[F, F]`` edge weights (nats per event) from co-moment arrays ``[C, F, F]`` (see the
     module text), less the BIC price of the edge's slopes with ``penalty="bic"``; the diagonal
     is ``-inf`` (no self edge).
@@ -90,10 +91,16 @@ def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty:
         per_class = -0.5 * np.log1p(-rho2)
         total = n.sum(axis=0)
         w = np.where(total > 0, (n * per_class).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
-    if penalty is not None:
-        w = w - edge_price(penalty, (n > 0).sum(axis=0), total)
+    w = w - (gaussian_pair_prices(n, penalty) if prices is None else prices)[0]
     np.fill_diagonal(w, -np.inf)
     return w
+
+
+def gaussian_pair_prices(n: np.ndarray, penalty: str | None) -> np.ndarray:
+    """``[2, F, F]`` prices to enter and to stay of the numeric edges
+    (:func:`~streamnb.structure.chow_liu.edge_prices` of their ``C`` slopes over the
+    co-observed weight) from the weights ``n`` ``[C, F, F]``."""
+    return edge_prices(penalty, (n > 0).sum(axis=0), n.sum(axis=0))
 
 
 class LinearGaussianPart(GaussianPart):
@@ -132,15 +139,16 @@ class LinearGaussianPart(GaussianPart):
         self.structure = structure
         self._tree_cache = self._dense = None
 
-    def pair_weights(self, penalty: str | None) -> tuple[list, np.ndarray]:
-        """The numeric features counted so far (canonical order) and their ``[F, F]`` edge
-        weights (:func:`gaussian_pair_weights`)."""
+    def pair_weights(self, penalty: str | None) -> tuple[list, np.ndarray, np.ndarray]:
+        """The numeric features counted so far (canonical order), their ``[F, F]`` edge
+        weights less their price (:func:`gaussian_pair_weights`), and the prices."""
         n, m2, c = (self.co.view(f) for f in ("n", "m2", "c"))
         counted = np.flatnonzero(np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0)
         keys = self.features.keys
         order = sorted(counted.tolist(), key=lambda i: canonical(keys[i]))
         ix = np.ix_(np.arange(n.shape[0]), order, order)
-        return [keys[i] for i in order], gaussian_pair_weights(n[ix], m2[ix], c[ix], penalty)
+        prices = gaussian_pair_prices(n[ix], penalty)
+        return [keys[i] for i in order], gaussian_pair_weights(n[ix], m2[ix], c[ix], penalty, prices), prices
 
     def _tree(self) -> tuple[list, list, bool]:
         """``(parents, children, any edge)`` by feature id: -1 the class only, -2 a categorical

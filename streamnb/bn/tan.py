@@ -23,7 +23,9 @@ from streamnb.structure import Structure, class_chow_liu, top_features
 from streamnb.structure.chow_liu import (
     EDGE_PENALTIES,
     _canonical_cells,
-    edge_price,
+    edge_prices,
+    favour_incumbents,
+    forest_structure,
     hold,
     mixed_forest,
     tan_scored,
@@ -79,29 +81,39 @@ class _TANPart(TreePart):
     def learn_structures(self) -> dict:
         feats = top_features(self.pairs, self.max_tree_features)
         kept = self.sums.weights() if self.sums is not None else None
-        s, w, names = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats, penalty=self.edge_penalty,
-                                 weights=kept)
+        s, w, names, price = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats,
+                                        penalty=self.edge_penalty, weights=kept)
         num_names: list = []
         if self.numeric is not None:
-            num_names, w_num = self.numeric.pair_weights(self.edge_penalty)
+            num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty)
+        categorical = [True] * len(names)
         if num_names:
-            cross = self.cross_weights(names, num_names)
+            cross, price_cross = self.cross_weights(names, num_names)
             w = np.block([[w, cross], [cross.T, w_num]])
+            price = np.block([[price, price_cross], [np.swapaxes(price_cross, 1, 2), price_num]])
             names = names + num_names
-            s = mixed_forest(w, names, [True] * len(cross) + [False] * len(num_names), self.edge_penalty is None)
-        self._scored = (w, names)
+            categorical += [False] * len(num_names)
+            s = mixed_forest(w, names, categorical, self.edge_penalty is None)
+        with np.errstate(invalid="ignore"):  # no price where it is infinite (too few events)
+            raw = np.where(np.isfinite(price[0]), w + price[0], w)
+        current = self.structures.get(None)
+        if self.edge_penalty is not None and current is not None and current.edges:
+            w = favour_incumbents(w, price, names, current)  # an edge in place pays to stay only
+            s = mixed_forest(w, names, categorical) if num_names else forest_structure(w, names, class_parent=True)
+        self._scored = (w, names, raw)
         return {None: with_rest(s, self.pairs)}
 
-    def cross_weights(self, cat_names: list, num_names: list) -> np.ndarray:
+    def cross_weights(self, cat_names: list, num_names: list) -> tuple[np.ndarray, np.ndarray]:
         """``[categorical, numeric]`` edge weights less their price: ``I(X_i; X_j | Y)`` with
         ``X_j`` Gaussian given the class and each value of ``X_i``, in nats,
         ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the events where both were
         observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are (:data:`PRIOR`); priced for
-        its ``2 C (|X_i| - 1)`` parameters (a mean and a variance per further value)."""
+        its ``2 C (|X_i| - 1)`` parameters (a mean and a variance per further value); and
+        those prices."""
         assert self.cross is not None and self.numeric is not None
         out = np.zeros((len(cat_names), len(num_names)))
         if not len(cat_names):
-            return out
+            return out, np.zeros((2, *out.shape))
         n, mean, m2 = (self.cross.view(f) for f in ("n", "mean", "m2"))
         cols = self.numeric.features.lookup(num_names)
         n, mean, m2 = n[:, :, cols], mean[:, :, cols], m2[:, :, cols]
@@ -126,16 +138,15 @@ class _TANPart(TreePart):
             per_class = np.where(nk > 0, 0.5 * (np.log(vk + eps) - inner), 0.0)
             total = nk.sum(axis=0)
             w = np.where(total > 0, (nk * np.maximum(per_class, 0.0)).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
-        if self.edge_penalty is not None:
-            classes = (nk > 0).sum(axis=0)
-            w = w - edge_price(self.edge_penalty, 2.0 * classes * (hot.sum(axis=0)[:, None] - 1), total)
-        return w
+        classes = (nk > 0).sum(axis=0)
+        price = edge_prices(self.edge_penalty, 2.0 * classes * (hot.sum(axis=0)[:, None] - 1), total)
+        return w - price[0], price
 
     def held(self, key: Any, old: Structure, new: Structure) -> Structure:
         if not self._scored or not self.swap_margin:
             return new
-        weights, names = self._scored
-        return hold(old, new, weights, names, self.swap_margin)
+        weights, names, raw = self._scored
+        return hold(old, new, weights, names, self.swap_margin, raw)
 
     def relearn(self) -> None:
         super().relearn()
@@ -282,11 +293,20 @@ class TANClassifier(TreeAugmentedNB):
     the chi-squared quantile of the edge's ``C (|X_i|-1)(|X_j|-1)`` parameters, ``C`` slopes for
     a numeric pair), ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's
     spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
-    from its first feature in canonical order. A recompute replaces the current forest only if
-    the new one's total weight beats the current one's, under the same weights, by the
-    relative ``swap_margin`` (:func:`~streamnb.structure.chow_liu.hold`), so estimates that
-    wobble on a stationary stream do not swap edges back and forth; :attr:`history` records
-    the changes that happened.
+    from its first feature in canonical order. Two kinds of hysteresis keep it still on a
+    stationary stream:
+
+    - an edge already in the structure pays a lower price to stay than to enter (the test at
+      level 0.05 instead of 0.001; AIC's ``params / N`` instead of BIC's), so a weak true edge
+      near the detection limit does not flap in and out
+      (:func:`~streamnb.structure.chow_liu.favour_incumbents`);
+    - a recompute changes the forest only if the edges it adds outweigh the edges it removes
+      by more than ``swap_margin`` times the total weight of the edges that change
+      (:func:`~streamnb.structure.chow_liu.hold`): near-ties do not swap back and forth, and a
+      clearly better edge still replaces a wrong one however large the rest of the structure.
+
+    :attr:`history` records the changes that happened; ``structure().weights`` are the
+    weights less the price (to stay, for an edge in place).
 
     CPTs of categorical features are Lidstone-smoothed as in :class:`~streamnb.CategoricalNB`
     (same ``alpha``, same :func:`~streamnb.naive_bayes.smoothing.lidstone`); a numeric feature
@@ -340,7 +360,8 @@ class TANClassifier(TreeAugmentedNB):
     edge_penalty
         ``"chi2"`` (default), ``"bic"`` or None, see above.
     swap_margin
-        Relative gain a new structure needs to replace the current one (0: always replace).
+        Gain a change of structure needs, relative to the weight of the edges it adds and
+        removes (0: always take the new structure).
 
     Examples
     --------

@@ -16,6 +16,7 @@ deterministic ties) and direct it away from ``root`` (default: the first feature
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from streamnb.structure.spanning_tree import (
 
 __all__ = [
     "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "forest_structure", "top_features",
-    "counted", "counted_cells", "canonical", "bic_penalty", "edge_price", "hold", "with_rest", "mixed_forest",
+    "counted", "counted_cells", "canonical", "bic_penalty", "edge_price", "edge_prices", "favour_incumbents", "hold", "with_rest", "mixed_forest",
 ]
 
 #: Edge penalties a learner accepts (see :func:`edge_price`); None: a spanning tree.
@@ -48,6 +49,10 @@ EDGE_PENALTIES = ("bic", "chi2", None)
 #: Level of the ``"chi2"`` edge test: an edge between independent features enters with about
 #: this probability.
 CHI2_LEVEL = 1e-3
+
+#: Level at which an edge already in the structure must still pass the ``"chi2"`` test to stay
+#: (a weak true edge near the detection limit does not flap in and out).
+STAY_LEVEL = 0.05
 
 
 @dataclass(frozen=True)
@@ -156,31 +161,64 @@ def bic_penalty(n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
         return np.where(n > 1, np.asarray(n_params, dtype=float) * np.log(np.maximum(n, 1.0)) / (2 * n), np.inf)
 
 
-def edge_price(penalty: str | None, n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """What an edge must weigh (nats per event) to enter the structure.
+def edge_price(penalty: str | None, n_params: np.ndarray, n: np.ndarray, staying: bool = False) -> np.ndarray:
+    """What an edge must weigh (nats per event) to enter the structure, or, ``staying``, to stay.
 
-    - ``"bic"``: :func:`bic_penalty`, ``n_params log(n) / (2 n)``;
+    - ``"bic"``: :func:`bic_penalty`, ``n_params log(n) / (2 n)``; to stay, AIC's
+      ``n_params / n``;
     - ``"chi2"``: the independence test of the pair given the class: ``2 n I`` is
       asymptotically chi-squared with ``n_params`` degrees of freedom when the pair is
       independent (the G-test), so an edge enters when its weight exceeds that distribution's
-      upper :data:`CHI2_LEVEL` quantile over ``2 n``. It grows like ``n_params`` (BIC like
-      ``n_params log n``): it keeps the edges a test at level 0.001 finds, e.g. most of the
-      car data's, which BIC drops at 1,728 events;
+      upper :data:`CHI2_LEVEL` quantile over ``2 n``, and stays while it exceeds the
+      :data:`STAY_LEVEL` quantile. It grows like ``n_params`` (BIC like ``n_params log n``):
+      it keeps the edges a test at level 0.001 finds, e.g. most of the car data's, which BIC
+      drops at 1,728 events;
     - None: 0 (every edge, the spanning tree of Friedman et al.).
 
     >>> round(float(edge_price("chi2", np.array(1.0), np.array(1000.0))), 6)
     0.005414
+    >>> round(float(edge_price("chi2", np.array(1.0), np.array(1000.0), staying=True)), 6)
+    0.001921
     """
     n = np.asarray(n, dtype=float)
     if penalty is None:
         return np.zeros(np.shape(n))
     if penalty == "bic":
-        return bic_penalty(n_params, n)
+        if not staying:
+            return bic_penalty(n_params, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n > 1, np.asarray(n_params, dtype=float) / np.maximum(n, 1.0), np.inf)
     if penalty == "chi2":
         df = np.maximum(np.asarray(n_params, dtype=float), 1.0)
+        level = STAY_LEVEL if staying else CHI2_LEVEL
+        values, where = np.unique(df, return_inverse=True)  # a few parameter counts: a quantile each
+        quantile = np.array([_chi2_isf(level, float(v)) for v in values.tolist()])[where].reshape(df.shape)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(n > 1, scipy.stats.chi2.isf(CHI2_LEVEL, df) / (2 * np.maximum(n, 1.0)), np.inf)
+            return np.where(n > 1, quantile / (2 * np.maximum(n, 1.0)), np.inf)
     raise ValueError(f"edge penalty must be one of {EDGE_PENALTIES}, got {penalty!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _chi2_isf(level: float, df: float) -> float:
+    return float(scipy.stats.chi2.isf(level, df))
+
+
+def edge_prices(penalty: str | None, n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``[2, ...]``: the price to enter and the price to stay (:func:`edge_price`)."""
+    return np.stack([edge_price(penalty, n_params, n), edge_price(penalty, n_params, n, staying=True)])
+
+
+def favour_incumbents(weights: np.ndarray, prices: np.ndarray, names: Sequence[Hashable],
+                      current: Structure) -> np.ndarray:
+    """``weights`` (less the price to enter, ``[F, F]`` over ``names``) where the edges of the
+    ``current`` structure pay only the price to stay (``prices``, from :func:`edge_prices`)."""
+    pos = {f: i for i, f in enumerate(names)}
+    out = weights.copy()
+    for p, c in current.edges:
+        i, j = pos.get(p), pos.get(c)
+        if i is not None and j is not None and np.isfinite(prices[0, i, j] - prices[1, i, j]):
+            out[i, j] = out[j, i] = weights[i, j] + prices[0, i, j] - prices[1, i, j]
+    return out
 
 
 def categorical_edge_params(n: np.ndarray, cell_feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,20 +236,31 @@ def categorical_edge_params(n: np.ndarray, cell_feature: np.ndarray) -> tuple[np
     return classes * np.outer(nv - 1, nv - 1), events
 
 
-def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Hashable], margin: float) -> Structure:
-    """``new``, unless it does not beat ``old`` by the relative ``margin`` under the same weights.
+def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Hashable], margin: float,
+         raw: np.ndarray | None = None) -> Structure:
+    """``new``, unless the change is not worth it under the same weights.
 
-    Both structures are scored with today's ``weights`` (over ``names``): ``new`` replaces
-    ``old`` only if its total weight exceeds ``old``'s by more than ``margin`` times ``old``'s
-    (and ``old`` is still a valid forest over ``names``). When ``old`` stays, its edge weights
-    are refreshed. A change therefore has to be worth it, and estimates that wobble on a
-    stationary stream do not swap edges back and forth.
+    ``weights`` (``[F, F]`` over ``names``) are what each edge is worth to the structure, its
+    weight less its price, ``raw`` the weights themselves (None: ``weights``). The change from
+    ``old`` to ``new`` adds some edges and removes others; it is made only if what it gains,
+    the worth of the edges added less that of the edges removed, exceeds ``margin`` times what
+    is at stake, the total weight of every edge added or removed. So a swap between two edges
+    needs the new one to beat the old by about ``2 margin`` relative (estimates that wobble
+    near a tie do not swap back and forth), and a clearly better edge always wins, however
+    large the rest of the structure (the margin is relative to the edges that change). With
+    :func:`favour_incumbents`, an edge also enters at one price and leaves at a lower one.
+
+    When ``old`` stays, its edge weights are refreshed. ``new`` is taken as is when ``old`` is
+    empty, no longer a forest over ``names``, or ``margin`` is 0.
 
     >>> w = np.array([[0, 1.0, .50], [1.0, 0, .52], [.50, .52, 0]])
     >>> old = Structure({"a": None, "b": "a", "c": "a"}, {}, True)
     >>> new = forest_structure(w, ["a", "b", "c"], True)
     >>> hold(old, new, w, ["a", "b", "c"], 0.05).edges, hold(old, new, w, ["a", "b", "c"], 0.0).edges
     ([('a', 'b'), ('a', 'c')], [('a', 'b'), ('b', 'c')])
+    >>> w[0, 2] = w[2, 0] = 0.40                                     # a-c is now clearly weaker
+    >>> hold(old, forest_structure(w, ["a", "b", "c"], True), w, ["a", "b", "c"], 0.05).edges
+    [('a', 'b'), ('b', 'c')]
     """
     pos = {f: i for i, f in enumerate(names)}
     if margin <= 0 or not old.parents or set(old.parents) - set(pos) and any(
@@ -221,9 +270,15 @@ def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Ha
     edges = [(p, c) for p, c in old.edges if p in pos and c in pos]
     if len(edges) != len(old.edges):
         return new
-    old_total = sum(float(weights[pos[p], pos[c]]) for p, c in edges)
-    new_total = sum(new.weights.values())
-    if new_total > old_total + margin * abs(old_total) or not np.isfinite(old_total):
+    before = {(min(pos[p], pos[c]), max(pos[p], pos[c])) for p, c in edges}
+    after = {(min(pos[p], pos[c]), max(pos[p], pos[c])) for p, c in new.edges}
+    added, removed = after - before, before - after
+    if not added and not removed:
+        return new
+    full = weights if raw is None else raw
+    gain = sum(float(weights[e]) for e in added) - sum(float(weights[e]) for e in removed)
+    stakes = sum(abs(float(full[e])) for e in added | removed if np.isfinite(full[e]))
+    if gain > margin * stakes or not np.isfinite(gain):
         return new
     parents = {f: old.parents.get(f) for f in new.parents}
     return Structure(parents, {(p, c): float(weights[pos[p], pos[c]]) for p, c in edges}, new.class_parent)
@@ -307,12 +362,14 @@ def top_features(pairs: PairCounts, k: int | None) -> list:
     return [names[i] for i in keep]
 
 
-def _restricted(weights: np.ndarray, names: list, features: Sequence | None) -> tuple[np.ndarray, list]:
+def _restricted(weights: np.ndarray, names: list, features: Sequence | None, *more: np.ndarray) -> tuple:
+    """``weights`` (and ``more`` matrices like it) and ``names`` cut to ``features``."""
     if features is None:
-        return weights, names
+        return (weights, names, *more)
     pos = {f: i for i, f in enumerate(names)}
-    idx = [pos[f] for f in features if f in pos]
-    return weights[np.ix_(idx, idx)], [names[i] for i in idx]
+    idx = np.array([pos[f] for f in features if f in pos], dtype=np.intp)
+    ix = np.ix_(idx, idx)
+    return (weights[ix], [names[i] for i in idx], *(m[ix] for m in more))
 
 
 def with_rest(s: Structure, pairs: PairCounts) -> Structure:
@@ -348,8 +405,9 @@ def tan(
 def tan_scored(
     pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None,
     penalty: str | None = None, weights: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[Structure, np.ndarray, list]:
-    """:func:`tan` before the features left out are added, with the weights and their names.
+) -> tuple[Structure, np.ndarray, list, np.ndarray]:
+    """:func:`tan` before the features left out are added, with the weights (less their
+    price), their names and the prices (``[2, F, F]``, :func:`edge_prices`).
 
     ``weights``: ``(I(Xi; Xj | Y), co-observed weight)``, ``[F, F]`` over ``pairs.features``,
     computed elsewhere from the same counts (:class:`~streamnb.bn.cmi_sums.CMISums`): then
@@ -358,22 +416,24 @@ def tan_scored(
     if weights is None:
         n, cf, names = counted(pairs)
         w = conditional_mutual_information(n, cf, alpha)
-        if penalty is not None:
-            w = w - edge_price(penalty, *categorical_edge_params(n, cf))
+        price = edge_prices(penalty, *categorical_edge_params(n, cf))
     else:
         keep, cf, names = counted_cells(pairs)
         ids = pairs.features.lookup(names)
         cmi, events = weights
         w = cmi[np.ix_(ids, ids)]
+        price = np.zeros((2, *w.shape))
         if penalty is not None:
             nv = np.bincount(cf, minlength=len(names)).astype(float)
             diag = np.diagonal(pairs.raw("n"), axis1=1, axis2=2)[: len(pairs.classes.keys)][:, keep]
             classes = float((diag.sum(axis=1) > 0).sum())
-            w = w - edge_price(penalty, classes * np.outer(nv - 1, nv - 1), events[np.ix_(ids, ids)])
-    w, names = _restricted(w, names, features)
+            price = edge_prices(penalty, classes * np.outer(nv - 1, nv - 1), events[np.ix_(ids, ids)])
+    w = w - price[0]
+    w, names, enter, stay = _restricted(w, names, features, price[0], price[1])
+    price = np.stack([enter, stay])
     if penalty is None:
-        return tree_structure(w, names, root, class_parent=True), w, names
-    return forest_structure(w, names, class_parent=True), w, names
+        return tree_structure(w, names, root, class_parent=True), w, names, price
+    return forest_structure(w, names, class_parent=True), w, names, price
 
 
 def class_chow_liu(

@@ -152,6 +152,34 @@ def test_a_weak_pair_stays_out_and_a_stationary_stream_keeps_its_structure():
     assert len([h for h in churn.history if h["event"] > 2000]) > 0  # what the penalty and margin prevent
 
 
+def changes_after(model, event: int) -> list:
+    return [h for h in model.history if h["event"] > event]
+
+
+def test_changes_after_warm_up_only_move_toward_the_planted_tree():
+    # x6 depends on x5 weakly (found only after thousands of events): entering is a change that
+    # means something; no edge may flap in and out or swap back
+    tree = {**TREE, "x6": ("x5", (0.06, 0.06), 1.0)}
+    planted = {frozenset((c, p)) for c, (p, _, _) in tree.items()}
+    model = learned(TANClassifier(relearn_every=100), sample(30000, seed=21, tree=tree))
+    for h in changes_after(model, 3000):
+        assert all(frozenset(e) in planted for e in h["added"]), h
+        assert not any(frozenset(e) in planted for e in h["removed"]), h
+    assert model.structure().skeleton() == planted
+
+
+def test_a_wrong_edge_learned_early_is_replaced_once_a_better_one_is_clear():
+    # the first 500 events make x4 a child of x1, the next ones of x3 (the planted tree): the
+    # margin is relative to the edges that change, so a large structure does not shield a wrong edge
+    early = {**TREE, "x4": ("x1", (0.7, 1.2), 0.3)}
+    model = learned(TANClassifier(relearn_every=100), sample(500, seed=22, tree=early))
+    assert ("x1", "x4") in model.structure().edges
+    learned(model, sample(6000, seed=23))
+    assert ("x3", "x4") in model.structure().edges and ("x1", "x4") not in model.structure().edges
+    moved = [h for h in changes_after(model, 500) if ("x3", "x4") in h["added"]]
+    assert moved and moved[0]["event"] <= 2500
+
+
 # -- conditional probabilities and inference ----------------------------------------------------
 @pytest.mark.parametrize("missing", [0.0, 0.25])
 def test_cpts_and_missing_features_equal_least_squares_and_the_multivariate_normal(missing):

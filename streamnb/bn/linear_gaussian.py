@@ -190,6 +190,12 @@ class LinearGaussianPart(GaussianPart):
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         self.learn_one(prepared, k, w)
 
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        return False  # co-moments and tree terms: the Python path
+
+    def joint_fast(self, x: dict) -> list | None:
+        return None
+
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         super().learn_frame(X, k, w)
         cols = self.features.lookup(list(X.columns))

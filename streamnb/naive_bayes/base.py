@@ -17,6 +17,7 @@ import pandas as pd
 import scipy.sparse
 from river import base
 
+from streamnb import kernels
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import (
     PLAIN_LABELS,
@@ -154,6 +155,17 @@ class Part:
         state.pop("_views", None)  # memoryviews are neither copied nor pickled
         state.pop("_views_key", None)
         return state
+
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        """Learn the raw event ``x`` (a dict) of known class ``k`` through the compiled path
+        (:mod:`streamnb.kernels`), if this part has one and the event is plain; False, having
+        changed nothing, if the caller must take the Python path."""
+        return False
+
+    def joint_fast(self, x: dict) -> list | None:
+        """:meth:`joint_one` of the raw event ``x`` (a dict) through the compiled path, or
+        None if the caller must take the Python path."""
+        return None
 
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
         """Learn one prepared event: the scalar path, touching only the event's cells, and
@@ -312,13 +324,22 @@ class BaseNB(base.MiniBatchClassifier):
         The cost is that of the event (its features, times the classes where a part needs
         it), never that of the model: only the cells of the event are touched.
         """
+        single = self._single
+        if single is not None and type(x) is dict and w == 1.0 and type(y) in PLAIN_LABELS:
+            k = self._classes._ids.get(y)
+            if k is not None and single.learn_fast(x, k, 1.0):  # the compiled path
+                counts, (step,) = self._class_view()
+                counts[k * step] += 1.0
+                self._log_prior_cache = None
+                if getattr(self, "max_features", None) is not None:
+                    self._cap()
+                return
         if type(x) is not dict:
             check_event(x)
         if type(y) not in PLAIN_LABELS:
             check_label(y)
         if w != 1.0:
             w = check_weight(w)
-        single = self._single
         prepared = single.prepare(x) if single is not None else self._split(x)
         if w == 0.0:
             return
@@ -414,7 +435,14 @@ class BaseNB(base.MiniBatchClassifier):
             return {}
         single = self._single
         if single is not None:
-            jll = single.joint_one(single.prepare(x))
+            jll = single.joint_fast(x) if type(x) is dict else None
+            if jll is not None:  # the compiled path
+                counts, (step,) = self._class_view()
+                p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
+                if p is not None:
+                    return dict(zip(classes, p))
+            else:
+                jll = single.joint_one(single.prepare(x))
         else:
             prepared = self._split(x)
             jll = [0.0] * len(classes)

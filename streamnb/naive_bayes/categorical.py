@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
@@ -121,6 +122,22 @@ class CategoricalPart(Part):
         for f, cell in zip(feats, cells):
             cv[kc + cell_ids[cell] * c1] += w
             tv[kt + feat_ids[f] * t1] += w
+
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        native = kernels.native
+        if native is None:
+            return False
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
+        return native.categorical_learn(x, self.cells._ids, self.features._ids, cv, c0, c1, tv, t0, t1, k, w) is not None
+
+    def joint_fast(self, x: dict) -> list | None:
+        native = kernels.native
+        if native is None or not (self.alpha > 0 and self.epsilon == 0):
+            return None
+        nv = self._values_per_feature()
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
+        return native.categorical_joint(x, self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1,
+                                        len(self.classes.keys), self.alpha, self.unseen == "smooth")
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

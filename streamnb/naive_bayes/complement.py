@@ -61,6 +61,15 @@ class ComplementPart(MultinomialPart):
         super().learn_one(prepared, k, w)
         self.changed()
 
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        if not super().learn_fast(x, k, w):
+            return False
+        self.changed()
+        return True
+
+    def joint_fast(self, x: dict) -> list | None:
+        return None  # the complement weights: the Python path
+
     def joint_one(self, prepared: tuple[list, list]) -> list:
         """The scalar path: ``sum_t x_t w[c, t]`` from the event's tokens, the class totals and
         the vocabulary size. With ``norm`` every weight is divided by a sum over the whole

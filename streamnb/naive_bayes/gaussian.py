@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature, sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
 from streamnb.stats import Counts, Index, Welford
@@ -153,6 +154,28 @@ class GaussianPart(Part):
                     top = None
         self._top, self._top_id = top, top_id
         self._derived = None
+
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        native = kernels.native
+        if native is None:
+            return False
+        spread = self._spreads()
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
+        got = native.gaussian_learn(x, self.features._ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread,
+                                    self._top, self._top_id)
+        if got is None:
+            return False
+        self._top, self._top_id = got
+        self._derived = None
+        return True
+
+    def joint_fast(self, x: dict) -> list | None:
+        native = kernels.native
+        if native is None:
+            return None
+        eps = self._eps()
+        N, M, S, (n0, n1) = self._scalar()[:4]
+        return native.gaussian_joint(x, self.features._ids, N, M, S, n0, n1, len(self.classes.keys), self.ddof, eps)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared

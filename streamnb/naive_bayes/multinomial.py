@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from river.base import tags
 
+from streamnb import kernels
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
@@ -84,6 +85,21 @@ class MultinomialPart(Part):
         for key, x in zip(keys, values):
             cv[row + ids[key] * c1] += w * x
         tv[k * t0] += w * sum(values)
+
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        native = kernels.native
+        if native is None:
+            return False
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        return native.multinomial_learn(x, self.tokens._ids, cv, c0, c1, tv, t0, k, w) is not None
+
+    def joint_fast(self, x: dict) -> list | None:
+        native = kernels.native
+        if native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
+            return None
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        return native.multinomial_joint(x, self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys),
+                                        self.alpha, len(self.tokens.keys))
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared

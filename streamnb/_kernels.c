@@ -1,0 +1,682 @@
+/* The per-event path of the naive Bayes parts in C: one event in, the cells of that event read
+ * or updated, nothing else touched.
+ *
+ * Each function is the exact counterpart of a plain-float loop in the Python part it serves
+ * (streamnb/naive_bayes/gaussian.py, multinomial.py, categorical.py, base.py): the same
+ * formulas, the same order of floating-point operations, so the results are the same bits
+ * (tests/naive_bayes/test_kernels.py compares both paths). The statistics stay numpy arrays
+ * owned by Python; a function receives flat memoryviews of them (Statistic.flat) and their
+ * element strides, and the Index dictionaries that map keys to ids.
+ *
+ * Anything out of the ordinary makes a function return None *before* it changes anything, and
+ * the caller takes the Python path, which validates, registers new keys and raises the errors:
+ * a value that is not a plain finite number (or not a str/int category), a key that is not a
+ * str, a feature or category never seen (when learning), a cell needing special care (no
+ * variance yet). So the C path never decides anything the Python path would decide otherwise.
+ *
+ * Build flags: -ffp-contract=off (no fused multiply-add, which would change the last bits).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+
+#define MAX_ABS 1e100
+#define LOG_2PI 1.8378770664093453 /* math.log(2.0 * math.pi) */
+#define SMALL 64
+
+/* -- arguments ------------------------------------------------------------------------- */
+
+typedef struct {
+    double *p;
+    Py_ssize_t n;
+} view_t;
+
+static int get_view(PyObject *obj, view_t *v) {
+    if (!PyMemoryView_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "expected a memoryview of float64");
+        return -1;
+    }
+    Py_buffer *b = PyMemoryView_GET_BUFFER(obj);
+    if (b->itemsize != (Py_ssize_t)sizeof(double) || b->readonly) {
+        PyErr_SetString(PyExc_TypeError, "expected a writable memoryview of float64");
+        return -1;
+    }
+    v->p = (double *)b->buf;
+    v->n = b->len / (Py_ssize_t)sizeof(double);
+    return 0;
+}
+
+static int get_index(PyObject *obj, Py_ssize_t *out) {
+    Py_ssize_t i = PyLong_AsSsize_t(obj);
+    if (i == -1 && PyErr_Occurred()) return -1;
+    *out = i;
+    return 0;
+}
+
+static int get_double(PyObject *obj, double *out) {
+    double d = PyFloat_AsDouble(obj);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+    *out = d;
+    return 0;
+}
+
+static int check_dict(PyObject *obj, const char *what) {
+    if (!PyDict_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "expected a dict (%s)", what);
+        return -1;
+    }
+    return 0;
+}
+
+#define CHECK_NARGS(want)                                                                     \
+    if (nargs != (want)) {                                                                     \
+        PyErr_Format(PyExc_TypeError, "expected %d arguments, got %zd", (want), nargs);       \
+        return NULL;                                                                           \
+    }
+
+/* A cell index outside its array means the views and the ids disagree: a bug, never data. */
+#define IN(view, i)                                                                           \
+    if ((i) < 0 || (i) >= (view).n) {                                                          \
+        PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");    \
+        goto fail;                                                                             \
+    }
+
+/* 1 and the value if ``v`` is a plain finite number with |v| <= MAX_ABS (a float, a float
+ * subclass such as numpy.float64, or an int that is not a bool); 0 otherwise. */
+static int plain_number(PyObject *v, double *out) {
+    double d;
+    if (PyFloat_Check(v)) {
+        d = PyFloat_AS_DOUBLE(v);
+    } else if (PyLong_CheckExact(v)) {
+        d = PyLong_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+    } else {
+        return 0;
+    }
+    if (!(fabs(d) <= MAX_ABS)) return 0;
+    *out = d;
+    return 1;
+}
+
+/* The id of ``key`` in an Index's dict: >= 0, -1 if absent, -2 on error. */
+static Py_ssize_t lookup(PyObject *ids, PyObject *key) {
+    PyObject *got = PyDict_GetItemWithError(ids, key);
+    if (got == NULL) return PyErr_Occurred() ? -2 : -1;
+    Py_ssize_t i = PyLong_AsSsize_t(got);
+    if (i == -1 && PyErr_Occurred()) return -2;
+    return i;
+}
+
+/* An event's (id, value) pairs: on the stack for small events. */
+typedef struct {
+    Py_ssize_t *id;
+    double *x;
+    Py_ssize_t n;
+    Py_ssize_t small_id[SMALL];
+    double small_x[SMALL];
+} event_t;
+
+static int event_init(event_t *e, Py_ssize_t size) {
+    e->n = 0;
+    if (size <= SMALL) {
+        e->id = e->small_id;
+        e->x = e->small_x;
+        return 0;
+    }
+    e->id = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    e->x = PyMem_Malloc(size * sizeof(double));
+    if (e->id == NULL || e->x == NULL) {
+        PyMem_Free(e->id == e->small_id ? NULL : e->id);
+        PyMem_Free(e->x == e->small_x ? NULL : e->x);
+        e->id = e->small_id;
+        e->x = e->small_x;
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void event_free(event_t *e) {
+    if (e->id != e->small_id) PyMem_Free(e->id);
+    if (e->x != e->small_x) PyMem_Free(e->x);
+}
+
+/* Read a numeric event: every value checked (``nonnegative``: also >= 0), every key a str.
+ * Known keys are kept with their ids; an unknown key is skipped, or, with ``all_known``,
+ * makes the event not plain. Returns 1 plain, 0 not plain (the Python path decides), -1 error. */
+static int read_numeric(PyObject *x, PyObject *ids, int nonnegative, int all_known, event_t *e) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        double v;
+        if (!PyUnicode_CheckExact(key) || !plain_number(value, &v) || (nonnegative && v < 0)) return 0;
+        Py_ssize_t j = lookup(ids, key);
+        if (j == -2) return -1;
+        if (j == -1) {
+            if (all_known) return 0;
+            continue;
+        }
+        e->id[e->n] = j;
+        e->x[e->n] = v;
+        e->n++;
+    }
+    return 1;
+}
+
+static PyObject *float_list(const double *v, Py_ssize_t n) {
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *f = PyFloat_FromDouble(v[i]);
+        if (f == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, f);
+    }
+    return out;
+}
+
+#define MAX_CLASSES 256 /* more classes: the Python path */
+
+/* -- math.fsum (CPython's msum: Shewchuk's exact partials, correctly rounded) ------------- */
+
+static double fsum(const double *v, Py_ssize_t n) {
+    double partials[64];
+    Py_ssize_t m = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        double x = v[k];
+        Py_ssize_t i = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            double y = partials[j];
+            if (fabs(x) < fabs(y)) {
+                double t = x;
+                x = y;
+                y = t;
+            }
+            double hi = x + y;
+            double lo = y - (hi - x);
+            if (lo != 0.0) partials[i++] = lo;
+            x = hi;
+        }
+        m = i;
+        if (x != 0.0 && m < 64) partials[m++] = x;
+    }
+    double hi = 0.0;
+    if (m > 0) {
+        hi = partials[--m];
+        double lo = 0.0;
+        while (m > 0) {
+            double x = hi;
+            double y = partials[--m];
+            hi = x + y;
+            double yr = hi - x;
+            lo = y - yr;
+            if (lo != 0.0) break;
+        }
+        if (m > 0 && ((lo < 0.0 && partials[m - 1] < 0.0) || (lo > 0.0 && partials[m - 1] > 0.0))) {
+            double y = lo * 2.0;
+            double x = hi + y;
+            double yr = x - hi;
+            if (y == yr) hi = x;
+        }
+    }
+    return hi;
+}
+
+/* -- the posterior (BaseNB._log_prior_one and _normalize) -------------------------------- */
+
+/* posterior(jll: list[float], counts: memoryview, step: int) -> list[float] | None
+ * log P(y) from the class counts (counts[c * step]) plus jll[c], normalized with one
+ * max-shifted exp and an exact sum; None if some value is not finite (the Python path
+ * handles ruled-out classes and point masses). */
+static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(3);
+    PyObject *jll = args[0];
+    view_t counts;
+    Py_ssize_t step;
+    if (!PyList_Check(jll) || get_view(args[1], &counts) || get_index(args[2], &step)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "posterior(jll list, counts, step)");
+        return NULL;
+    }
+    Py_ssize_t C = PyList_GET_SIZE(jll);
+    if (C < 1 || C > MAX_CLASSES) Py_RETURN_NONE;
+    double n[MAX_CLASSES], v[MAX_CLASSES];
+    for (Py_ssize_t c = 0; c < C; c++) {
+        Py_ssize_t i = c * step;
+        if (i < 0 || i >= counts.n) {
+            PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
+            return NULL;
+        }
+        n[c] = counts.p[i];
+    }
+    double log_total = log(fsum(n, C));
+    double top = -INFINITY;
+    for (Py_ssize_t c = 0; c < C; c++) {
+        PyObject *item = PyList_GET_ITEM(jll, c);
+        if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
+        double lp = n[c] > 0 ? log(n[c]) - log_total : -INFINITY;
+        v[c] = lp + PyFloat_AS_DOUBLE(item);
+        if (!isfinite(v[c])) Py_RETURN_NONE;
+        if (v[c] > top) top = v[c];
+    }
+    for (Py_ssize_t c = 0; c < C; c++) v[c] = exp(v[c] - top);
+    double total = fsum(v, C);
+    for (Py_ssize_t c = 0; c < C; c++) v[c] = v[c] / total;
+    return float_list(v, C);
+}
+
+/* -- Gaussian ---------------------------------------------------------------------------- */
+
+/* gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps) -> list | None
+ * GaussianPart.joint_one for an event of plain numbers: per class,
+ * -0.5 * (d * log(2 pi) + sum log var + sum (x - mean)**2 / var) over the known features,
+ * var = M2 / (n - ddof) + eps. None when a cell has no variance estimate or a variance below
+ * 1e-300 (the careful Python path: pooled Gaussians, point masses). */
+static PyObject *gaussian_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(10);
+    PyObject *x = args[0], *ids = args[1];
+    view_t N, M, S;
+    Py_ssize_t n0, n1, C, ddof_i;
+    double eps;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &N) || get_view(args[3], &M) ||
+        get_view(args[4], &S) || get_index(args[5], &n0) || get_index(args[6], &n1) || get_index(args[7], &C) ||
+        get_index(args[8], &ddof_i) || get_double(args[9], &eps))
+        return NULL;
+    if (C < 1 || C > MAX_CLASSES) Py_RETURN_NONE;
+    double ddof = (double)ddof_i;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    PyObject *result = NULL;
+    int ok = read_numeric(x, ids, 0, 0, &e);
+    if (ok < 0) goto fail;
+    if (ok == 0 || PyDict_GET_SIZE(x) == 0) { /* not plain, or empty: the Python path */
+        event_free(&e);
+        Py_RETURN_NONE;
+    }
+    double out[MAX_CLASSES];
+    for (Py_ssize_t c = 0; c < C; c++) {
+        Py_ssize_t r = c * n0;
+        double log_var = 0.0, quad = 0.0;
+        for (Py_ssize_t f = 0; f < e.n; f++) {
+            Py_ssize_t i = r + e.id[f] * n1;
+            IN(N, i);
+            IN(M, i);
+            IN(S, i);
+            double n = N.p[i];
+            if (n <= ddof) goto careful;
+            double var = S.p[i] / (n - ddof) + eps;
+            if (!(var >= 1e-300)) goto careful;
+            double d = e.x[f] - M.p[i];
+            log_var += log(var);
+            quad += d * d / var;
+        }
+        out[c] = -0.5 * ((double)e.n * LOG_2PI + log_var + quad);
+    }
+    result = float_list(out, C);
+    event_free(&e);
+    return result;
+careful:
+    event_free(&e);
+    Py_RETURN_NONE;
+fail:
+    event_free(&e);
+    return NULL;
+}
+
+/* gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id)
+ *     -> (top, top_id) | None
+ * GaussianPart.learn_one for an event of plain numbers whose features are all known: the
+ * Welford update of the class's cells and of each feature's pooled cell (Chan's formula for one
+ * event), the feature's pooled M2 / n written into ``spread``, and the running maximum of
+ * ``spread`` kept (``top`` None: to be recounted). None, touching nothing, otherwise. */
+static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(16);
+    PyObject *x = args[0], *ids = args[1], *spread = args[13], *top_obj = args[14];
+    view_t N, M, S, PN, PM, PS;
+    Py_ssize_t n0, n1, k, p1, top_id;
+    double w, top = 0.0;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &N) || get_view(args[3], &M) ||
+        get_view(args[4], &S) || get_index(args[5], &n0) || get_index(args[6], &n1) || get_index(args[7], &k) ||
+        get_double(args[8], &w) || get_view(args[9], &PN) || get_view(args[10], &PM) || get_view(args[11], &PS) ||
+        get_index(args[12], &p1) || get_index(args[15], &top_id))
+        return NULL;
+    if (!PyList_Check(spread)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (spread)");
+        return NULL;
+    }
+    int has_top = top_obj != Py_None;
+    if (has_top && get_double(top_obj, &top)) return NULL;
+    if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    int ok = read_numeric(x, ids, 0, 1, &e);
+    if (ok < 0) goto fail;
+    if (ok == 0) {
+        event_free(&e);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t base = k * n0, n_spread = PyList_GET_SIZE(spread);
+    for (Py_ssize_t f = 0; f < e.n; f++) { /* every cell in range before anything changes */
+        Py_ssize_t j = e.id[f], i = base + j * n1, q = j * p1;
+        IN(N, i);
+        IN(M, i);
+        IN(S, i);
+        IN(PN, q);
+        IN(PM, q);
+        IN(PS, q);
+        if (j >= n_spread) {
+            event_free(&e);
+            Py_RETURN_NONE;
+        }
+    }
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        Py_ssize_t j = e.id[f];
+        double xv = e.x[f];
+        Py_ssize_t i = base + j * n1;
+        double n_a = N.p[i];
+        double n = n_a + w;
+        double frac = w / n;
+        double delta = xv - M.p[i];
+        M.p[i] += delta * frac;
+        S.p[i] += delta * delta * n_a * frac;
+        N.p[i] = n;
+        i = j * p1;
+        n_a = PN.p[i];
+        n = n_a + w;
+        frac = w / n;
+        delta = xv - PM.p[i];
+        PM.p[i] += delta * frac;
+        double m2 = PS.p[i] = PS.p[i] + delta * delta * n_a * frac;
+        PN.p[i] = n;
+        double s = m2 / n;
+        PyObject *sf = PyFloat_FromDouble(s);
+        if (sf == NULL) goto fail; /* out of memory: cells learned so far stay learned */
+        PyList_SetItem(spread, j, sf);
+        if (has_top) {
+            if (s >= top) {
+                top = s;
+                top_id = j;
+            } else if (j == top_id) {
+                has_top = 0;
+            }
+        }
+    }
+    event_free(&e);
+    if (has_top) return Py_BuildValue("(dn)", top, top_id);
+    return Py_BuildValue("(On)", Py_None, top_id);
+fail:
+    event_free(&e);
+    return NULL;
+}
+
+/* -- multinomial ------------------------------------------------------------------------- */
+
+/* multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens) -> list | None
+ * MultinomialPart.joint_one with alpha > 0, no epsilon, unseen tokens ignored:
+ * sum_t x_t log(n[y, t] + alpha) - (sum_t x_t) log(N[y] + alpha V) over known tokens. */
+static PyObject *multinomial_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(10);
+    PyObject *x = args[0], *ids = args[1];
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, C, n_tokens;
+    double alpha;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
+        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
+        get_double(args[8], &alpha) || get_index(args[9], &n_tokens))
+        return NULL;
+    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    PyObject *result = NULL;
+    int ok = read_numeric(x, ids, 1, 0, &e);
+    if (ok < 0) goto fail;
+    if (ok == 0) {
+        event_free(&e);
+        Py_RETURN_NONE;
+    }
+    double out[MAX_CLASSES];
+    for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
+    double mass = 0.0;
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        double xv = e.x[f];
+        if (xv == 0) continue;
+        mass += xv;
+        Py_ssize_t col = e.id[f] * c1;
+        for (Py_ssize_t c = 0; c < C; c++) {
+            Py_ssize_t i = c * c0 + col;
+            IN(CV, i);
+            out[c] += xv * log(CV.p[i] + alpha);
+        }
+    }
+    if (mass != 0) {
+        double a_v = alpha * (double)n_tokens;
+        for (Py_ssize_t c = 0; c < C; c++) {
+            Py_ssize_t i = c * t0;
+            IN(TV, i);
+            out[c] -= mass * log(TV.p[i] + a_v);
+        }
+    }
+    result = float_list(out, C);
+    event_free(&e);
+    return result;
+fail:
+    event_free(&e);
+    return NULL;
+}
+
+/* multinomial_learn(x, ids, CV, c0, c1, TV, t0, k, w) -> True | None
+ * MultinomialPart.learn_one for an event of non-negative plain numbers whose tokens are all
+ * known: n[k, t] += w x_t, N[k] += w sum_t x_t. None, touching nothing, otherwise. */
+static PyObject *multinomial_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(9);
+    PyObject *x = args[0], *ids = args[1];
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, k;
+    double w;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
+        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &k) ||
+        get_double(args[8], &w))
+        return NULL;
+    if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    int ok = read_numeric(x, ids, 1, 1, &e);
+    if (ok < 0) goto fail;
+    if (ok == 0) {
+        event_free(&e);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t row = k * c0, ti = k * t0;
+    IN(TV, ti);
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        Py_ssize_t i = row + e.id[f] * c1;
+        IN(CV, i);
+    }
+    double sum = 0.0;
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        CV.p[row + e.id[f] * c1] += w * e.x[f];
+        sum += e.x[f];
+    }
+    TV.p[ti] += w * sum;
+    event_free(&e);
+    Py_RETURN_TRUE;
+fail:
+    event_free(&e);
+    return NULL;
+}
+
+/* -- categorical ------------------------------------------------------------------------- */
+
+/* Read a categorical event: str keys, str or int (not bool) values; the cell key is the tuple
+ * (feature, value), as streamnb.naive_bayes.values.category_cells makes it. Per feature: the
+ * feature id (-1 unknown) and the cell id (-1 unknown). 1 plain, 0 not plain, -1 error. */
+static int read_categorical(PyObject *x, PyObject *cell_ids, PyObject *feat_ids, event_t *e, Py_ssize_t *cells) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key) || !(PyUnicode_CheckExact(value) || PyLong_CheckExact(value))) return 0;
+        Py_ssize_t fid = lookup(feat_ids, key);
+        if (fid == -2) return -1;
+        PyObject *cell = PyTuple_Pack(2, key, value);
+        if (cell == NULL) return -1;
+        Py_ssize_t cid = lookup(cell_ids, cell);
+        Py_DECREF(cell);
+        if (cid == -2) return -1;
+        e->id[e->n] = fid;
+        cells[e->n] = cid;
+        e->n++;
+    }
+    return 1;
+}
+
+/* categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth)
+ *     -> list | None
+ * CategoricalPart.joint_one with alpha > 0 and no epsilon: per known feature
+ * log(n[y, f, v] + alpha) - log(n[y, f] + alpha |X_f|); an unseen category skipped, or with
+ * ``smooth`` scored log(alpha) - log(n[y, f] + alpha |X_f|). ``nv``: |X_f| per feature id. */
+static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(13);
+    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *nv = args[3];
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, t1, C;
+    double alpha;
+    int smooth;
+    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") || check_dict(feat_ids, "feature ids") ||
+        get_view(args[4], &CV) || get_index(args[5], &c0) || get_index(args[6], &c1) || get_view(args[7], &TV) ||
+        get_index(args[8], &t0) || get_index(args[9], &t1) || get_index(args[10], &C) ||
+        get_double(args[11], &alpha) || (smooth = PyObject_IsTrue(args[12])) < 0)
+        return NULL;
+    if (!PyList_Check(nv)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (values per feature)");
+        return NULL;
+    }
+    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
+    Py_ssize_t size = PyDict_GET_SIZE(x);
+    event_t e;
+    if (event_init(&e, size)) return NULL;
+    Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (cells == NULL) {
+        PyErr_NoMemory();
+        event_free(&e);
+        return NULL;
+    }
+    int ok = read_categorical(x, cell_ids, feat_ids, &e, cells);
+    if (ok <= 0) goto done;
+    double out[MAX_CLASSES];
+    for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
+    double la = log(alpha);
+    Py_ssize_t n_nv = PyList_GET_SIZE(nv);
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        Py_ssize_t fid = e.id[f], cid = cells[f];
+        if (fid < 0 || (cid < 0 && !smooth)) continue;
+        if (fid >= n_nv) goto done; /* |X_f| not counted yet: the Python path */
+        PyObject *nvf_obj = PyList_GET_ITEM(nv, fid);
+        if (!PyFloat_CheckExact(nvf_obj)) goto done;
+        double a_nv = alpha * PyFloat_AS_DOUBLE(nvf_obj);
+        Py_ssize_t tf = fid * t1;
+        for (Py_ssize_t c = 0; c < C; c++) {
+            Py_ssize_t ti = c * t0 + tf;
+            if (ti < 0 || ti >= TV.n) {
+                PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
+                ok = -1;
+                goto done;
+            }
+            if (cid < 0) {
+                out[c] += la - log(TV.p[ti] + a_nv);
+            } else {
+                Py_ssize_t ci = c * c0 + cid * c1;
+                if (ci < 0 || ci >= CV.n) {
+                    PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
+                    ok = -1;
+                    goto done;
+                }
+                out[c] += log(CV.p[ci] + alpha) - log(TV.p[ti] + a_nv);
+            }
+        }
+    }
+    result = float_list(out, C);
+done:
+    if (cells != small_cells) PyMem_Free(cells);
+    event_free(&e);
+    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
+    Py_RETURN_NONE;
+}
+
+/* categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w) -> True | None
+ * CategoricalPart.learn_one for an event whose categories are all known: n[k, f, v] += w,
+ * n[k, f] += w. None, touching nothing, otherwise. */
+static PyObject *categorical_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(11);
+    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2];
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, t1, k;
+    double w;
+    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") || check_dict(feat_ids, "feature ids") ||
+        get_view(args[3], &CV) || get_index(args[4], &c0) || get_index(args[5], &c1) || get_view(args[6], &TV) ||
+        get_index(args[7], &t0) || get_index(args[8], &t1) || get_index(args[9], &k) || get_double(args[10], &w))
+        return NULL;
+    Py_ssize_t size = PyDict_GET_SIZE(x);
+    if (!(w > 0) || !isfinite(w) || size == 0) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, size)) return NULL;
+    Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (cells == NULL) {
+        PyErr_NoMemory();
+        event_free(&e);
+        return NULL;
+    }
+    int ok = read_categorical(x, cell_ids, feat_ids, &e, cells);
+    if (ok <= 0) goto done;
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        Py_ssize_t ci = k * c0 + cells[f] * c1, ti = k * t0 + e.id[f] * t1;
+        if (e.id[f] < 0 || cells[f] < 0) goto done; /* a new category: the Python path registers it */
+        if (ci < 0 || ci >= CV.n || ti < 0 || ti >= TV.n) {
+            PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
+            ok = -1;
+            goto done;
+        }
+    }
+    for (Py_ssize_t f = 0; f < e.n; f++) {
+        CV.p[k * c0 + cells[f] * c1] += w;
+        TV.p[k * t0 + e.id[f] * t1] += w;
+    }
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    if (cells != small_cells) PyMem_Free(cells);
+    event_free(&e);
+    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
+    Py_RETURN_NONE;
+}
+
+/* -- the module -------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
+    {"gaussian_joint", (PyCFunction)(void (*)(void))gaussian_joint, METH_FASTCALL,
+     "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps)"},
+    {"gaussian_learn", (PyCFunction)(void (*)(void))gaussian_learn, METH_FASTCALL,
+     "gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id)"},
+    {"multinomial_joint", (PyCFunction)(void (*)(void))multinomial_joint, METH_FASTCALL,
+     "multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens)"},
+    {"multinomial_learn", (PyCFunction)(void (*)(void))multinomial_learn, METH_FASTCALL,
+     "multinomial_learn(x, ids, CV, c0, c1, TV, t0, k, w)"},
+    {"categorical_joint", (PyCFunction)(void (*)(void))categorical_joint, METH_FASTCALL,
+     "categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth)"},
+    {"categorical_learn", (PyCFunction)(void (*)(void))categorical_learn, METH_FASTCALL,
+     "categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "streamnb._kernels",
+    "The per-event path of the naive Bayes parts in C (see the source's header).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

@@ -67,7 +67,11 @@ class SpamFilter(base.Classifier):
     s, x
         Robinson's strength and unknown-word probability: ``s = 1`` is Robinson's own (2003)
         starting value, ``x = 0.52`` bogofilter's default ``robx`` (a token never seen, or
-        seen rarely, leans slightly towards spam); neither is fitted to a corpus here.
+        seen rarely, leans slightly towards spam); neither is fitted to a corpus here. The
+        shrinkage is on the token's share of spam among the messages it is in, so that a class
+        of few messages says little (``0`` of 3 spams is not ``0`` of 3,000; the same as
+        Robinson's formula when both classes have as many messages, see
+        :mod:`streamnb.spam.robinson`).
     min_dev
         Tokens with ``|f(w) - 0.5| < min_dev`` are ignored (SpamBayes'
         ``minimum_prob_strength`` default, 0.1).

@@ -5,7 +5,9 @@ by SpamBayes (``chi2_spamprob``) and bogofilter:
 
 - per token, ``p(w) = b / (b + g)`` with ``b = n_spam(w) / N_spam`` and ``g = n_ham(w) / N_ham``
   (message frequencies), shrunk towards the unknown-word probability ``x`` with strength ``s``:
-  ``f(w) = (s x + n p(w)) / (s + n)``, ``n = n_spam(w) + n_ham(w)``;
+  ``f(w) = (s x + n p(w)) / (s + n)``, ``n = n_spam(w) + n_ham(w)``, when the classes are the
+  same size. With unequal class sizes the shrinkage is done where the ``n`` observations are
+  binomial (see below), which is Robinson's formula again when ``N_spam = N_ham``;
 - ``H = C^-1(-2 sum ln f(w), 2m)`` and ``S = C^-1(-2 sum ln (1 - f(w)), 2m)`` over the ``m``
   significant tokens, where ``C^-1`` is the inverse chi-square (1 - its survival function
   :func:`chi2q`), and the indicator ``I = (1 + S - H) / 2``.
@@ -15,8 +17,22 @@ and 1 of 4 hams, ``s = 1, x = 0.5``: ``p = 0.75``, ``n = 4``, ``f = (0.5 + 3) / 
 
 >>> float(robinson(np.array([3.0]), np.array([1.0]), 4.0, 4.0, s=1.0, x=0.5)[0])
 0.7
+>>> [round(float(v), 4) for v in robinson(np.array([0.0, 1.0]), np.array([10.0, 0.0]), 3.0, 10.0, 1.0, 0.5)]
+[0.0667, 0.8421]
+
 >>> [round(v, 6) for v in fisher(np.array([0.7, 0.9]))]
 [0.864803, 0.078918, 0.892943]
+
+**Unequal class sizes.** Of the ``n`` messages that contain a token, the number that are spam
+is binomial with parameter ``pi = b N_spam / (b N_spam + g N_ham)``, the token's share of spam
+among its occurrences; ``p(w)`` is that share corrected for the class sizes,
+``p / (1 - p) = (pi / (1 - pi)) (N_ham / N_spam)``. Robinson's Beta shrinkage with ``n``
+observations is the conjugate update of ``pi``, so :func:`robinson` shrinks ``pi`` towards the
+share ``pi0`` of a token with ``p = x``, ``pi = (s pi0 + n_spam) / (s + n)``, then converts it
+to ``p``. Shrinking ``p(w)`` itself with weight ``n`` (the textbook formula) treats ``0`` of 3
+spams as firmly as ``0`` of 3,000: after 3 spams and 10 hams a token in every ham and in no
+spam gets ``f = 0.045`` (above: ``0.0667``), and a message of such tokens scores
+as a sure ham although three spams say little about what spam contains.
 """
 
 from __future__ import annotations
@@ -29,7 +45,19 @@ __all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "fisher", "fisher_logit", "robi
 
 
 def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:
-    """Robinson's ``f(w)`` for each token from its message counts in each class."""
+    """Robinson's ``f(w)`` for each token from its message counts in each class, shrunk on the
+    binomial share of spam among the token's messages (see the module); with one class still
+    empty, Robinson's formula as written (a token seen only in the learned class is ``f -> 1``
+    or ``0`` as it is seen more)."""
+    n_spam = np.asarray(n_spam, dtype=float)
+    n_ham = np.asarray(n_ham, dtype=float)
+    if total_spam > 0 and total_ham > 0:
+        ratio = total_ham / total_spam
+        pi0 = x / (x + (1.0 - x) * ratio)  # the share of spam of a token with p = x
+        n = n_spam + n_ham
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pi = np.where(s + n > 0, (s * pi0 + n_spam) / np.where(s + n > 0, s + n, 1.0), pi0)
+            return pi * ratio / (pi * ratio + (1.0 - pi))
     with np.errstate(divide="ignore", invalid="ignore"):
         b = n_spam / total_spam if total_spam > 0 else np.zeros_like(n_spam)
         g = n_ham / total_ham if total_ham > 0 else np.zeros_like(n_ham)

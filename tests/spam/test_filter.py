@@ -34,13 +34,15 @@ def test_robinson_and_fisher_by_hand():
         f.learn_one({"cash": int(i < 3), "x": 1}, "spam")
     for i in range(6):
         f.learn_one({"cash": int(i < 1), "meeting": int(i < 4), "x": 1}, "ham")
-    # cash: b = 3/4, g = 1/6, p = 0.75 / (0.75 + 1/6) = 9/11, n = 4, f = (0.5 + 4 * 9/11) / 5
-    f_cash = (0.5 + 4 * 9 / 11) / 5
-    # meeting: b = 0, g = 4/6, p = 0, n = 4, f = 0.5 / 5 = 0.1
-    f_meeting = 0.1
-    # x: b = 1, g = 1, p = 0.5: f = 0.5, below min_dev, not combined
+    # classes of unequal size: the share of spam pi is shrunk, with N_ham / N_spam = 3/2 a token
+    # with p = x = 1/2 has pi0 = 0.5 / (0.5 + 0.5 * 3/2) = 2/5; f / (1 - f) = pi / (1 - pi) * 3/2
+    # cash: n = 4, pi = (2/5 + 3) / 5 = 17/25, odds 17/8 * 3/2 = 51/16, f = 51/67
+    f_cash = 51 / 67
+    # meeting: pi = (2/5 + 0) / 5 = 2/25, odds 2/23 * 3/2 = 3/23, f = 3/26
+    f_meeting = 3 / 26
+    # x: in every message, pi = (2/5 + 4) / 11 = 2/5 = pi0: f = 0.5, below min_dev, not combined
     scores = {t.token: t for t in f.token_scores({"cash": 1, "meeting": 1, "x": 1, "hi": 1})}
-    assert scores["cash"].f == pytest.approx(f_cash, rel=1e-12) and scores["meeting"].f == pytest.approx(0.1)
+    assert scores["cash"].f == pytest.approx(f_cash, rel=1e-12) and scores["meeting"].f == pytest.approx(f_meeting)
     assert not scores["x"].used and not scores["hi"].used and scores["hi"].f == 0.5
     # Fisher with 2 tokens (4 degrees of freedom): Q(chi, 4) = exp(-chi/2) (1 + chi/2)
     ham_chi = -2 * (math.log(f_cash) + math.log(f_meeting))
@@ -53,6 +55,25 @@ def test_robinson_and_fisher_by_hand():
     assert robinson(np.array([0.0]), np.array([0.0]), 0.0, 0.0, 1.0, 0.4)[0] == 0.4
     assert chi2q(10.0, 2) == pytest.approx(math.exp(-5))
     assert chi2q(1e6, 300) == 0.0 and fisher(np.array([])) == (0.0, 0.0, 0.5)
+
+
+def test_robinson_shrinks_the_share_of_spam_so_few_spams_say_little():
+    # balanced classes: Robinson's f(w) = (s x + n p) / (s + n) exactly
+    fs = robinson(np.array([3.0, 0.0, 0.0]), np.array([1.0, 4.0, 0.0]), 4.0, 4.0, 1.0, 0.5)
+    assert fs.tolist() == pytest.approx([(0.5 + 3) / 5, 0.5 / 5, 0.5], rel=1e-12)
+    # after 3 spams and 10 hams, a token in every ham and in no spam: 0 of 3 spams is weak
+    # evidence, so f stays well above the 0.5 / 11 = 0.045 of shrinking p itself; pi0 = 3/13
+    (f_ham,) = robinson(np.array([0.0]), np.array([10.0]), 3.0, 10.0, 1.0, 0.5)
+    assert f_ham == pytest.approx(1 / 15, rel=1e-12)  # pi = 3/143, odds 3/140 * 10/3 = 1/14
+    # the same token after 300 spams and 1,000 hams (in 1,000 hams, no spam) is a sure sign
+    (f_sure,) = robinson(np.array([0.0]), np.array([1000.0]), 300.0, 1000.0, 1.0, 0.5)
+    assert f_sure < 0.001 < 0.045 < f_ham
+    # symmetric: a token in 1 of 3 spams and in none of 10 hams, pi = (3/13 + 1) / 2 = 8/13,
+    # odds 8/5 * 10/3 = 16/3 (shrinking p itself: (0.5 + 1) / 2 = 0.75)
+    (f_spam,) = robinson(np.array([1.0]), np.array([0.0]), 3.0, 10.0, 1.0, 0.5)
+    assert f_spam == pytest.approx(16 / 19, rel=1e-12)
+    # one class still empty: Robinson's formula as written
+    assert robinson(np.array([2.0]), np.array([0.0]), 2.0, 0.0, 1.0, 0.5)[0] == pytest.approx(2.5 / 3)
 
 
 def train(model, n=400, seed=0):

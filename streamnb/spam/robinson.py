@@ -46,24 +46,18 @@ __all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "fisher", "fisher_logit", "robi
 
 def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:
     """Robinson's ``f(w)`` for each token from its message counts in each class, shrunk on the
-    binomial share of spam among the token's messages (see the module); with one class still
-    empty, Robinson's formula as written (a token seen only in the learned class is ``f -> 1``
-    or ``0`` as it is seen more)."""
+    binomial share of spam among the token's messages (see the module). While a class has no
+    message, ``p(w)`` is undefined and every token is ``x`` (bogofilter's "we don't know")."""
     n_spam = np.asarray(n_spam, dtype=float)
     n_ham = np.asarray(n_ham, dtype=float)
-    if total_spam > 0 and total_ham > 0:
-        ratio = total_ham / total_spam
-        pi0 = x / (x + (1.0 - x) * ratio)  # the share of spam of a token with p = x
-        n = n_spam + n_ham
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pi = np.where(s + n > 0, (s * pi0 + n_spam) / np.where(s + n > 0, s + n, 1.0), pi0)
-            return pi * ratio / (pi * ratio + (1.0 - pi))
+    if not (total_spam > 0 and total_ham > 0):
+        return np.full(np.broadcast(n_spam, n_ham).shape, float(x))
+    ratio = total_ham / total_spam
+    pi0 = x / (x + (1.0 - x) * ratio)  # the share of spam of a token with p = x
+    n = n_spam + n_ham
     with np.errstate(divide="ignore", invalid="ignore"):
-        b = n_spam / total_spam if total_spam > 0 else np.zeros_like(n_spam)
-        g = n_ham / total_ham if total_ham > 0 else np.zeros_like(n_ham)
-        p = np.where(b + g > 0, b / np.where(b + g > 0, b + g, 1.0), x)
-        n = n_spam + n_ham
-        return np.where(s + n > 0, (s * x + n * p) / np.where(s + n > 0, s + n, 1.0), x)
+        pi = np.where(s + n > 0, (s * pi0 + n_spam) / np.where(s + n > 0, s + n, 1.0), pi0)
+        return pi * ratio / (pi * ratio + (1.0 - pi))
 
 
 def chi2_logsf(chi: float, df: int) -> float:

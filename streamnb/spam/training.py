@@ -26,7 +26,9 @@ class Trainer(base.Wrapper, base.Classifier):
     model
         The classifier; it receives the same features as the wrapper.
     regime
-        One of :data:`REGIMES`.
+        One of :data:`REGIMES`. A :class:`SpamFilter` learns a message of a class it has never
+        learned whatever the regime (until then every token is unknown, so ``on_error`` would
+        wait for an error that cannot come).
     confidence
         For ``regime="unsure"`` with a model other than :class:`SpamFilter`: a message is
         confidently right when the probability of its true label is at least this. A
@@ -43,8 +45,8 @@ class Trainer(base.Wrapper, base.Classifier):
     >>> trainer = Trainer(SpamFilter(), regime="on_error")
     >>> for x, y in [({"win": 1}, "spam"), ({"win": 1}, "spam"), ({"hi": 1}, "ham")]:
     ...     trainer.learn_one(x, y)
-    >>> trainer.n_learned, trainer.n_seen
-    (2, 3)
+    >>> trainer.n_learned, trainer.n_seen   # the first of each class always
+    (3, 3)
     """
 
     def __init__(
@@ -82,6 +84,8 @@ class Trainer(base.Wrapper, base.Classifier):
         """Whether the regime learns ``(x, y)`` now."""
         if self.regime == "everything":
             return True
+        if isinstance(self.model, SpamFilter) and self.model.n_messages.get(y) == 0.0:
+            return True  # a class never learned: every token is x, no verdict can be an error
         if self.regime == "on_error":
             return self.model.predict_one(x) != y
         if isinstance(self.model, SpamFilter):

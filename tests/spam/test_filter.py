@@ -72,8 +72,13 @@ def test_robinson_shrinks_the_share_of_spam_so_few_spams_say_little():
     # odds 8/5 * 10/3 = 16/3 (shrinking p itself: (0.5 + 1) / 2 = 0.75)
     (f_spam,) = robinson(np.array([1.0]), np.array([0.0]), 3.0, 10.0, 1.0, 0.5)
     assert f_spam == pytest.approx(16 / 19, rel=1e-12)
-    # one class still empty: Robinson's formula as written
-    assert robinson(np.array([2.0]), np.array([0.0]), 2.0, 0.0, 1.0, 0.5)[0] == pytest.approx(2.5 / 3)
+    # one class still empty: p(w) is undefined, every token is x (bogofilter's robx)
+    assert robinson(np.array([2.0, 0.0]), np.array([0.0, 0.0]), 2.0, 0.0, 1.0, 0.4).tolist() == [0.4, 0.4]
+    f = SpamFilter(max_ham_rate=None)
+    for _ in range(5):
+        f.learn_one({"hello": 1, "lunch": 1}, "ham")
+    verdict = f.classify_one({"hello": 1, "lunch": 1})  # no spam seen: nothing says what spam is
+    assert (verdict.label, verdict.n_tokens, verdict.logit) == ("unsure", 0, 0.0)
 
 
 def train(model, n=400, seed=0):
@@ -162,6 +167,14 @@ def test_training_regimes_and_half_life():
     decayed = train(Trainer(SpamFilter(), half_life=100.0, decay_every=100))
     # 400 messages seen: the first message weighs 2**-4 of a new one
     assert decayed.model._messages.total() < 400 / 3
+
+
+def test_train_on_error_learns_the_first_message_of_each_class():
+    trainer = Trainer(SpamFilter(), regime="on_error")
+    trainer.learn_one({"win": 1}, "spam")
+    for _ in range(3):  # called unsure (delivered as ham): right, but the ham class must start
+        trainer.learn_one({"hi": 1}, "ham")
+    assert trainer.model.n_messages == {"ham": 1.0, "spam": 1.0} and trainer.n_learned == 2
 
 
 def test_evaluate_metrics_and_command(tmp_path):

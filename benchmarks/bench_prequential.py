@@ -142,11 +142,16 @@ def main() -> None:
     s = category_stream(rng, 2 * n, 20, 10)
     cases.append(("CategoricalNB 20f", streamnb.CategoricalNB, None, s[:n], s[n:]))
     cases.append(("TANClassifier 20f", streamnb.TANClassifier, None, s[:n], s[n:]))
+    cases.append(("ChowLiuClassifier 20f", streamnb.ChowLiuClassifier, None, s[:n], s[n:]))
+    cases.append(("AODE 20f", streamnb.AODE, None, s[:n], s[n:]))
+    cases.append(("MixedNB 20f", streamnb.MixedNB, None, s[:n], s[n:]))
+    loop: dict[str, tuple[float, float, float, float]] = {}
     for name, mine, theirs, warm, events in cases:
         a = timed(mine, warm, events, reps)
         pa = timed(mine, warm, events, reps, predict_only=True)
         b = timed(theirs, warm, events, reps) if theirs else nan
         pb = timed(theirs, warm, events, reps, predict_only=True) if theirs else nan
+        loop[name] = (a, b, pa, pb)
         print(row(name, f"{a:.1f}", f"{b:.1f}" if b == b else "-", ratio(a, b))
               + row("", f"{pa:.1f}", f"{pb:.1f}" if pb == pb else "-", ratio(pa, pb), widths=(0, 12, 12, 9)), flush=True)
 
@@ -168,9 +173,15 @@ def main() -> None:
     mixed = [({**x, "t": rng.gauss(0, 1)}, y) for x, y in cats]
     grow.append(("MixedNB cells", streamnb.MixedNB,
                  lambda size: [({f"f{j}": f"fill{i}" for j in range(10)}, i % 2) for i in range(size // 10)], mixed))
+    words = [({w: 1 for w in x}, "spam" if y else "ham") for x, y in text]
+    grow.append(("SpamFilter tokens", streamnb.SpamFilter,
+                 lambda size: [({f"fill{i + j}": 1 for j in range(20)}, "spam" if i // 20 % 2 else "ham")
+                               for i in range(0, size, 20)], words))
     sizes_tree = {"small": 10, "large": 100}
+    growth: dict[str, float] = {}
     for name, make, fill, stream in grow:
         t = [timed(make, fill(size), stream, reps) for size in (small, large)]
+        growth[name] = t[1] / t[0]
         print(row(f"{name} {small // 1000}k -> {large // 1000}k", f"{t[0]:.1f}", f"{t[1]:.1f}", f"{t[1] / t[0]:.2f}",
                   widths=(34, 12, 12, 12)), flush=True)
     for name, make in [("TANClassifier", streamnb.TANClassifier), ("AODE", streamnb.AODE),
@@ -179,6 +190,7 @@ def main() -> None:
         for card in sizes_tree.values():
             s = category_stream(rng, 2 * n, 10, card)
             t.append(timed(make, s[:n], s[n:], reps))
+        growth[name] = t[1] / t[0]
         print(row(f"{name} cardinality 10 -> 100", f"{t[0]:.1f}", f"{t[1]:.1f}", f"{t[1] / t[0]:.2f}",
                   widths=(34, 12, 12, 12)), flush=True)
 
@@ -200,6 +212,17 @@ def main() -> None:
         tracemalloc.stop()
         saved = sum(a.nbytes for stat in model.to_state()["stats"].values() for a in stat["arrays"].values())
         print(row(name, f"{in_memory / large:.1f}", f"{saved / large:.1f}", widths=(34, 12, 12)), flush=True)
+
+    print("\ntargets (worst configuration first, then each)")
+    river = [k for k in loop if k.split()[0] in ("GaussianNB", "MultinomialNB", "BernoulliNB")]
+    for label, col in [("predict then learn >= 10x River", 0), ("isolated predict_proba_one >= 10x River", 2)]:
+        got = {k: loop[k][col + 1] / loop[k][col] for k in river}
+        print(f"  {label}: {'PASS' if min(got.values()) >= 10 else 'MISS'} "
+              f"({', '.join(f'{k} {v:.1f}x' for k, v in sorted(got.items(), key=lambda kv: kv[1]))})")
+    print(f"  growth <= 1.5: {'PASS' if max(growth.values()) <= 1.5 else 'MISS'} "
+          f"({', '.join(f'{k} {v:.2f}' for k, v in sorted(growth.items(), key=lambda kv: -kv[1]))})")
+    tan = loop["TANClassifier 20f"][0] / loop["CategoricalNB 20f"][0]
+    print(f"  TAN predict then learn on 20 features <= 3x CategoricalNB's: {'PASS' if tan <= 3 else 'MISS'} ({tan:.2f}x)")
 
 
 if __name__ == "__main__":

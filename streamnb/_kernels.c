@@ -230,7 +230,7 @@ static double fsum(const double *v, Py_ssize_t n) {
 /* -- the posterior (BaseNB._log_prior_one and _normalize) -------------------------------- */
 
 /* posterior(jll: list[float], counts: memoryview, step: int) -> list[float] | None
- * log P(y) from the class counts (counts[c * step]) plus jll[c], normalized with one
+ * log P(y) from the class counts (counts[c * step]) plus jll[c] less max(jll), normalized with one
  * max-shifted exp and an exact sum; None if some value is not finite (the Python path
  * handles ruled-out classes and point masses). */
 static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -254,12 +254,17 @@ static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nar
         n[c] = counts.p[i];
     }
     double log_total = log(fsum(n, C));
-    double top = -INFINITY;
-    for (Py_ssize_t c = 0; c < C; c++) {
+    double top = -INFINITY, shift = -INFINITY;
+    for (Py_ssize_t c = 0; c < C; c++) { /* the evidence is shifted by its maximum first */
         PyObject *item = PyList_GET_ITEM(jll, c);
         if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
+        v[c] = PyFloat_AS_DOUBLE(item);
+        if (!isfinite(v[c])) Py_RETURN_NONE;
+        if (v[c] > shift) shift = v[c];
+    }
+    for (Py_ssize_t c = 0; c < C; c++) {
         double lp = n[c] > 0 ? log(n[c]) - log_total : -INFINITY;
-        v[c] = lp + PyFloat_AS_DOUBLE(item);
+        v[c] = lp + (v[c] - shift);
         if (!isfinite(v[c])) Py_RETURN_NONE;
         if (v[c] > top) top = v[c];
     }
@@ -511,14 +516,28 @@ fail:
 
 /* -- categorical ------------------------------------------------------------------------- */
 
+/* Whether (key, value) is a plain category: a str key not in ``exclude`` (a dict, or None),
+ * and a str value, or an int (not a bool) unless ``strings_only`` (a learner that decides a
+ * feature's kind from its value takes ints as numbers). 0 with an exception set on error. */
+static int plain_category(PyObject *key, PyObject *value, PyObject *exclude, int strings_only) {
+    if (!PyUnicode_CheckExact(key)) return 0;
+    if (!(PyUnicode_CheckExact(value) || (!strings_only && PyLong_CheckExact(value)))) return 0;
+    if (exclude != Py_None) {
+        int in = PyDict_Contains(exclude, key);
+        if (in != 0) return 0; /* in it, or an error (set) */
+    }
+    return 1;
+}
+
 /* Read a categorical event: str keys, str or int (not bool) values; the cell key is the tuple
  * (feature, value), as streamnb.naive_bayes.values.category_cells makes it. Per feature: the
  * feature id (-1 unknown) and the cell id (-1 unknown). 1 plain, 0 not plain, -1 error. */
-static int read_categorical(PyObject *x, PyObject *cell_ids, PyObject *feat_ids, event_t *e, Py_ssize_t *cells) {
+static int read_categorical(PyObject *x, PyObject *cell_ids, PyObject *feat_ids, PyObject *exclude,
+                            int strings_only, event_t *e, Py_ssize_t *cells) {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(x, &pos, &key, &value)) {
-        if (!PyUnicode_CheckExact(key) || !(PyUnicode_CheckExact(value) || PyLong_CheckExact(value))) return 0;
+        if (!plain_category(key, value, exclude, strings_only)) return PyErr_Occurred() ? -1 : 0;
         Py_ssize_t fid = lookup(feat_ids, key);
         if (fid == -2) return -1;
         PyObject *cell = PyTuple_Pack(2, key, value);
@@ -533,22 +552,23 @@ static int read_categorical(PyObject *x, PyObject *cell_ids, PyObject *feat_ids,
     return 1;
 }
 
-/* categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth)
- *     -> list | None
+/* categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
+ *                   exclude, strings_only) -> list | None
  * CategoricalPart.joint_one with alpha > 0 and no epsilon: per known feature
  * log(n[y, f, v] + alpha) - log(n[y, f] + alpha |X_f|); an unseen category skipped, or with
  * ``smooth`` scored log(alpha) - log(n[y, f] + alpha |X_f|). ``nv``: |X_f| per feature id. */
 static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(13);
-    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *nv = args[3];
+    CHECK_NARGS(15);
+    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *nv = args[3], *exclude = args[13];
     view_t CV, TV;
     Py_ssize_t c0, c1, t0, t1, C;
     double alpha;
-    int smooth;
+    int smooth, strings_only;
     if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") || check_dict(feat_ids, "feature ids") ||
         get_view(args[4], &CV) || get_index(args[5], &c0) || get_index(args[6], &c1) || get_view(args[7], &TV) ||
         get_index(args[8], &t0) || get_index(args[9], &t1) || get_index(args[10], &C) ||
-        get_double(args[11], &alpha) || (smooth = PyObject_IsTrue(args[12])) < 0)
+        get_double(args[11], &alpha) || (smooth = PyObject_IsTrue(args[12])) < 0 ||
+        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[14])) < 0)
         return NULL;
     if (!PyList_Check(nv)) {
         PyErr_SetString(PyExc_TypeError, "expected a list (values per feature)");
@@ -565,7 +585,7 @@ static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssi
         event_free(&e);
         return NULL;
     }
-    int ok = read_categorical(x, cell_ids, feat_ids, &e, cells);
+    int ok = read_categorical(x, cell_ids, feat_ids, exclude, strings_only, &e, cells);
     if (ok <= 0) goto done;
     double out[MAX_CLASSES];
     for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
@@ -607,18 +627,21 @@ done:
     Py_RETURN_NONE;
 }
 
-/* categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w) -> True | None
+/* categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)
+ *     -> True | None
  * CategoricalPart.learn_one for an event whose categories are all known: n[k, f, v] += w,
  * n[k, f] += w. None, touching nothing, otherwise. */
 static PyObject *categorical_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(11);
-    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2];
+    CHECK_NARGS(13);
+    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *exclude = args[11];
     view_t CV, TV;
     Py_ssize_t c0, c1, t0, t1, k;
     double w;
+    int strings_only;
     if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") || check_dict(feat_ids, "feature ids") ||
         get_view(args[3], &CV) || get_index(args[4], &c0) || get_index(args[5], &c1) || get_view(args[6], &TV) ||
-        get_index(args[7], &t0) || get_index(args[8], &t1) || get_index(args[9], &k) || get_double(args[10], &w))
+        get_index(args[7], &t0) || get_index(args[8], &t1) || get_index(args[9], &k) || get_double(args[10], &w) ||
+        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[12])) < 0)
         return NULL;
     Py_ssize_t size = PyDict_GET_SIZE(x);
     if (!(w > 0) || !isfinite(w) || size == 0) Py_RETURN_NONE;
@@ -631,7 +654,7 @@ static PyObject *categorical_learn(PyObject *self, PyObject *const *args, Py_ssi
         event_free(&e);
         return NULL;
     }
-    int ok = read_categorical(x, cell_ids, feat_ids, &e, cells);
+    int ok = read_categorical(x, cell_ids, feat_ids, exclude, strings_only, &e, cells);
     if (ok <= 0) goto done;
     for (Py_ssize_t f = 0; f < e.n; f++) {
         Py_ssize_t ci = k * c0 + cells[f] * c1, ti = k * t0 + e.id[f] * t1;
@@ -655,6 +678,317 @@ done:
     Py_RETURN_NONE;
 }
 
+/* -- tree-augmented learners (TAN, per-class Chow-Liu) ----------------------------------- */
+
+/* A statistic's array: a flat view and its element strides, given as (view, s0, s1[, s2]). */
+typedef struct {
+    view_t v;
+    Py_ssize_t s[3];
+} table_t;
+
+static int get_table(PyObject *obj, int dims, table_t *t) {
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != dims + 1) {
+        PyErr_Format(PyExc_TypeError, "expected (view, %d strides)", dims);
+        return -1;
+    }
+    if (get_view(PyTuple_GET_ITEM(obj, 0), &t->v)) return -1;
+    t->s[2] = 0;
+    for (int i = 0; i < dims; i++) {
+        if (get_index(PyTuple_GET_ITEM(obj, i + 1), &t->s[i])) return -1;
+        if (t->s[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "negative stride");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the cell at the largest ids is inside the array (strides are >= 0). */
+static int fits(const table_t *t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c) {
+    Py_ssize_t i = a * t->s[0] + b * t->s[1] + c * t->s[2];
+    if (a < 0 || b < 0 || c < 0 || i >= t->v.n) {
+        PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
+        return 0;
+    }
+    return 1;
+}
+
+static inline double at3(const table_t *t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c) {
+    return t->v.p[a * t->s[0] + b * t->s[1] + c * t->s[2]];
+}
+
+static inline double *ref3(table_t *t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c) {
+    return t->v.p + a * t->s[0] + b * t->s[1] + c * t->s[2];
+}
+
+/* t log t with 0 log 0 = 0 (streamnb.structure.information.xlogx); counts are mostly whole
+ * numbers, whose values are tabulated up to XLOGX_TABLE (computed by the same expression). */
+#define XLOGX_TABLE 65536
+static double xlogx_table[XLOGX_TABLE];
+
+static void xlogx_init(void) {
+    xlogx_table[0] = 0.0;
+    for (int i = 1; i < XLOGX_TABLE; i++) xlogx_table[i] = log((double)i) * (double)i;
+}
+
+static inline double xlogx(double t) {
+    if (t >= 0 && t < XLOGX_TABLE) {
+        int i = (int)t;
+        if ((double)i == t) return xlogx_table[i];
+    }
+    return t > 0 ? log(t) * t : 0.0;
+}
+
+/* Read a tree learner's event: plain categories (see plain_category), every cell known. The
+ * cell ids and their feature ids (``cf[cell]``). 1 plain, 0 not plain, -1 error. */
+static int read_tree_event(PyObject *x, PyObject *cell_ids, PyObject *cf, PyObject *exclude, int strings_only,
+                           event_t *e, Py_ssize_t *fids) {
+    Py_ssize_t pos = 0, n_cf = PyList_GET_SIZE(cf);
+    PyObject *key, *value;
+    while (PyDict_Next(x, &pos, &key, &value)) {
+        if (!plain_category(key, value, exclude, strings_only)) return PyErr_Occurred() ? -1 : 0;
+        PyObject *cell = PyTuple_Pack(2, key, value);
+        if (cell == NULL) return -1;
+        Py_ssize_t cid = lookup(cell_ids, cell);
+        Py_DECREF(cell);
+        if (cid == -2) return -1;
+        if (cid < 0 || cid >= n_cf) return 0; /* a value never seen (or not in the margins yet) */
+        Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(cf, cid));
+        if (j == -1 && PyErr_Occurred()) return -1;
+        e->id[e->n] = cid;
+        fids[e->n] = j;
+        e->n++;
+    }
+    return 1;
+}
+
+/* tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums) -> True | None
+ * TreePart.learn_one for an event whose cells are all known, the margins current:
+ * the pair counts n[k, a, b] += w for every two cells of the event (N: (view, s0, s1, s2)),
+ * the CPT normalizers D[k, f(a), b] += w and T[k, f(a)] += w (Margins.add_event), and, if
+ * ``sums`` is given (CMISums.tables(): S_joint, L, S_marg, GL, P, PL), the entropy sums at the
+ * cells that changed: S_joint[k, f(a), f(b)] += xlogx(n) - L[cell], L[cell] = xlogx(n); the
+ * same for S_marg[k, f(b), f(a)] over D (cache GL); P[k, f(a), f(b)] += w, PL = xlogx(P).
+ * None, touching nothing, otherwise. */
+static PyObject *tree_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(11);
+    PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3], *sums = args[10];
+    Py_ssize_t k;
+    double w;
+    int strings_only;
+    table_t N, D, T, SJ, L, SM, GL, P, PL;
+    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") ||
+        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[4])) < 0 ||
+        get_index(args[5], &k) || get_double(args[6], &w) || get_table(args[7], 3, &N) ||
+        get_table(args[8], 3, &D) || get_table(args[9], 2, &T))
+        return NULL;
+    if (!PyList_Check(cf)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (cell features)");
+        return NULL;
+    }
+    int with_sums = sums != Py_None;
+    if (with_sums) {
+        if (!PyTuple_Check(sums) || PyTuple_GET_SIZE(sums) != 6) {
+            PyErr_SetString(PyExc_TypeError, "expected sums as 6 tables");
+            return NULL;
+        }
+        if (get_table(PyTuple_GET_ITEM(sums, 0), 3, &SJ) || get_table(PyTuple_GET_ITEM(sums, 1), 3, &L) ||
+            get_table(PyTuple_GET_ITEM(sums, 2), 3, &SM) || get_table(PyTuple_GET_ITEM(sums, 3), 3, &GL) ||
+            get_table(PyTuple_GET_ITEM(sums, 4), 3, &P) || get_table(PyTuple_GET_ITEM(sums, 5), 3, &PL))
+            return NULL;
+    }
+    Py_ssize_t size = PyDict_GET_SIZE(x);
+    if (!(w > 0) || !isfinite(w) || size == 0) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, size)) return NULL;
+    Py_ssize_t small_f[SMALL], *fids = size <= SMALL ? small_f : PyMem_Malloc(size * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (fids == NULL) {
+        PyErr_NoMemory();
+        event_free(&e);
+        return NULL;
+    }
+    int ok = read_tree_event(x, cell_ids, cf, exclude, strings_only, &e, fids);
+    if (ok <= 0) goto done;
+    Py_ssize_t amax = 0, fmax = 0;
+    for (Py_ssize_t i = 0; i < e.n; i++) {
+        if (e.id[i] > amax) amax = e.id[i];
+        if (fids[i] > fmax) fmax = fids[i];
+        if (fids[i] < 0) goto done;
+    }
+    /* every cell in range before anything changes */
+    if (!fits(&N, k, amax, amax) || !fits(&D, k, fmax, amax) || !fits(&T, k, fmax, 0)) {
+        ok = -1;
+        goto done;
+    }
+    if (with_sums && (!fits(&SJ, k, fmax, fmax) || !fits(&L, k, amax, amax) || !fits(&SM, k, fmax, fmax) ||
+                      !fits(&GL, k, fmax, amax) || !fits(&P, k, fmax, fmax) || !fits(&PL, k, fmax, fmax))) {
+        ok = -1;
+        goto done;
+    }
+    /* the margins D[k, ., b] of a cell, and the pair totals, mostly take the same value across
+     * an event's features (every one, when nothing is missing): their t log t is reused */
+    double memo_d[SMALL], memo_dx[SMALL], memo_p = -1.0, memo_px = 0.0;
+    for (Py_ssize_t j = 0; j < e.n && j < SMALL; j++) memo_d[j] = -1.0;
+    for (Py_ssize_t i = 0; i < e.n; i++) {
+        Py_ssize_t a = e.id[i], fa = fids[i];
+        for (Py_ssize_t j = 0; j < e.n; j++) {
+            Py_ssize_t b = e.id[j], fb = fids[j];
+            double *n = ref3(&N, k, a, b);
+            *n += w;
+            double *d = ref3(&D, k, fa, b);
+            *d += w;
+            if (with_sums) {
+                double t = xlogx(*n), *l = ref3(&L, k, a, b);
+                *ref3(&SJ, k, fa, fb) += t - *l;
+                *l = t;
+                if (j < SMALL && memo_d[j] == *d) {
+                    t = memo_dx[j];
+                } else {
+                    t = xlogx(*d);
+                    if (j < SMALL) {
+                        memo_d[j] = *d;
+                        memo_dx[j] = t;
+                    }
+                }
+                double *g = ref3(&GL, k, fa, b);
+                *ref3(&SM, k, fb, fa) += t - *g;
+                *g = t;
+                double *p = ref3(&P, k, fa, fb);
+                *p += w;
+                if (*p != memo_p) {
+                    memo_p = *p;
+                    memo_px = xlogx(memo_p);
+                }
+                *ref3(&PL, k, fa, fb) = memo_px;
+            }
+        }
+        *ref3(&T, k, fa, 0) += w;
+    }
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    if (fids != small_f) PyMem_Free(fids);
+    event_free(&e);
+    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
+    Py_RETURN_NONE;
+}
+
+/* tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)
+ *     -> list | None
+ * TreePart.joint_one for an event whose cells are all known and whose observed features have
+ * their parent observed (no feature to sum out): per class y, the exact sum (math.fsum) over the
+ * event's features j of log(n[y, j, p] + alpha) - log(D[y, f(j), p] + alpha |X_j|) with p the
+ * parent's cell, or log(n[y, j, j] + alpha) - log(T[y, f(j)] + alpha |X_j|) for a root.
+ * ``parents``: one list of parent feature ids (-1: none) shared by every class, or one per class.
+ * None otherwise (the Python path sums missing features out). */
+static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(12);
+    PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3], *parents = args[5];
+    PyObject *nv = args[9];
+    Py_ssize_t C;
+    double alpha;
+    int strings_only;
+    table_t N, D, T;
+    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") ||
+        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[4])) < 0 ||
+        get_table(args[6], 3, &N) || get_table(args[7], 3, &D) || get_table(args[8], 2, &T) ||
+        get_double(args[10], &alpha) || get_index(args[11], &C))
+        return NULL;
+    if (!PyList_Check(cf) || !PyList_Check(parents) || !PyList_Check(nv)) {
+        PyErr_SetString(PyExc_TypeError, "expected lists (cell features, parents, values per feature)");
+        return NULL;
+    }
+    Py_ssize_t groups = PyList_GET_SIZE(parents), size = PyDict_GET_SIZE(x);
+    if (!(alpha > 0) || C < 1 || C > MAX_CLASSES || size == 0 || (groups != 1 && groups != C)) Py_RETURN_NONE;
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        if (!PyList_Check(PyList_GET_ITEM(parents, g))) {
+            PyErr_SetString(PyExc_TypeError, "expected lists of parent ids");
+            return NULL;
+        }
+    }
+    event_t e;
+    if (event_init(&e, size)) return NULL;
+    Py_ssize_t *fids = NULL, *par = NULL;
+    double *terms = NULL;
+    PyObject *result = NULL;
+    int ok = 0;
+    fids = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    par = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    terms = PyMem_Malloc(size * sizeof(double));
+    if (fids == NULL || par == NULL || terms == NULL) {
+        PyErr_NoMemory();
+        ok = -1;
+        goto done;
+    }
+    ok = read_tree_event(x, cell_ids, cf, exclude, strings_only, &e, fids);
+    if (ok <= 0) goto done;
+    Py_ssize_t n_nv = PyList_GET_SIZE(nv);
+    double out[MAX_CLASSES];
+    for (Py_ssize_t c = 0; c < C; c++) {
+        PyObject *pa = PyList_GET_ITEM(parents, groups == 1 ? 0 : c);
+        Py_ssize_t n_pa = PyList_GET_SIZE(pa);
+        if (c == 0 || groups > 1) { /* each observed feature's parent cell: -1 a root */
+            for (Py_ssize_t i = 0; i < e.n; i++) {
+                Py_ssize_t j = fids[i];
+                if (j >= n_pa || j >= n_nv) {
+                    ok = 0;
+                    goto done;
+                }
+                Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(pa, j));
+                if (p == -1 && PyErr_Occurred()) {
+                    ok = -1;
+                    goto done;
+                }
+                par[i] = -1;
+                if (p >= 0) {
+                    for (Py_ssize_t q = 0; q < e.n; q++) {
+                        if (fids[q] == p) {
+                            par[i] = e.id[q];
+                            break;
+                        }
+                    }
+                    if (par[i] < 0) { /* the parent is missing: summed out on the Python path */
+                        ok = 0;
+                        goto done;
+                    }
+                }
+            }
+        }
+        for (Py_ssize_t i = 0; i < e.n; i++) {
+            Py_ssize_t a = e.id[i], j = fids[i], b = par[i];
+            PyObject *nvj = PyList_GET_ITEM(nv, j);
+            if (!PyFloat_CheckExact(nvj)) {
+                ok = 0;
+                goto done;
+            }
+            double av = alpha * PyFloat_AS_DOUBLE(nvj);
+            if (b < 0) {
+                if (!fits(&N, c, a, a) || !fits(&T, c, j, 0)) {
+                    ok = -1;
+                    goto done;
+                }
+                terms[i] = log(at3(&N, c, a, a) + alpha) - log(at3(&T, c, j, 0) + av);
+            } else {
+                if (!fits(&N, c, a, b) || !fits(&D, c, j, b)) {
+                    ok = -1;
+                    goto done;
+                }
+                terms[i] = log(at3(&N, c, a, b) + alpha) - log(at3(&D, c, j, b) + av);
+            }
+        }
+        out[c] = fsum(terms, e.n);
+    }
+    result = float_list(out, C);
+done:
+    PyMem_Free(fids);
+    PyMem_Free(par);
+    PyMem_Free(terms);
+    event_free(&e);
+    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
+    Py_RETURN_NONE;
+}
+
 /* -- the module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -668,9 +1002,14 @@ static PyMethodDef methods[] = {
     {"multinomial_learn", (PyCFunction)(void (*)(void))multinomial_learn, METH_FASTCALL,
      "multinomial_learn(x, ids, CV, c0, c1, TV, t0, k, w)"},
     {"categorical_joint", (PyCFunction)(void (*)(void))categorical_joint, METH_FASTCALL,
-     "categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth)"},
+     "categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
+     "strings_only)"},
     {"categorical_learn", (PyCFunction)(void (*)(void))categorical_learn, METH_FASTCALL,
-     "categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w)"},
+     "categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)"},
+    {"tree_learn", (PyCFunction)(void (*)(void))tree_learn, METH_FASTCALL,
+     "tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums)"},
+    {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,
+     "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -679,4 +1018,7 @@ static struct PyModuleDef module = {
     "The per-event path of the naive Bayes parts in C (see the source's header).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernels(void) {
+    xlogx_init();
+    return PyModule_Create(&module);
+}

@@ -40,6 +40,9 @@ class _AODEPart(TreePart):
             return np.log(self.class_counts.n) - np.log(self.class_counts.n.sum())
 
     # -- one event, plain floats ----------------------------------------------------------
+    def joint_fast(self, x: dict) -> list | None:
+        return None  # averaged one-dependence estimators: the Python path
+
     def joint_one(self, prepared: tuple[list, list]) -> list:
         n_c = len(self.classes.keys)
         out = [0.0] * n_c

@@ -48,10 +48,12 @@ class CMISums:
         self.margins = margins
         self._log: list[tuple] = []  # (class ids, cell ids [rows, d], weights) per counts change
         self._changes = -1  # pairs.changes when the sums matched the counts (-1: never)
+        self._tables: tuple | None = None  # (L it was taken for, views): see tables()
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_log"], state["_changes"] = [], -1  # a copy rebuilds at its first read
+        state["_tables"] = None  # memoryviews: never copied
         return state
 
     # -- learning --------------------------------------------------------------------------
@@ -66,6 +68,30 @@ class CMISums:
         if self._changes >= 0:
             self._log.append((np.asarray(k), np.asarray(ids, dtype=np.intp), np.asarray(w, dtype=float)))
             self._bound()
+
+    def tables(self) -> tuple | None:
+        """The arrays one event updates, for the compiled path (``tree_learn``): ``(S_joint, L,
+        S_marg, GL, T, TL)`` as ``(flat view, strides...)``; None if the sums are not kept
+        current now (then the event goes uncounted here and the next read rebuilds). After the
+        event, call :meth:`counted`."""
+        if self._changes < 0 or self.pairs.changes != self._changes + len(self._log):
+            return None  # behind the counts: the next read rebuilds
+        m = self.margins
+        key = (self.pairs.generation, len(m.fcells))
+        cached = self._tables
+        if cached is not None and cached[0] == key and cached[1] is self.L and cached[2] is m.D:
+            return cached[3]
+        if not self._fits(self.pairs.raw("n"), m):
+            return None
+        views = []
+        for a in (self.S_joint, self.L, self.S_marg, self.GL, self.T, self.TL):
+            views.append((memoryview(a.reshape(-1)), *(s // a.itemsize for s in a.strides)))  # type: ignore[arg-type]
+        self._tables = (key, self.L, m.D, tuple(views))
+        return self._tables[3]
+
+    def counted(self) -> None:
+        """The counts and these sums just learned one event together (``tree_learn``)."""
+        self._changes += 1
 
     def _bound(self) -> None:
         if len(self._log) > MAX_LOG:

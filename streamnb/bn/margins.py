@@ -116,7 +116,11 @@ class Margins:
     def current(self) -> Margins:
         """Bring the margins up to date with the pair counts (rebuild if anything but
         :meth:`add_event` changed them) and return them."""
-        if self.changes != self.pairs.changes or not self._follow():
+        pairs = self.pairs
+        if (self.changes == pairs.changes and len(self.cf) == len(pairs.cells.keys)
+                and self.n_classes == len(pairs.classes.keys)):
+            return self  # nothing new since the last event
+        if self.changes != pairs.changes or not self._follow():
             self.rebuild()
         return self
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from streamnb import kernels
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
@@ -181,6 +182,60 @@ class TreePart(Part):
                     self.sums.note(k, kept, w)
                 self.learn_with_numbers(kept, prepared, k, w)
         self._tick(1)
+
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        """:meth:`learn_one` of an event of known categories (and no numbers) in C: the pair
+        cells, the normalizers and the kept entropy sums (:meth:`CMISums.tables`) at once."""
+        native = kernels.native
+        if native is None:
+            return False
+        pairs = self.pairs
+        m = self.margins.current()
+        tables = self._fast_tables(m)
+        sums = self.sums.tables() if self.sums is not None else None
+        exclude, strings_only = self._fast_args()
+        if native.tree_learn(x, pairs.cells._ids, m.cf, exclude, strings_only, k, w, *tables, sums) is None:
+            return False
+        pairs.changes += 1
+        m.changes = pairs.changes
+        if sums is not None:
+            self.sums.counted()  # type: ignore[union-attr]
+        self._tick(1)
+        return True
+
+    def joint_fast(self, x: dict) -> list | None:
+        """:meth:`joint_one` in C of an event of known categories whose observed features have
+        their parents observed (nothing to sum out); None otherwise."""
+        native = kernels.native
+        if native is None or not self.alpha > 0 or self.joins_numbers():
+            return None
+        m = self.margins.current()
+        _, parents, _ = self._tree(m)
+        exclude, strings_only = self._fast_args()
+        return native.tree_joint(x, self.pairs.cells._ids, m.cf, exclude, strings_only, parents,
+                                 *self._fast_tables(m), m.nv, self.alpha, len(self.classes.keys))
+
+    def _fast_tables(self, m: Margins) -> tuple:
+        """``((pair counts view, strides...), (D view, ...), (T view, ...))`` for the compiled
+        path, retaken when the arrays moved or grew (keyed on their generation and sizes)."""
+        pairs = self.pairs
+        key = (pairs.generation, len(self.classes.keys), len(pairs.cells.keys), pairs.has_pending())
+        cached = self._fast
+        if cached is not None and cached[0] == key and cached[1] is m.D:
+            return cached[2]
+        n, ns = pairs.flat("n")
+        tables = ((n, *ns), (m.Dv, *m.ds), (m.Tv, *m.ts))
+        key = (pairs.generation, len(self.classes.keys), len(pairs.cells.keys), False)
+        self._fast = (key, m.D, tables)
+        return tables
+
+    #: The compiled path's views (see :meth:`_fast_tables`); memoryviews: never copied.
+    _fast: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_fast", None)
+        return state
 
     def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
         """What a learner that joins categorical and numeric features learns from the event's

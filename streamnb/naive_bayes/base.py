@@ -73,6 +73,17 @@ def _normalize(jll: list, log_prior: list) -> list:
     return [v / total for v in e]
 
 
+def _shifted(ll: np.ndarray) -> np.ndarray:
+    """Each row of log-likelihoods ``[rows, classes]`` less its maximum, where that is finite.
+
+    The evidence is shifted before the log prior is added: a large log-likelihood shared by
+    every class (a feature far out in every class) would otherwise absorb the prior's digits
+    (``-1e10 + log(2/3)`` keeps 6 of them), where the posterior does not depend on it at all.
+    """
+    top = ll.max(axis=1, keepdims=True) if ll.shape[1] else np.zeros((len(ll), 1))
+    return np.where(np.isfinite(top), ll - np.where(np.isfinite(top), top, 0.0), ll)
+
+
 def sum_features(jll_parts: np.ndarray) -> np.ndarray:
     """Sum per-feature log-likelihoods ``[..., features, classes]`` when some are not finite.
 
@@ -155,6 +166,16 @@ class Part:
         state.pop("_views", None)  # memoryviews are neither copied nor pickled
         state.pop("_views_key", None)
         return state
+
+    #: When this part takes whole raw events for a learner with other parts too: the features
+    #: of the other parts (an event naming one goes the Python path), and whether only string
+    #: values are categories here (ints being numbers for the learner). Set by the learner.
+    fast_exclude: Index | None = None
+    fast_strings_only = False
+
+    def _fast_args(self) -> tuple[dict | None, bool]:
+        exclude = self.fast_exclude
+        return (None if exclude is None else exclude._ids), self.fast_strings_only
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         """Learn the raw event ``x`` (a dict) of known class ``k`` through the compiled path
@@ -286,6 +307,8 @@ class BaseNB(base.MiniBatchClassifier):
         self._class_counts = Counts([self._classes])
         self._parts: dict[str, Part] = self._make_parts()
         self._single = next(iter(self._parts.values())) if len(self._parts) == 1 else None
+        #: The part that takes plain raw events whole on the compiled path (None: none).
+        self._whole: Part | None = self._single
         self._log_prior_cache: np.ndarray | None = None
         self._class_flat: tuple = ()  # see _class_view
         self._class_flat_key: tuple | None = None
@@ -324,10 +347,10 @@ class BaseNB(base.MiniBatchClassifier):
         The cost is that of the event (its features, times the classes where a part needs
         it), never that of the model: only the cells of the event are touched.
         """
-        single = self._single
-        if single is not None and type(x) is dict and w == 1.0 and type(y) in PLAIN_LABELS:
+        whole = self._whole
+        if whole is not None and type(x) is dict and w == 1.0 and type(y) in PLAIN_LABELS:
             k = self._classes._ids.get(y)
-            if k is not None and single.learn_fast(x, k, 1.0):  # the compiled path
+            if k is not None and whole.learn_fast(x, k, 1.0):  # the compiled path
                 counts, (step,) = self._class_view()
                 counts[k * step] += 1.0
                 self._log_prior_cache = None
@@ -340,6 +363,7 @@ class BaseNB(base.MiniBatchClassifier):
             check_label(y)
         if w != 1.0:
             w = check_weight(w)
+        single = self._single
         prepared = single.prepare(x) if single is not None else self._split(x)
         if w == 0.0:
             return
@@ -433,22 +457,25 @@ class BaseNB(base.MiniBatchClassifier):
         classes = self._classes.keys
         if not classes:
             return {}
+        whole = self._whole
+        jll = whole.joint_fast(x) if whole is not None and type(x) is dict else None
         single = self._single
-        if single is not None:
-            jll = single.joint_fast(x) if type(x) is dict else None
-            if jll is not None:  # the compiled path
-                counts, (step,) = self._class_view()
-                p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
-                if p is not None:
-                    return dict(zip(classes, p))
-            else:
-                jll = single.joint_one(single.prepare(x))
+        if jll is not None:  # the compiled path (other parts, if any, have no feature here: 0)
+            counts, (step,) = self._class_view()
+            p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
+            if p is not None:
+                return dict(zip(classes, p))
+        elif single is not None:
+            jll = single.joint_one(single.prepare(x))
         else:
             prepared = self._split(x)
             jll = [0.0] * len(classes)
             for name, part in self._parts.items():
                 jll = [a + b for a, b in zip(jll, part.joint_one(prepared[name]))]
         log_prior = self._log_prior_one()
+        top = max(jll)
+        if math.isfinite(top):  # the evidence shifted by its maximum before the prior is added
+            jll = [v - top for v in jll]
         return dict(zip(classes, _normalize([a + b for a, b in zip(log_prior, jll)], log_prior)))
 
     def __getstate__(self) -> dict:
@@ -541,10 +568,10 @@ class BaseNB(base.MiniBatchClassifier):
         for name, part in self._parts.items():
             part.check_frame(frames[name])
         log_prior = self._log_prior()
-        jll = np.tile(log_prior, (len(X), 1))
+        ll = np.zeros((len(X), len(self._classes.keys)))
         for name, part in self._parts.items():
-            jll += part.log_likelihood_frame(frames[name])
-        p = posterior(jll)
+            ll += part.log_likelihood_frame(frames[name])
+        p = posterior(log_prior + _shifted(ll))
         bad = np.isnan(p[:, 0])
         if bad.any():
             p[bad] = posterior(log_prior)

@@ -128,7 +128,8 @@ class CategoricalPart(Part):
         if native is None:
             return False
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        return native.categorical_learn(x, self.cells._ids, self.features._ids, cv, c0, c1, tv, t0, t1, k, w) is not None
+        return native.categorical_learn(x, self.cells._ids, self.features._ids, cv, c0, c1, tv, t0, t1, k, w,
+                                        *self._fast_args()) is not None
 
     def joint_fast(self, x: dict) -> list | None:
         native = kernels.native
@@ -137,7 +138,8 @@ class CategoricalPart(Part):
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         return native.categorical_joint(x, self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1,
-                                        len(self.classes.keys), self.alpha, self.unseen == "smooth")
+                                        len(self.classes.keys), self.alpha, self.unseen == "smooth",
+                                        *self._fast_args())
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

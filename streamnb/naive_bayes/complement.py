@@ -55,6 +55,7 @@ class ComplementPart(MultinomialPart):
         self._sum_log: np.ndarray | None = None
 
     def changed(self) -> None:
+        super().changed()
         self._log_d = self._sum_log = None
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:

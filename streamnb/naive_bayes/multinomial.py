@@ -59,6 +59,7 @@ class MultinomialPart(Part):
 
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, values = prepared
+        self._table = None
         if keys:
             v = np.array(values, dtype=float)
             self.counts.add((k, self.tokens.lookup(keys, add=True)), w * v)
@@ -75,6 +76,7 @@ class MultinomialPart(Part):
         keys, values = prepared
         if not keys:
             return
+        self._table = None
         ids = self.tokens._ids
         if any(key not in ids for key in keys):
             for key in keys:
@@ -91,6 +93,7 @@ class MultinomialPart(Part):
         if native is None:
             return False
         cv, (c0, c1), tv, (t0,) = self._scalar()
+        self._table = None
         return native.multinomial_learn(x, self.tokens._ids, cv, c0, c1, tv, t0, k, w) is not None
 
     def joint_fast(self, x: dict) -> list | None:
@@ -172,15 +175,16 @@ class MultinomialPart(Part):
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         v = self._converted(X, self._convert)
         names = list(X.columns)
-        cols = self.tokens.lookup(names)
-        if isinstance(v, np.ndarray):
-            if (cols < 0).any():
-                self.tokens.lookup([names[j] for j in first_seen(v == v)], add=True)
-            v = np.nan_to_num(v) if np.isnan(v).any() else v
-        elif (cols < 0).any():  # sparse: the stored entries are the tokens present
-            self.tokens.lookup([names[j] for j in first_seen_sparse(v)], add=True)
-        if (cols < 0).any():
-            cols = self.tokens.lookup(names)
+        cols = self.tokens.lookup_columns(names)
+        dense = isinstance(v, np.ndarray)
+        new = np.flatnonzero(cols < 0)
+        if len(new):  # new tokens, in the order a row-by-row reader meets them
+            # (sparse: the stored entries are the tokens present)
+            seen = new[first_seen((v == v)[:, new])] if dense else first_seen_sparse(v, among=new)
+            cols = cols.copy()
+            cols[seen] = self.tokens.extend([names[j] for j in seen.tolist()])
+        if dense and np.isnan(v).any():
+            v = np.nan_to_num(v)
         known = np.flatnonzero(cols >= 0)
         n_classes = len(self.classes)
         Y = np.zeros((len(k), n_classes))
@@ -206,16 +210,25 @@ class MultinomialPart(Part):
         return keys, ll.T
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
-        v = self._convert(X)
+        v = self._converted(X, self._convert)
         if isinstance(v, np.ndarray) and np.isnan(v).any():
             v = np.nan_to_num(v)
-        ids = self.tokens.lookup(list(X.columns))
+        ids = self.tokens.lookup_columns(list(X.columns))
         known = ids >= 0
+        table = self._table
+        if table is None or table.shape != (len(self.classes), len(self.tokens)):
+            table = self._table = drop_impossible(self._log_p(np.arange(len(self.tokens))))
         log_p = np.zeros((len(self.classes), len(ids)))  # unknown tokens: ignored ...
-        log_p[:, known] = self._log_p(ids[known])
+        log_p[:, known] = table[:, ids[known]]
         if self.unseen == "smooth" and not known.all():  # ... or smoothed
             log_p[:, ~known] = self._log_p(ids[~known])
         return log_dot(v, drop_impossible(log_p))
+
+    #: ``log P(token | class)`` of the whole vocabulary for batches, until the counts change.
+    _table: np.ndarray | None = None
+
+    def changed(self) -> None:
+        self._table = None
 
     def stats(self) -> dict[str, Counts]:
         return {"counts": self.counts, "totals": self.totals}

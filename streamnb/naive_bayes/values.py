@@ -142,9 +142,14 @@ class SparseBatch:
         self.columns = columns if isinstance(columns, list) else list(columns)
         if len(self.columns) != self.matrix.shape[1]:
             raise InvalidEventError(f"{self.matrix.shape[1]} matrix columns but {len(self.columns)} column names")
-        if len(set(self.columns)) != len(self.columns):
-            raise InvalidEventError("the column names (vocabulary) repeat a token")
+        if not (SparseBatch._distinct is self.columns or SparseBatch._distinct == self.columns):
+            if len(set(self.columns)) != len(self.columns):
+                raise InvalidEventError("the column names (vocabulary) repeat a token")
+            SparseBatch._distinct = list(self.columns)  # checked once for the batches that follow
         self.index = pd.RangeIndex(self.matrix.shape[0]) if index is None else index
+
+    #: The last vocabulary found to have no repeated name.
+    _distinct: list | None = None
 
     def __len__(self) -> int:
         return int(self.matrix.shape[0])
@@ -226,12 +231,23 @@ def first_seen(present: np.ndarray) -> np.ndarray:
     return cols[np.lexsort((cols, first))]
 
 
-def first_seen_sparse(m: Any) -> np.ndarray:
-    """:func:`first_seen` for a scipy sparse matrix: its stored entries are the present ones."""
+def first_seen_sparse(m: Any, among: np.ndarray | None = None) -> np.ndarray:
+    """:func:`first_seen` for a scipy sparse matrix: its stored entries are the present ones
+    (``among``: of these columns only).
+
+    >>> import scipy.sparse
+    >>> m = scipy.sparse.csr_matrix(np.array([[0, 0, 1], [1, 1, 1]]))
+    >>> first_seen_sparse(m).tolist(), first_seen_sparse(m, among=np.array([0, 1])).tolist()
+    ([2, 0, 1], [0, 1])
+    """
     m = m.tocsr()
     if not m.has_sorted_indices:
         m = m.sorted_indices()
     cols = m.indices  # row by row, each row's columns in order: the order a reader meets them
+    if among is not None:
+        wanted = np.zeros(m.shape[1], dtype=bool)
+        wanted[among] = True
+        cols = cols[wanted[cols]]
     _, first = np.unique(cols, return_index=True)
     return cols[np.sort(first)]
 

@@ -32,6 +32,9 @@ def _plain(key: Any) -> Any:
     return key.item() if isinstance(key, np.generic) else key
 
 
+#: Key types stored as given (no numpy scalar to convert).
+_PLAIN = frozenset({str, int, float, bool, bytes, tuple})
+
 #: Drops remembered per index, for statistics that have not caught up yet.
 _LOG_SIZE = 64
 
@@ -50,12 +53,13 @@ class Index:
     ([True, False, True], ['ham', 'eggs'], 1, 1)
     """
 
-    __slots__ = ("_ids", "keys", "epoch", "_log")
+    __slots__ = ("_ids", "keys", "epoch", "_log", "_columns")
 
     def __init__(self, keys: Iterable[Hashable] = ()) -> None:
         self._ids: dict[Any, int] = {}
         self.keys: list[Any] = []
         self.epoch = 0
+        self._columns: tuple | None = None  # see lookup_columns
         self._log: list[tuple[int, int, np.ndarray]] = []  # (epoch after, length before, dropped ids)
         for key in keys:
             self.add(key)
@@ -100,6 +104,49 @@ class Index:
                 ids = [self.add(k) if i is None else i for k, i in zip(keys, ids)]
             return np.array(ids, dtype=np.intp)
         return np.fromiter(map(self._ids.get, keys, repeat(-1)), dtype=np.intp, count=len(keys))
+
+    def extend(self, keys: list) -> np.ndarray:
+        """Add ``keys``, distinct and all new, in order; their ids (a batch's new vocabulary).
+
+        >>> idx = Index(["a"]); idx.extend(["b", "c"]).tolist(), idx.keys
+        ([1, 2], ['a', 'b', 'c'])
+        """
+        start = len(self.keys)
+        if not set(map(type, keys)) <= _PLAIN:
+            keys = [_plain(k) for k in keys]
+        if not self._ids.keys().isdisjoint(keys) or len(set(keys)) != len(keys):
+            raise ValueError("Index.extend takes new, distinct keys")
+        self._ids.update(zip(keys, range(start, start + len(keys))))
+        self.keys.extend(keys)
+        return np.arange(start, start + len(keys), dtype=np.intp)
+
+    def lookup_columns(self, columns: list) -> np.ndarray:
+        """:meth:`lookup` of a batch's column names, remembered for the next batch with the
+        same columns while no key is added or dropped (a vocabulary of 50,000 tokens is looked
+        up once, not per batch; comparing the names again costs a pointer per name).
+
+        >>> idx = Index(["a", "b"])
+        >>> idx.lookup_columns(["b", "z"]).tolist(), idx.lookup_columns(["b", "z"]).tolist()
+        ([1, -1], [1, -1])
+        >>> _ = idx.add("z"); idx.lookup_columns(["b", "z"]).tolist()
+        [1, 2]
+        """
+        cached = self._columns
+        if (cached is not None and cached[1] == len(self.keys) and cached[2] == self.epoch
+                and (cached[0] is columns or cached[0] == columns)):
+            return cached[3]
+        ids = self.lookup(columns)
+        ids.flags.writeable = False
+        self._columns = (list(columns), len(self.keys), self.epoch, ids)
+        return ids
+
+    def __getstate__(self) -> dict:
+        return {"_ids": self._ids, "keys": self.keys, "epoch": self.epoch, "_log": self._log}
+
+    def __setstate__(self, state: dict) -> None:
+        for name in ("_ids", "keys", "epoch", "_log"):
+            setattr(self, name, state[name])
+        self._columns = None
 
     def drop(self, ids: Iterable[int]) -> np.ndarray:
         """Forget the keys with these ids; the others keep their order and get dense ids.

@@ -210,6 +210,10 @@ class PairCounts(Statistic):
             for b in cols:
                 view[row + b] += w
 
+    def has_pending(self) -> bool:
+        """Whether events given to :meth:`update_ids` wait in the buffer (until the next read)."""
+        return bool(self._pending)
+
     def update_ids(self, k: int, ids: np.ndarray, w: float = 1.0) -> None:
         """One encoded event (class id, distinct cell ids, weight); buffered."""
         self.changes += 1

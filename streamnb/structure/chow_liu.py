@@ -17,6 +17,7 @@ deterministic ties) and direct it away from ``root`` (default: the first feature
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -216,8 +217,11 @@ def favour_incumbents(weights: np.ndarray, prices: np.ndarray, names: Sequence[H
     out = weights.copy()
     for p, c in current.edges:
         i, j = pos.get(p), pos.get(c)
-        if i is not None and j is not None and np.isfinite(prices[0, i, j] - prices[1, i, j]):
-            out[i, j] = out[j, i] = weights[i, j] + prices[0, i, j] - prices[1, i, j]
+        if i is None or j is None:
+            continue
+        enter, stay = float(prices[0, i, j]), float(prices[1, i, j])
+        if math.isfinite(enter) and math.isfinite(stay):  # too few events: no price is finite
+            out[i, j] = out[j, i] = weights[i, j] + enter - stay
     return out
 
 

@@ -5,8 +5,12 @@ Pure functions over a symmetric weight matrix; vertices are ``0..F-1``.
 Tie-breaking: Prim grows the tree from ``start``; at each step the heaviest edge from the
 tree to a new vertex wins; among equal weights the new vertex with the smaller index wins,
 and for that vertex the tree vertex that joined the tree first keeps it (an edge is only
-replaced by a strictly heavier one). The result therefore depends only on the weights and
-``start``, never on hash order or floating-point noise in a sort.
+replaced by a strictly heavier one). Kruskal takes the heaviest edges first, equal weights in
+the order of their pairs. Weights within :data:`TIE` (relative) of each other are equal: the
+same weight reached by two computations (one event at a time or in a batch, in C or in numpy)
+differs in its last bits, and a tie such as two features carrying the same information must
+not be decided by that noise. The result therefore depends only on the weights (to
+:data:`TIE`) and ``start``, never on hash order or floating-point noise.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["maximum_spanning_tree", "maximum_spanning_forest", "extend_forest", "orient", "orient_forest"]
+__all__ = ["TIE", "maximum_spanning_tree", "maximum_spanning_forest", "extend_forest", "orient", "orient_forest"]
+
+#: Relative difference below which two edge weights are a tie (absolute below 1 nat): far
+#: above the rounding of the weights (~1e-13), far below any difference that matters.
+TIE = 1e-10
+
+
+def _slack(v: np.ndarray | float) -> np.ndarray:
+    return TIE * np.maximum(1.0, np.abs(v))
 
 
 def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int, int]]:
@@ -30,6 +42,8 @@ def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int
     [(0, 1), (1, 2)]
     >>> maximum_spanning_tree(np.ones((3, 3)), start=2)     # ties: smaller new vertex first
     [(2, 0), (2, 1)]
+    >>> maximum_spanning_tree(np.array([[0, 1, 1 + 1e-15], [1, 0, 0], [1 + 1e-15, 0, 0]]))  # noise: a tie
+    [(0, 1), (0, 2)]
     """
     w = np.array(weights, dtype=float)
     f = w.shape[0]
@@ -47,13 +61,15 @@ def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int
     u = start
     for _ in range(f - 1):
         in_tree[u] = True
-        better = (w[u] > best) & ~in_tree
+        with np.errstate(invalid="ignore"):  # -inf - -inf
+            better = np.where(np.isneginf(best), w[u] > best, w[u] - best > _slack(best)) & ~in_tree
         best[better] = w[u][better]
         best_from[better] = u
         cand = np.where(in_tree, np.nan, best)
-        # first maximum = smallest index; vertices only reachable by -inf still get picked
+        # first maximum (to TIE) = smallest index; vertices only reachable by -inf still get picked
         top = np.nanmax(cand)
-        v = int(np.flatnonzero(cand == top)[0])
+        v = int(np.flatnonzero(cand >= top - _slack(top))[0]) if np.isfinite(top) else int(
+            np.flatnonzero(cand == top)[0])
         edges.append((int(best_from[v]), v))
         u = v
     return edges
@@ -67,6 +83,10 @@ def _sorted_edges(w: np.ndarray, positive: bool) -> list[tuple[int, int]]:
     good = np.isfinite(vals) & ((vals > 0) if positive else True)
     iu, ju, vals = iu[good], ju[good], vals[good]
     order = np.lexsort((ju, iu, -vals))
+    if len(order) > 1:  # runs of weights equal to TIE: in the order of their pairs
+        v = vals[order]
+        run = np.concatenate([[0], np.cumsum(v[:-1] - v[1:] > _slack(v[:-1]))])
+        order = order[np.lexsort((ju[order], iu[order], run))]
     return list(zip(iu[order].tolist(), ju[order].tolist()))
 
 

@@ -34,8 +34,7 @@ LEARNERS = {
 }
 PARAMS = {name: list(cls._unit_test_params()) for name, (cls, _) in LEARNERS.items()}
 CASES = [(name, p) for name in LEARNERS for p in PARAMS[name]]
-settings.register_profile("streamnb", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("streamnb")
+SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 
 def learned(name, params, stream):
@@ -80,6 +79,7 @@ def queries(value):
 def test_merge_equals_learning_both_streams(name, params):
     value = LEARNERS[name][1]
 
+    @SETTINGS
     @given(events(value), events(value), queries(value))
     def check(a, b, qs):
         merged = learned(name, params, a).merge(learned(name, params, b))
@@ -97,6 +97,7 @@ def test_merge_equals_learning_both_streams(name, params):
 def test_learn_many_equals_learn_one(name, params):
     value = LEARNERS[name][1]
 
+    @SETTINGS
     @given(events(value), st.integers(1, 7), queries(value))
     def check(stream, chunk, qs):
         one = learned(name, params, stream)
@@ -125,6 +126,7 @@ def test_learn_many_equals_learn_one(name, params):
 def test_state_round_trip_gives_identical_predictions(name, params):
     value = LEARNERS[name][1]
 
+    @SETTINGS
     @given(events(value), queries(value))
     def check(stream, qs):
         model = learned(name, params, stream)
@@ -149,6 +151,7 @@ hostile_numbers = st.one_of(
 
 
 @pytest.mark.parametrize("name", ["GaussianNB", "MixedNB", "BernoulliNB"])
+@SETTINGS
 @given(stream=st.lists(st.tuples(st.dictionaries(st.sampled_from(FEATURES), hostile_numbers, max_size=4), labels), max_size=20),
        query=st.dictionaries(st.sampled_from(FEATURES + ["new"]), hostile_numbers, max_size=5))
 def test_probabilities_sum_to_one_never_nan(name, stream, query):
@@ -197,6 +200,7 @@ def test_a_capped_vocabulary_learns_the_same_in_batches(learner):
     """30 tokens through max_features=10: the cap is hit over and over; learn_one (each event
     at once, the cap enforced after it) and learn_many in any chunking keep the same tokens."""
 
+    @SETTINGS
     @given(
         st.lists(st.tuples(st.dictionaries(st.sampled_from(TOKENS), st.integers(1, 3).map(float), min_size=1,
                                            max_size=6), labels), min_size=5, max_size=40),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 import streamnb
@@ -154,3 +155,15 @@ def test_explanation_adds_up_to_the_posterior():
     tables = model.tables()
     assert {"class_counts", "mean", "var", "count", "p_category", "category_counts"} <= set(tables)
     assert tables["p_category"].loc[("outlook", "sunny"), "yes"] == pytest.approx((2 + 1) / (9 + 3))
+
+
+def test_a_feature_far_out_in_every_class_leaves_the_prior_exact():
+    # both classes score f0 = 1.0 with the same pooled N(5e-6, 5e-11): log-likelihood -1e10 in
+    # each; the posterior is the prior 2/3, one by one and in a batch (not -1e10 + log(2/3))
+    stream = [({}, "a"), ({"f0": 0.0, "f2": 0.0}, "b"), ({"f0": 1e-05, "f1": 0.0, "f2": 0.0}, "a")]
+    model = streamnb.GaussianNB(var_smoothing=0.0, ddof=1)
+    for x, y in stream:
+        model.learn_one(x, y)
+    q = {"f0": 1.0, "f2": 0.0}
+    assert model.predict_proba_one(q) == {"a": 2 / 3, "b": 1 / 3}
+    assert model.predict_proba_many(pd.DataFrame([q])).iloc[0].to_dict() == {"a": 2 / 3, "b": 1 / 3}

@@ -762,40 +762,119 @@ static int read_tree_event(PyObject *x, PyObject *cell_ids, PyObject *cf, PyObje
     return 1;
 }
 
+/* The sums one event changes (CMISums.tables()): S_joint, S_marg, GL (t log t of the margins),
+ * P (pair totals), PL (t log t of P). */
+typedef struct {
+    int on;
+    table_t SJ, SM, GL, P, PL;
+} sums_t;
+
+static int get_sums(PyObject *obj, sums_t *s) {
+    s->on = obj != Py_None;
+    if (!s->on) return 0;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 5) {
+        PyErr_SetString(PyExc_TypeError, "expected sums as 5 tables");
+        return -1;
+    }
+    return get_table(PyTuple_GET_ITEM(obj, 0), 3, &s->SJ) || get_table(PyTuple_GET_ITEM(obj, 1), 3, &s->SM) ||
+           get_table(PyTuple_GET_ITEM(obj, 2), 3, &s->GL) || get_table(PyTuple_GET_ITEM(obj, 3), 3, &s->P) ||
+           get_table(PyTuple_GET_ITEM(obj, 4), 3, &s->PL);
+}
+
+/* Learn one event of class k and weight w whose cells are ids[0..d) (distinct, registered) of
+ * features fids: the pair counts n[k, a, b] += w for every two of its cells, the normalizers
+ * D[k, f(a), b] += w and T[k, f(a)] += w (Margins.add_event), and, with sums, the entropy sums
+ * where they changed: S_joint[k, f(a), f(b)] += xlogx(n) - xlogx(n - w); S_marg[k, f(b), f(a)]
+ * over D (its old t log t kept in GL); P[k, f(a), f(b)] += w, PL = xlogx(P). Every cell is
+ * checked to lie inside its array before anything changes. 1 done, -1 error. */
+static int tree_update(const Py_ssize_t *ids, const Py_ssize_t *fids, Py_ssize_t d, Py_ssize_t k, double w,
+                       table_t *N, table_t *D, table_t *T, sums_t *S) {
+    Py_ssize_t amax = 0, fmax = 0;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        if (ids[i] < 0 || fids[i] < 0) {
+            PyErr_SetString(PyExc_IndexError, "streamnb kernel: negative cell or feature id");
+            return -1;
+        }
+        if (ids[i] > amax) amax = ids[i];
+        if (fids[i] > fmax) fmax = fids[i];
+    }
+    if (!fits(N, k, amax, amax) || !fits(D, k, fmax, amax) || !fits(T, k, fmax, 0)) return -1;
+    if (S->on && (!fits(&S->SJ, k, fmax, fmax) || !fits(&S->SM, k, fmax, fmax) || !fits(&S->GL, k, fmax, amax) ||
+                  !fits(&S->P, k, fmax, fmax) || !fits(&S->PL, k, fmax, fmax)))
+        return -1;
+    /* the pair table is symmetric: each unordered pair once, mirrored */
+    for (Py_ssize_t i = 0; i < d; i++) {
+        Py_ssize_t a = ids[i], fa = fids[i];
+        for (Py_ssize_t j = i; j < d; j++) {
+            Py_ssize_t b = ids[j], fb = fids[j];
+            double *n = ref3(N, k, a, b), old = *n, now = old + w;
+            *n = now;
+            if (j != i) *ref3(N, k, b, a) = now;
+            if (S->on) {
+                double delta = xlogx(now) - xlogx(old);
+                *ref3(&S->SJ, k, fa, fb) += delta;
+                double *p = ref3(&S->P, k, fa, fb), pt = *p + w, px = xlogx(pt);
+                *p = pt;
+                *ref3(&S->PL, k, fa, fb) = px;
+                if (j != i) {
+                    *ref3(&S->SJ, k, fb, fa) += delta;
+                    *ref3(&S->P, k, fb, fa) = pt;
+                    *ref3(&S->PL, k, fb, fa) = px;
+                }
+            }
+        }
+    }
+    /* the margins D[k, ., b] of a cell mostly take one value across an event's features (every
+     * one, when nothing is missing): their t log t is reused */
+    double memo_d[SMALL], memo_dx[SMALL];
+    for (Py_ssize_t j = 0; j < d && j < SMALL; j++) memo_d[j] = -1.0;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        Py_ssize_t fa = fids[i];
+        for (Py_ssize_t j = 0; j < d; j++) {
+            Py_ssize_t b = ids[j];
+            double *dv = ref3(D, k, fa, b);
+            *dv += w;
+            if (S->on) {
+                double t;
+                if (j < SMALL && memo_d[j] == *dv) {
+                    t = memo_dx[j];
+                } else {
+                    t = xlogx(*dv);
+                    if (j < SMALL) {
+                        memo_d[j] = *dv;
+                        memo_dx[j] = t;
+                    }
+                }
+                double *g = ref3(&S->GL, k, fa, b);
+                *ref3(&S->SM, k, fids[j], fa) += t - *g;
+                *g = t;
+            }
+        }
+        *ref3(T, k, fa, 0) += w;
+    }
+    return 1;
+}
+
 /* tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums) -> True | None
- * TreePart.learn_one for an event whose cells are all known, the margins current:
- * the pair counts n[k, a, b] += w for every two cells of the event (N: (view, s0, s1, s2)),
- * the CPT normalizers D[k, f(a), b] += w and T[k, f(a)] += w (Margins.add_event), and, if
- * ``sums`` is given (CMISums.tables(): S_joint, L, S_marg, GL, P, PL), the entropy sums at the
- * cells that changed: S_joint[k, f(a), f(b)] += xlogx(n) - L[cell], L[cell] = xlogx(n); the
- * same for S_marg[k, f(b), f(a)] over D (cache GL); P[k, f(a), f(b)] += w, PL = xlogx(P).
- * None, touching nothing, otherwise. */
+ * TreePart.learn_one for an event whose cells are all known, the margins current (see
+ * tree_update; N, D: (view, s0, s1, s2), T: (view, t0, t1); sums: None or 5 tables). None,
+ * touching nothing, otherwise. */
 static PyObject *tree_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CHECK_NARGS(11);
-    PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3], *sums = args[10];
+    PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3];
     Py_ssize_t k;
     double w;
     int strings_only;
-    table_t N, D, T, SJ, L, SM, GL, P, PL;
+    table_t N, D, T;
+    sums_t S;
     if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") ||
         (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[4])) < 0 ||
         get_index(args[5], &k) || get_double(args[6], &w) || get_table(args[7], 3, &N) ||
-        get_table(args[8], 3, &D) || get_table(args[9], 2, &T))
+        get_table(args[8], 3, &D) || get_table(args[9], 2, &T) || get_sums(args[10], &S))
         return NULL;
     if (!PyList_Check(cf)) {
         PyErr_SetString(PyExc_TypeError, "expected a list (cell features)");
         return NULL;
-    }
-    int with_sums = sums != Py_None;
-    if (with_sums) {
-        if (!PyTuple_Check(sums) || PyTuple_GET_SIZE(sums) != 6) {
-            PyErr_SetString(PyExc_TypeError, "expected sums as 6 tables");
-            return NULL;
-        }
-        if (get_table(PyTuple_GET_ITEM(sums, 0), 3, &SJ) || get_table(PyTuple_GET_ITEM(sums, 1), 3, &L) ||
-            get_table(PyTuple_GET_ITEM(sums, 2), 3, &SM) || get_table(PyTuple_GET_ITEM(sums, 3), 3, &GL) ||
-            get_table(PyTuple_GET_ITEM(sums, 4), 3, &P) || get_table(PyTuple_GET_ITEM(sums, 5), 3, &PL))
-            return NULL;
     }
     Py_ssize_t size = PyDict_GET_SIZE(x);
     if (!(w > 0) || !isfinite(w) || size == 0) Py_RETURN_NONE;
@@ -809,69 +888,56 @@ static PyObject *tree_learn(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     int ok = read_tree_event(x, cell_ids, cf, exclude, strings_only, &e, fids);
-    if (ok <= 0) goto done;
-    Py_ssize_t amax = 0, fmax = 0;
-    for (Py_ssize_t i = 0; i < e.n; i++) {
-        if (e.id[i] > amax) amax = e.id[i];
-        if (fids[i] > fmax) fmax = fids[i];
-        if (fids[i] < 0) goto done;
+    if (ok > 0) ok = tree_update(e.id, fids, e.n, k, w, &N, &D, &T, &S);
+    if (ok > 0) {
+        result = Py_True;
+        Py_INCREF(result);
     }
-    /* every cell in range before anything changes */
-    if (!fits(&N, k, amax, amax) || !fits(&D, k, fmax, amax) || !fits(&T, k, fmax, 0)) {
-        ok = -1;
-        goto done;
-    }
-    if (with_sums && (!fits(&SJ, k, fmax, fmax) || !fits(&L, k, amax, amax) || !fits(&SM, k, fmax, fmax) ||
-                      !fits(&GL, k, fmax, amax) || !fits(&P, k, fmax, fmax) || !fits(&PL, k, fmax, fmax))) {
-        ok = -1;
-        goto done;
-    }
-    /* the margins D[k, ., b] of a cell, and the pair totals, mostly take the same value across
-     * an event's features (every one, when nothing is missing): their t log t is reused */
-    double memo_d[SMALL], memo_dx[SMALL], memo_p = -1.0, memo_px = 0.0;
-    for (Py_ssize_t j = 0; j < e.n && j < SMALL; j++) memo_d[j] = -1.0;
-    for (Py_ssize_t i = 0; i < e.n; i++) {
-        Py_ssize_t a = e.id[i], fa = fids[i];
-        for (Py_ssize_t j = 0; j < e.n; j++) {
-            Py_ssize_t b = e.id[j], fb = fids[j];
-            double *n = ref3(&N, k, a, b);
-            *n += w;
-            double *d = ref3(&D, k, fa, b);
-            *d += w;
-            if (with_sums) {
-                double t = xlogx(*n), *l = ref3(&L, k, a, b);
-                *ref3(&SJ, k, fa, fb) += t - *l;
-                *l = t;
-                if (j < SMALL && memo_d[j] == *d) {
-                    t = memo_dx[j];
-                } else {
-                    t = xlogx(*d);
-                    if (j < SMALL) {
-                        memo_d[j] = *d;
-                        memo_dx[j] = t;
-                    }
-                }
-                double *g = ref3(&GL, k, fa, b);
-                *ref3(&SM, k, fb, fa) += t - *g;
-                *g = t;
-                double *p = ref3(&P, k, fa, fb);
-                *p += w;
-                if (*p != memo_p) {
-                    memo_p = *p;
-                    memo_px = xlogx(memo_p);
-                }
-                *ref3(&PL, k, fa, fb) = memo_px;
-            }
-        }
-        *ref3(&T, k, fa, 0) += w;
-    }
-    result = Py_True;
-    Py_INCREF(result);
-done:
     if (fids != small_f) PyMem_Free(fids);
     event_free(&e);
     if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
     Py_RETURN_NONE;
+}
+
+/* tree_add(ids, fids, k, w, N, D, T, sums) -> True
+ * tree_update for an event already read and registered by the Python path (lists of cell ids
+ * and their feature ids). */
+static PyObject *tree_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(8);
+    PyObject *ids_obj = args[0], *fids_obj = args[1];
+    Py_ssize_t k;
+    double w;
+    table_t N, D, T;
+    sums_t S;
+    if (!PyList_Check(ids_obj) || !PyList_Check(fids_obj) || PyList_GET_SIZE(ids_obj) != PyList_GET_SIZE(fids_obj)) {
+        PyErr_SetString(PyExc_TypeError, "expected two lists of ids of one length");
+        return NULL;
+    }
+    if (get_index(args[2], &k) || get_double(args[3], &w) || get_table(args[4], 3, &N) ||
+        get_table(args[5], 3, &D) || get_table(args[6], 2, &T) || get_sums(args[7], &S))
+        return NULL;
+    if (!(w > 0) || !isfinite(w)) {
+        PyErr_SetString(PyExc_ValueError, "expected a finite weight above 0");
+        return NULL;
+    }
+    Py_ssize_t d = PyList_GET_SIZE(ids_obj);
+    event_t e;
+    if (event_init(&e, d)) return NULL;
+    Py_ssize_t small_f[SMALL], *fids = d <= SMALL ? small_f : PyMem_Malloc(d * sizeof(Py_ssize_t));
+    int ok = 1;
+    if (fids == NULL) {
+        PyErr_NoMemory();
+        ok = -1;
+    }
+    for (Py_ssize_t i = 0; ok > 0 && i < d; i++) {
+        if (get_index(PyList_GET_ITEM(ids_obj, i), &e.id[i]) || get_index(PyList_GET_ITEM(fids_obj, i), &fids[i]))
+            ok = -1;
+    }
+    if (ok > 0) ok = tree_update(e.id, fids, d, k, w, &N, &D, &T, &S);
+    if (fids != NULL && fids != small_f) PyMem_Free(fids);
+    event_free(&e);
+    if (ok < 0) return NULL;
+    Py_RETURN_TRUE;
 }
 
 /* tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)
@@ -1008,6 +1074,7 @@ static PyMethodDef methods[] = {
      "categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)"},
     {"tree_learn", (PyCFunction)(void (*)(void))tree_learn, METH_FASTCALL,
      "tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums)"},
+    {"tree_add", (PyCFunction)(void (*)(void))tree_add, METH_FASTCALL, "tree_add(ids, fids, k, w, N, D, T, sums)"},
     {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,
      "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)"},
     {NULL, NULL, 0, NULL},

@@ -48,7 +48,8 @@ class CMISums:
         self.margins = margins
         self._log: list[tuple] = []  # (class ids, cell ids [rows, d], weights) per counts change
         self._changes = -1  # pairs.changes when the sums matched the counts (-1: never)
-        self._tables: tuple | None = None  # (L it was taken for, views): see tables()
+        self._tables: tuple | None = None  # (key, L, D it was taken for, views): see tables()
+        self._l_stale = False  # the compiled path left L behind the counts (a replay rebuilds)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -70,7 +71,7 @@ class CMISums:
             self._bound()
 
     def tables(self) -> tuple | None:
-        """The arrays one event updates, for the compiled path (``tree_learn``): ``(S_joint, L,
+        """The arrays one event updates, for the compiled path (``tree_learn``): ``(S_joint,
         S_marg, GL, T, TL)`` as ``(flat view, strides...)``; None if the sums are not kept
         current now (then the event goes uncounted here and the next read rebuilds). After the
         event, call :meth:`counted`."""
@@ -84,14 +85,16 @@ class CMISums:
         if not self._fits(self.pairs.raw("n"), m):
             return None
         views = []
-        for a in (self.S_joint, self.L, self.S_marg, self.GL, self.T, self.TL):
+        for a in (self.S_joint, self.S_marg, self.GL, self.T, self.TL):
             views.append((memoryview(a.reshape(-1)), *(s // a.itemsize for s in a.strides)))  # type: ignore[arg-type]
         self._tables = (key, self.L, m.D, tuple(views))
         return self._tables[3]
 
     def counted(self) -> None:
-        """The counts and these sums just learned one event together (``tree_learn``)."""
+        """The counts and these sums just learned one event together (``tree_learn``, which
+        takes the old ``t log t`` of a pair cell from its count, not from ``L``)."""
         self._changes += 1
+        self._l_stale = True
 
     def _bound(self) -> None:
         if len(self._log) > MAX_LOG:
@@ -103,7 +106,7 @@ class CMISums:
         m = self.margins.current()
         n = self.pairs.raw("n")
         if (self._changes < 0 or self.pairs.changes != self._changes + len(self._log)
-                or not self._fits(n, m)):
+                or not self._fits(n, m) or (self._log and self._l_stale)):
             self._rebuild(n, m)
         elif self._log:
             self._update(n, m)
@@ -167,6 +170,7 @@ class CMISums:
             marg = np.add.reduceat(self.GL[:Cm, :Fr, order], starts, axis=2)   # [C, j, i]
             self.S_marg[np.ix_(np.arange(Cm), fids, np.arange(Fr))] = np.swapaxes(marg, 1, 2)
         self.TL = xlogx(self.T)
+        self._l_stale = False
 
     def _canonical(self, K: int) -> tuple[np.ndarray, np.ndarray]:
         """The cells in canonical order and each cell's position in it: sums taken in this

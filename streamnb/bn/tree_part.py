@@ -175,13 +175,29 @@ class TreePart(Part):
             else:
                 kept = ids
             if kept:
-                current = self.margins.changes == self.pairs.changes
-                self.pairs.add_event(k, kept, w)
-                self.margins.add_event(k, kept, w, current)
-                if self.sums is not None:
-                    self.sums.note(k, kept, w)
+                if kernels.native is not None:  # counts, normalizers and entropy sums in C
+                    self._add_compiled(k, kept, w)
+                else:
+                    current = self.margins.changes == self.pairs.changes
+                    self.pairs.add_event(k, kept, w)
+                    self.margins.add_event(k, kept, w, current)
+                    if self.sums is not None:
+                        self.sums.note(k, kept, w)
                 self.learn_with_numbers(kept, prepared, k, w)
         self._tick(1)
+
+    def _add_compiled(self, k: int, ids: list, w: float) -> None:
+        """Learn the registered cells ``ids`` of one event through ``tree_add``."""
+        pairs = self.pairs
+        m = self.margins.current()
+        tables = self._fast_tables(m)
+        sums = self.sums.tables() if self.sums is not None else None
+        cf = m.cf
+        kernels.native.tree_add(ids, [cf[c] for c in ids], k, w, *tables, sums)  # type: ignore[union-attr]
+        pairs.changes += 1
+        m.changes = pairs.changes
+        if sums is not None:
+            self.sums.counted()  # type: ignore[union-attr]
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         """:meth:`learn_one` of an event of known categories (and no numbers) in C: the pair
@@ -271,9 +287,15 @@ class TreePart(Part):
             every = self.relearn_every
             room = every - self.n_learned % every if every else len(X) - start
             stop = min(len(X), start + room)
-            self.pairs.update_many_ids(k[start:stop], ids[start:stop], w[start:stop])
-            if self.sums is not None:
-                self.sums.note_rows(k[start:stop], ids[start:stop], w[start:stop])
+            if kernels.native is not None:  # row by row in C: the same sums as learn_one keeps
+                for r in range(start, stop):
+                    kept = [c for c in ids[r].tolist() if c >= 0]
+                    if kept:
+                        self._add_compiled(int(k[r]), kept, float(w[r]))
+            else:
+                self.pairs.update_many_ids(k[start:stop], ids[start:stop], w[start:stop])
+                if self.sums is not None:
+                    self.sums.note_rows(k[start:stop], ids[start:stop], w[start:stop])
             self._tick(stop - start)
             start = stop
 

@@ -97,6 +97,34 @@ class Predictions:
         self.metrics.predicted.inc()
         self.summary.predicted += 1
 
+    def events(self, done: list) -> None:
+        """:meth:`one` for each ``(record, example, proba, n_seen)`` of ``done``, in order: the
+        same messages, sent and counted once per poll."""
+        if not done:
+            return
+        names: dict = {}
+        hits: list[bool] = []
+        values: list[bytes] = []
+        keys: list = []
+        for rec, ex, proba, n_seen in done:
+            pred = max(proba, key=proba.__getitem__) if proba else None
+            out: dict[str, Any] = {"prediction": pred, "proba": {
+                names[k] if k in names else names.setdefault(k, _class_name(k)): v for k, v in proba.items()}}
+            if ex.has_label:
+                out["label"] = ex.y
+                if pred is not None:
+                    hits.append(pred == ex.y)
+            out["n_seen"] = n_seen
+            key = rec.key
+            out["source"] = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
+                             "key": key_text(key)}
+            values.append(encode_json(out))
+            keys.append(key)
+        self.publisher.send_many(self.topic, values, keys)
+        self.accuracy.update_many(hits)
+        self.metrics.predicted.inc(len(done))
+        self.summary.predicted += len(done)
+
     def many(self, feats: list, classes: list, rows: list, n_seen: float) -> None:
         """:meth:`one` for each ``feats[i] = (record, example)`` whose probabilities of
         ``classes`` are ``rows[i]``: the same messages, per-poll work done once."""

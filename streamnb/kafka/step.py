@@ -94,7 +94,9 @@ class Stepper:
     def _events(self, items: list, model: Any, predictor: Any, pending: Pending) -> None:
         mode = self.mode
         learn_one = model.learn_one
+        predict = predictor.predict_proba_one
         learned = late = 0
+        done: list = []  # (record, example, proba, n_seen): published together after the poll
         for rec, ex in items:
             if ex.x is None:  # a label event
                 if mode == "predict":
@@ -121,7 +123,7 @@ class Stepper:
                 continue
             n_seen = predictor.n_seen
             try:
-                proba = predictor.predict_proba_one(ex.x)
+                proba = predict(ex.x)
                 if mode == "prequential" and ex.y is not NO_LABEL:
                     learn_one(ex.x, ex.y)
                     learned += 1
@@ -130,7 +132,9 @@ class Stepper:
                 continue
             if mode == "prequential" and ex.y is NO_LABEL and rec.key is not None:
                 pending.put(rec.key, ex.x)
-            self.predictions.one(rec, ex, proba, n_seen)  # type: ignore[union-attr]
+            done.append((rec, ex, proba, n_seen))
+        if done:
+            self.predictions.events(done)  # type: ignore[union-attr]
         self._learned(learned, late)
 
     # -- a poll at a time ------------------------------------------------------------------------

@@ -338,8 +338,11 @@ class BaseNB(base.MiniBatchClassifier):
 
     @property
     def n_seen(self) -> float:
-        """Total (decayed) weight of the events learned."""
-        return self._class_counts.total()
+        """Total (decayed) weight of the events learned (summed exactly, ``O(classes)``)."""
+        if not self._classes.keys:
+            return 0.0
+        counts, (step,) = self._class_view()
+        return math.fsum([counts[c * step] for c in range(len(self._classes.keys))])
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Learn one event with weight ``w``; a rejected event changes nothing.

@@ -2,14 +2,14 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# reinstalled (and the C kernels rebuilt) whenever pyproject.toml or the C source changes
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml streamnb/_kernels.c | cksum | cut -d' ' -f1)
+# reinstalled (and the C kernels rebuilt) whenever the build files or the C source change
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py streamnb/_kernels.c | cksum | cut -d' ' -f1)
 
 .PHONY: setup demo test typecheck bench clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml streamnb/_kernels.c
+$(STAMP): pyproject.toml setup.py streamnb/_kernels.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

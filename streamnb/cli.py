@@ -161,6 +161,8 @@ def main() -> None:
                    "the outbox then recreates it).")
 @click.option("--producer", type=click.Choice(["auto", "confluent", "kafka-python"]), default="auto",
               show_default=True, help="Producer for outputs (auto: confluent-kafka when installed).")
+@click.option("--consumer", type=click.Choice(["auto", "confluent", "kafka-python"]), default="auto",
+              show_default=True, help="Consumer of the input topics (auto: confluent-kafka when installed).")
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port (0: any free port).")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address for the metrics endpoint.")
 @click.option("--progress/--no-progress", default=None, help="Live progress line [default: on a terminal].")
@@ -194,7 +196,7 @@ def run(**o: Any) -> None:
             model_interval=o["model_interval"], batch_size=o["batch_size"],
             batch_learning=o["batch_learning"], on_checkpoint_ahead=o["on_checkpoint_ahead"],
             max_pending=o["max_pending"], idempotent_producer=o["idempotent_producer"],
-            producer=o["producer"],
+            producer=o["producer"], consumer=o["consumer"],
             metrics_port=o["metrics_port"], metrics_host=o["metrics_host"], progress=o["progress"],
             exit_when_idle=o["exit_when_idle"], max_events=o["max_events"],
         )

@@ -81,6 +81,11 @@ class ServiceConfig:
     producer
         Producer backend for outputs: ``"confluent"`` (confluent-kafka), ``"kafka-python"`` or
         ``"auto"`` (confluent when importable); ``producer_config`` is in that backend's names.
+    consumer
+        Consumer backend: ``"confluent"`` (librdkafka decodes in C, ~9x kafka-python's rate;
+        ``consumer_config`` in librdkafka's names), ``"kafka-python"`` (``consumer_config`` in
+        its names, also given to the model topic's reader) or ``"auto"``: confluent when
+        importable and no ``consumer_config`` is given, else kafka-python.
     flush_timeout
         Seconds a checkpoint waits for outputs to be acknowledged before it is postponed.
     model_topic, model_interval, model_max_bytes
@@ -124,6 +129,7 @@ class ServiceConfig:
     max_pending: int = 100_000
     idempotent_producer: bool = False
     producer: str = "auto"
+    consumer: str = "auto"
     flush_timeout: float = 5.0
     create_topics: bool = True
     output_partitions: int = 1
@@ -139,6 +145,14 @@ class ServiceConfig:
     model_max_bytes: int = 1_000_000
     consumer_config: dict = field(default_factory=dict)
     producer_config: dict = field(default_factory=dict)
+
+    def consumer_backend(self) -> str:
+        """The consumer backend ``consumer`` names (``"auto"`` resolved)."""
+        if self.consumer != "auto":
+            return self.consumer
+        from streamnb.kafka.publisher import default_backend
+
+        return default_backend() if not self.consumer_config else "kafka-python"
 
     def __post_init__(self) -> None:
         if isinstance(self.input_topics, str):
@@ -156,6 +170,13 @@ class ServiceConfig:
                 import confluent_kafka  # noqa: F401
             except ImportError as exc:
                 raise ValueError("producer 'confluent' needs confluent-kafka (pip install confluent-kafka)") from exc
+        if self.consumer not in ("auto", "confluent", "kafka-python"):
+            raise ValueError("consumer must be auto, confluent or kafka-python")
+        if self.consumer == "confluent":
+            try:
+                import confluent_kafka  # noqa: F401
+            except ImportError as exc:
+                raise ValueError("consumer 'confluent' needs confluent-kafka (pip install confluent-kafka)") from exc
         if self.on_checkpoint_ahead not in ("fail", "reset"):
             raise ValueError("on_checkpoint_ahead must be fail or reset")
         if self.dead_letter_topic is None:

@@ -39,7 +39,7 @@ from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.outputs import Predictions, Rejects
 from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import DeadLetter, Publisher
-from streamnb.kafka.source import Backoff, Source
+from streamnb.kafka.source import Backoff, make_source
 from streamnb.kafka.step import Stepper
 from streamnb.kafka.topics import ensure_topics
 
@@ -132,7 +132,7 @@ class Service:
         self._in_batch = False
         self._assigned_at: float | None = None
         self.metrics_port: int | None = None
-        self.source: Source | None = None
+        self.source: Any = None  # a Source or a ConfluentSource (the same methods)
         self.publisher: Publisher | None = None
         self.intake: Intake | None = None
         self.stepper: Stepper | None = None
@@ -222,12 +222,14 @@ class Service:
                 self._retry(lambda: ensure_topics(c.bootstrap, {c.model_topic: 1}, timeout=5.0,
                                                   configs={c.model_topic: {"cleanup.policy": "compact"}}),
                             "create the model topic")
-            self.models = ModelSync(c.bootstrap, c.model_topic, c.member, c.consumer_config)
+            self.models = ModelSync(c.bootstrap, c.model_topic, c.member,
+                                    c.consumer_config if c.consumer_backend() == "kafka-python" else None)
             if self.checkpointer.last_id:  # (re)publish the checkpoint this member resumed from
                 self._publish_model(self.checkpointer.last_id,
                                     {tp_key(tp.topic, tp.partition): o for tp, o in self.offsets.checkpointed.items()})
             self._sync_models(time.monotonic(), force=True)
-        self.source = Source(c.bootstrap, c.input_topics, c.group_id, c.partitions, c.batch_size,
+        self.source = make_source(c.consumer_backend(), c.bootstrap, c.input_topics, c.group_id, c.partitions,
+                                  c.batch_size,
                              c.consumer_config, self._on_assigned, self._on_revoked)
         self.source.connect(self._stop, c.connect_timeout)
 

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -14,7 +15,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamnb.kafka.errors import BrokerUnavailableError, ServiceError
 
-__all__ = ["Backoff", "Source", "consumer_defaults"]
+__all__ = ["Backoff", "Source", "consumer_defaults", "make_source"]
 
 log = logging.getLogger(__name__)
 
@@ -217,3 +218,13 @@ def _commit_takes_timeout() -> bool:
     import inspect
 
     return "timeout_ms" in inspect.signature(KafkaConsumer.commit).parameters
+
+
+def make_source(backend: str, *args: object, **kwargs: object) -> Any:
+    """A :class:`Source` (``"kafka-python"``) or a
+    :class:`~streamnb.kafka.source_confluent.ConfluentSource` (``"confluent"``), same arguments."""
+    if backend == "confluent":
+        from streamnb.kafka.source_confluent import ConfluentSource
+
+        return ConfluentSource(*args, **kwargs)  # type: ignore[arg-type]
+    return Source(*args, **kwargs)  # type: ignore[arg-type]

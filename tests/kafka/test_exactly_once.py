@@ -75,8 +75,8 @@ def newest_id(directory) -> int:
     return max((int(f.split(".")[1]) for f in files), default=0)
 
 
-def run_args(bootstrap, names, ckdir, kind, *extra):
-    args = ["run", "--bootstrap", bootstrap, "--input", names.topic, "--output", names.output,
+def run_args(bootstrap, names, ckdir, kind, *extra, consumer="auto"):
+    args = ["run", "--bootstrap", bootstrap, "--input", names.topic, "--output", names.output, "--consumer", consumer,
             "--group-id", names.group, "--partitions", "0", "--checkpoint-dir", str(ckdir),
             "--checkpoint-every", "150", "--batch-size", "50", "--exit-when-idle", "1.5", "--log-level", "warning"]
     if kind == "text":
@@ -86,8 +86,8 @@ def run_args(bootstrap, names, ckdir, kind, *extra):
     return [*args, *extra]
 
 
-@pytest.mark.parametrize("kind", ["categorical", "text"])
-def test_sigkill_at_random_points_learns_every_event_exactly_once(bootstrap, names, tmp_path, kind):
+@pytest.mark.parametrize("kind, consumer", [("categorical", "confluent"), ("text", "kafka-python")])
+def test_sigkill_at_random_points_learns_every_event_exactly_once(bootstrap, names, tmp_path, kind, consumer):
     """Kill -9 the service several times mid-stream, run it to the end: same model as one clean pass."""
     rng = random.Random(4 if kind == "text" else 7)
     if kind == "text":
@@ -107,7 +107,7 @@ def test_sigkill_at_random_points_learns_every_event_exactly_once(bootstrap, nam
         feeder.start()
         before = newest_id(ckdir)
         # no idle exit: the run lives until it is killed
-        proc = cli(*run_args(bootstrap, names, ckdir, kind, "--exit-when-idle", "3600"))
+        proc = cli(*run_args(bootstrap, names, ckdir, kind, "--exit-when-idle", "3600", consumer=consumer))
         try:
             wait_until(lambda p=proc, b=before: newest_id(ckdir) > b or p.poll() is not None, 60, "a new checkpoint")
             assert proc.poll() is None, proc.communicate()[0]
@@ -117,7 +117,7 @@ def test_sigkill_at_random_points_learns_every_event_exactly_once(bootstrap, nam
             stop_process(proc, signal.SIGKILL)
             feeder.join()
     produce(bootstrap, names.topic, events[runs * size:])
-    final = cli(*run_args(bootstrap, names, ckdir, kind))
+    final = cli(*run_args(bootstrap, names, ckdir, kind, consumer=consumer))
     out, _ = final.communicate(timeout=120)
     assert final.returncode == 0, out
     assert kills == runs

@@ -54,16 +54,17 @@ def test_two_consumers_split_partitions_and_merged_model_loses_nothing(bootstrap
     assert na + nb == len(events)
 
 
-@pytest.mark.parametrize("producer", ["confluent", "kafka-python"])
-def test_broker_down_and_back(s3_broker, names, tmp_path, producer):
-    """The service keeps running while the broker is away, then carries on exactly."""
+@pytest.mark.parametrize("backend", ["confluent", "kafka-python"])
+def test_broker_down_and_back(s3_broker, names, tmp_path, backend):
+    """The service keeps running while the broker is away, then carries on exactly (producer and
+    consumer of one client library)."""
     bs = s3_broker.bootstrap
     events = weather(400, seed=13)
     create(bs, names.topic, 1)
     produce(bs, names.topic, events[:200])
     service = Service(config(bs, names, tmp_path, model="categorical", partitions=[0], exit_when_idle=None,
                              checkpoint_every=10_000, checkpoint_interval=0.5, flush_timeout=1.0,
-                             producer=producer))
+                             producer=backend, consumer=backend))
     run = start(service)
     try:
         wait_until(lambda: service.summary.events >= 200, 30, "first events")

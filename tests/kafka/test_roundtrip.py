@@ -63,13 +63,13 @@ def test_round_trip_learns_and_predicts(bootstrap, names, tmp_path):
     assert port > 0
 
 
-@pytest.mark.parametrize("model, producer", [("categorical", "confluent"), ("tan", "kafka-python")])
-def test_one_by_one_predictions_are_prequential(bootstrap, names, tmp_path, model, producer):
+@pytest.mark.parametrize("model, backend", [("categorical", "confluent"), ("tan", "kafka-python")])
+def test_one_by_one_predictions_are_prequential(bootstrap, names, tmp_path, model, backend):
     events = weather(120, seed=1)
     create(bootstrap, names.topic, 1)
     produce(bootstrap, names.topic, events)
     summary = Service(config(bootstrap, names, tmp_path, model=model, batch_learning="never",
-                             producer=producer)).run()
+                             producer=backend, consumer=backend)).run()
     assert summary.learned == 120
     expected = streamnb.CategoricalNB() if model == "categorical" else streamnb.TANClassifier()
     docs = [json.loads(r.value) for r in read_topic(bootstrap, names.output, 120)]

@@ -106,12 +106,13 @@ def test_member_joining_mid_stream(bootstrap, names, tmp_path):
 
 def test_killed_member_partitions_move_and_members_converge(bootstrap, names, tmp_path):
     """SIGKILL a member: its partitions move to the others from its checkpoint; when it comes
-    back it republishes its checkpoint, and every merged model is again the model of all events."""
+    back it republishes its checkpoint, and every merged model is again the model of all events.
+    Member b consumes with kafka-python, the others with confluent-kafka: one group of both."""
     events = weather(4000, seed=41)
     n_partitions = 6
     create(bootstrap, names.topic, n_partitions)
     ckdir = tmp_path / "ckpt"
-    a, b = member(bootstrap, names, tmp_path, "a"), member(bootstrap, names, tmp_path, "b")
+    a, b = member(bootstrap, names, tmp_path, "a"), member(bootstrap, names, tmp_path, "b", consumer="kafka-python")
     services, runs = [a, b], [start(a), start(b)]
     proc = cli("run", "--bootstrap", bootstrap, "--input", names.topic, "--output", names.output,
                "--group-id", names.group, "--member", "c", "--checkpoint-dir", str(ckdir),

@@ -21,9 +21,13 @@ streamnb.kafka.errors.BadMessage: wrong_type: field 'temp': expected a string, n
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from river.feature_extraction.vectorize import strip_accents_unicode
 
 from streamnb.kafka.errors import BadMessage
 
@@ -154,6 +158,24 @@ class FieldFeaturizer:
         return Example(x, y)
 
 
+class Words:
+    """Word counts as ``river.feature_extraction.BagOfWords()`` makes them (accents stripped,
+    lowercase, ``\\b\\w[\\w\\-]+\\b`` words, counted in order of first occurrence), the words
+    found by one ``re.findall`` and counted by ``collections.Counter`` in C rather than
+    matched one by one in Python: the same dict, a third of the time.
+
+    >>> Words().transform_one("Café au LAIT, au lait!")
+    {'cafe': 1, 'au': 2, 'lait': 2}
+    """
+
+    _pattern = re.compile(r"(?u)\b\w[\w\-]+\b")
+
+    def transform_one(self, text: str) -> dict:
+        if not text.isascii():
+            text = strip_accents_unicode(text)
+        return dict(Counter(self._pattern.findall(text.lower())))
+
+
 class TextFeaturizer:
     """Token counts of one text field.
 
@@ -164,8 +186,8 @@ class TextFeaturizer:
     label_field
         Field holding the label.
     tokenizer
-        Object with ``transform_one(text) -> {token: count}``; default
-        ``river.feature_extraction.BagOfWords(lowercase=True)``.
+        Object with ``transform_one(text) -> {token: count}``; default :class:`Words` (the
+        counts of ``river.feature_extraction.BagOfWords()``).
 
     >>> f = TextFeaturizer("text", "label")
     >>> f({"text": "Win win now", "label": "spam"})
@@ -177,11 +199,7 @@ class TextFeaturizer:
     def __init__(self, text_field: str = "text", label_field: str | None = "y", tokenizer: Any = None) -> None:
         self.text_field = text_field
         self.label_field = label_field
-        if tokenizer is None:
-            from river.feature_extraction import BagOfWords
-
-            tokenizer = BagOfWords(lowercase=True)
-        self.tokenizer = tokenizer
+        self.tokenizer = tokenizer if tokenizer is not None else Words()
 
     def __call__(self, event: dict) -> Example:
         y = _label(event, self.label_field)

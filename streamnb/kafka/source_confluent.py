@@ -189,8 +189,18 @@ class ConfluentSource:
         return set(self._owned)
 
     def poll(self, timeout_ms: int, max_records: int) -> dict:
-        """Up to ``max_records`` records, ``{TopicPartition: [Record, ...]}`` in offset order."""
-        messages = self.consumer.consume(num_messages=max_records, timeout=timeout_ms / 1000.0)
+        """Up to ``max_records`` records, ``{TopicPartition: [Record, ...]}`` in offset order:
+        what is already fetched, else the first message to arrive within ``timeout_ms`` and what
+        came with it (``consume`` alone would wait for ``max_records`` or the timeout: a poll
+        would hold an event for up to ``timeout_ms``)."""
+        consumer = self.consumer
+        messages = consumer.consume(num_messages=max_records, timeout=0)
+        if not messages:
+            first = consumer.poll(timeout_ms / 1000.0)
+            if first is None:
+                return {}
+            messages = [first, *consumer.consume(num_messages=max_records - 1, timeout=0)] if max_records > 1 \
+                else [first]
         out: dict[TopicPartition, list] = {}
         last: tuple | None = None
         batch: list = []

@@ -149,8 +149,13 @@ class Part:
         reallocation or compaction since they were taken (a drop of keys is followed by
         :meth:`BaseNB._changed`, which forgets the views). If not, the statistics are fitted
         and the caller retakes its views (and then calls :meth:`_took`)."""
-        if self._views_key == (len(self.classes.keys), *[s.generation for s in stats]):
-            return True
+        key = self._views_key
+        if len(key) == len(stats) + 1 and key[0] == len(self.classes.keys):
+            for i, stat in enumerate(stats, 1):
+                if key[i] != stat.generation:
+                    break
+            else:
+                return True
         for stat in stats:
             stat.fit()
         return False
@@ -339,10 +344,13 @@ class BaseNB(base.MiniBatchClassifier):
     @property
     def n_seen(self) -> float:
         """Total (decayed) weight of the events learned (summed exactly, ``O(classes)``)."""
-        if not self._classes.keys:
+        n = len(self._classes.keys)
+        if not n:
             return 0.0
         counts, (step,) = self._class_view()
-        return math.fsum([counts[c * step] for c in range(len(self._classes.keys))])
+        if n == 2:  # one rounding: what fsum gives
+            return counts[0] + counts[step]
+        return math.fsum([counts[c * step] for c in range(n)])
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Learn one event with weight ``w``; a rejected event changes nothing.

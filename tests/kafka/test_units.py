@@ -110,3 +110,16 @@ def test_claims_read_only_checkpoint_headers(tmp_path):
     assert Checkpointer(tmp_path, member="a").claims() == {"t:0": 7, "t:1": 9}
     with pytest.raises(streamnb.StateError):
         Checkpointer.read(tmp_path / "b.000000000001.ckpt")  # a full read does look at the model
+
+
+def test_the_text_featurizer_counts_words_as_rivers_bag_of_words():
+    from river.feature_extraction import BagOfWords
+
+    from streamnb.datasets import sms_spam
+    from streamnb.kafka.featurize import Words
+
+    bow, words = BagOfWords(), Words()
+    texts = [t for t, _ in sms_spam()] + ["Ça coûte 5€ — naïve façade, e-mail: A-b-C", "", "--", "ÉÉ éé"]
+    for text in texts:
+        got = words.transform_one(text)
+        assert got == bow.transform_one(text) and list(got) == list(bow.transform_one(text)), text

@@ -144,15 +144,28 @@ static void event_free(event_t *e) {
     if (e->x != e->small_x) PyMem_Free(e->x);
 }
 
+static int read_numeric_except(PyObject *x, PyObject *ids, PyObject *exclude, int nonnegative, int all_known,
+                               event_t *e);
+
 /* Read a numeric event: every value checked (``nonnegative``: also >= 0), every key a str.
  * Known keys are kept with their ids; an unknown key is skipped, or, with ``all_known``,
  * makes the event not plain. Returns 1 plain, 0 not plain (the Python path decides), -1 error. */
 static int read_numeric(PyObject *x, PyObject *ids, int nonnegative, int all_known, event_t *e) {
+    return read_numeric_except(x, ids, Py_None, nonnegative, all_known, e);
+}
+
+/* read_numeric, and a key in ``exclude`` (a dict, or None: nothing) makes the event not plain. */
+static int read_numeric_except(PyObject *x, PyObject *ids, PyObject *exclude, int nonnegative, int all_known,
+                               event_t *e) {
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(x, &pos, &key, &value)) {
         double v;
         if (!PyUnicode_CheckExact(key) || !plain_number(value, &v) || (nonnegative && v < 0)) return 0;
+        if (exclude != Py_None) {
+            int in = PyDict_Contains(exclude, key);
+            if (in != 0) return in < 0 ? -1 : 0;
+        }
         Py_ssize_t j = lookup(ids, key);
         if (j == -2) return -1;
         if (j == -1) {
@@ -276,14 +289,14 @@ static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* -- Gaussian ---------------------------------------------------------------------------- */
 
-/* gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps) -> list | None
+/* gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude) -> list | None
  * GaussianPart.joint_one for an event of plain numbers: per class,
  * -0.5 * (d * log(2 pi) + sum log var + sum (x - mean)**2 / var) over the known features,
  * var = M2 / (n - ddof) + eps. None when a cell has no variance estimate or a variance below
  * 1e-300 (the careful Python path: pooled Gaussians, point masses). */
 static PyObject *gaussian_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(10);
-    PyObject *x = args[0], *ids = args[1];
+    CHECK_NARGS(11);
+    PyObject *x = args[0], *ids = args[1], *exclude = args[10];
     view_t N, M, S;
     Py_ssize_t n0, n1, C, ddof_i;
     double eps;
@@ -296,7 +309,8 @@ static PyObject *gaussian_joint(PyObject *self, PyObject *const *args, Py_ssize_
     event_t e;
     if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
     PyObject *result = NULL;
-    int ok = read_numeric(x, ids, 0, 0, &e);
+    if (exclude != Py_None && check_dict(exclude, "exclude")) goto fail;
+    int ok = read_numeric_except(x, ids, exclude, 0, 0, &e);
     if (ok < 0) goto fail;
     if (ok == 0 || PyDict_GET_SIZE(x) == 0) { /* not plain, or empty: the Python path */
         event_free(&e);
@@ -332,15 +346,15 @@ fail:
     return NULL;
 }
 
-/* gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id)
+/* gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude)
  *     -> (top, top_id) | None
  * GaussianPart.learn_one for an event of plain numbers whose features are all known: the
  * Welford update of the class's cells and of each feature's pooled cell (Chan's formula for one
  * event), the feature's pooled M2 / n written into ``spread``, and the running maximum of
  * ``spread`` kept (``top`` None: to be recounted). None, touching nothing, otherwise. */
 static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(16);
-    PyObject *x = args[0], *ids = args[1], *spread = args[13], *top_obj = args[14];
+    CHECK_NARGS(17);
+    PyObject *x = args[0], *ids = args[1], *spread = args[13], *top_obj = args[14], *exclude = args[16];
     view_t N, M, S, PN, PM, PS;
     Py_ssize_t n0, n1, k, p1, top_id;
     double w, top = 0.0;
@@ -356,9 +370,10 @@ static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_
     int has_top = top_obj != Py_None;
     if (has_top && get_double(top_obj, &top)) return NULL;
     if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
+    if (exclude != Py_None && check_dict(exclude, "exclude")) return NULL;
     event_t e;
     if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    int ok = read_numeric(x, ids, 0, 1, &e);
+    int ok = read_numeric_except(x, ids, exclude, 0, 1, &e);
     if (ok < 0) goto fail;
     if (ok == 0) {
         event_free(&e);
@@ -1055,14 +1070,234 @@ done:
     Py_RETURN_NONE;
 }
 
+/* -- conditional linear Gaussians (TAN's numeric part) ------------------------------------- */
+
+#define PRIOR 1.0     /* streamnb.bn.linear_gaussian.PRIOR */
+#define TINY 1e-300   /* streamnb.bn.linear_gaussian._TINY */
+
+/* comoment_add(x, ids, k, w, limit, CN, CM, CS, CC) -> True | None
+ * CoMoments.update_ids for an event of plain numbers whose features are all known: for the
+ * features with id < limit, every pair (a, b) of class k gets Chan's update for one event,
+ * n += w, mean += d_ab w / n, m2 += d_ab**2 n_a w / n, c += d_ab d_ba n_a w / n with
+ * d_ab = x_a - mean[k, a, b] (the same operations as the numpy update, cell by cell). Tables:
+ * (view, s0, s1, s2). None, touching nothing, if the event is not plain. */
+static PyObject *comoment_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(9);
+    PyObject *x = args[0], *ids = args[1];
+    Py_ssize_t k, limit;
+    double w;
+    table_t N, M, S, C;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_index(args[2], &k) || get_double(args[3], &w) ||
+        get_index(args[4], &limit) || get_table(args[5], 3, &N) || get_table(args[6], 3, &M) ||
+        get_table(args[7], 3, &S) || get_table(args[8], 3, &C))
+        return NULL;
+    if (!(w > 0) || !isfinite(w)) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    int ok = read_numeric(x, ids, 0, 1, &e);
+    if (ok <= 0) {
+        event_free(&e);
+        if (ok < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t d = 0, amax = 0;
+    for (Py_ssize_t i = 0; i < e.n; i++) { /* features past the limit have no co-moments */
+        if (e.id[i] < limit) {
+            e.id[d] = e.id[i];
+            e.x[d] = e.x[i];
+            if (e.id[d] > amax) amax = e.id[d];
+            d++;
+        }
+    }
+    if (d && (!fits(&N, k, amax, amax) || !fits(&M, k, amax, amax) || !fits(&S, k, amax, amax) ||
+              !fits(&C, k, amax, amax))) {
+        event_free(&e);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < d; i++) {
+        Py_ssize_t a = e.id[i];
+        double xa = e.x[i];
+        for (Py_ssize_t j = i; j < d; j++) {
+            Py_ssize_t b = e.id[j];
+            double *nab = ref3(&N, k, a, b), n_a = *nab, n = n_a + w, frac = w / n, kk = n_a * frac;
+            if (j == i) {
+                double *m = ref3(&M, k, a, a), da = xa - *m;
+                *m += da * frac;
+                *ref3(&S, k, a, a) += da * da * kk;
+                *ref3(&C, k, a, a) += da * da * kk;
+                *nab = n;
+            } else {
+                double *mab = ref3(&M, k, a, b), *mba = ref3(&M, k, b, a);
+                double dab = xa - *mab, dba = e.x[j] - *mba;
+                *mab += dab * frac;
+                *mba += dba * frac;
+                *ref3(&S, k, a, b) += dab * dab * kk;
+                *ref3(&S, k, b, a) += dba * dba * kk;
+                *ref3(&C, k, a, b) += dab * dba * kk;
+                *ref3(&C, k, b, a) += dba * dab * kk;
+                *nab = n;
+                *ref3(&N, k, b, a) = n;
+            }
+        }
+    }
+    event_free(&e);
+    Py_RETURN_TRUE;
+}
+
+/* LinearGaussianPart._root: mean and variance of feature j in class k; 0 if no estimate. */
+static int lg_root(Py_ssize_t k, Py_ssize_t j, double eps, const table_t *W[3], const table_t *P[3], double *mean,
+                   double *var) {
+    double n = at3(W[0], k, j, 0);
+    if (n > 0) {
+        *mean = at3(W[1], k, j, 0);
+        double v = at3(W[2], k, j, 0) / n + eps;
+        *var = TINY > v ? TINY : v; /* Python's max(v, TINY) */
+        return 1;
+    }
+    double pn = at3(P[0], 0, j, 0);
+    if (pn > 0) {
+        *mean = at3(P[1], 0, j, 0);
+        double v = at3(P[2], 0, j, 0) / pn + eps;
+        *var = TINY > v ? TINY : v; /* Python's max(v, TINY) */
+        return 1;
+    }
+    return 0;
+}
+
+/* lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes)
+ *     -> list | None
+ * LinearGaussianPart.joint_one through terms_one, for an event of plain numbers in which every
+ * known feature has its parent observed (nothing to integrate out) and no categorical parent:
+ * per class the exact sum (math.fsum) of log N(x_j; a + b x_p, s2) over the features with a
+ * numeric parent p (the least-squares line of x_j on x_p and its shrunk residual variance) and
+ * log N(x_j; mean, var) over the roots. ``parents``: per feature id, -1 (the class only), -2 (a
+ * categorical parent) or the parent's id. W*: Welford (view, n0, n1), P*: pooled (view, 0, p1),
+ * C*: co-moments (view, s0, s1, s2). */
+static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(16);
+    PyObject *x = args[0], *ids = args[1], *parents = args[2], *exclude = args[3];
+    table_t WN, WM, WS, PN, PM, PS, CN, CM, CS, CC;
+    double eps;
+    Py_ssize_t Cn;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || (exclude != Py_None && check_dict(exclude, "exclude")) ||
+        get_table(args[4], 2, &WN) || get_table(args[5], 2, &WM) || get_table(args[6], 2, &WS) ||
+        get_table(args[7], 2, &PN) || get_table(args[8], 2, &PM) || get_table(args[9], 2, &PS) ||
+        get_table(args[10], 3, &CN) || get_table(args[11], 3, &CM) || get_table(args[12], 3, &CS) ||
+        get_table(args[13], 3, &CC) || get_double(args[14], &eps) || get_index(args[15], &Cn))
+        return NULL;
+    if (!PyList_Check(parents)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (parents)");
+        return NULL;
+    }
+    Py_ssize_t size = PyDict_GET_SIZE(x), n_pa = PyList_GET_SIZE(parents);
+    if (Cn < 1 || Cn > MAX_CLASSES || size == 0) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, size)) return NULL;
+    Py_ssize_t *par = PyMem_Malloc(size * sizeof(Py_ssize_t));
+    double *parx = PyMem_Malloc(size * sizeof(double)), *terms = PyMem_Malloc(size * sizeof(double));
+    PyObject *result = NULL;
+    int ok = 1;
+    if (par == NULL || parx == NULL || terms == NULL) {
+        PyErr_NoMemory();
+        ok = -1;
+        goto done;
+    }
+    ok = read_numeric_except(x, ids, exclude, 0, 0, &e);
+    if (ok <= 0) goto done;
+    Py_ssize_t amax = 0;
+    for (Py_ssize_t i = 0; i < e.n; i++) { /* each feature's parent: observed, or the class */
+        Py_ssize_t j = e.id[i];
+        if (j >= n_pa) {
+            ok = 0;
+            goto done;
+        }
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parents, j));
+        if (p == -1 && PyErr_Occurred()) {
+            ok = -1;
+            goto done;
+        }
+        if (p < -1) { /* a categorical parent: its part has this term */
+            ok = 0;
+            goto done;
+        }
+        par[i] = p;
+        if (p >= 0) {
+            Py_ssize_t q = 0;
+            while (q < e.n && e.id[q] != p) q++;
+            if (q == e.n) { /* the parent is missing: integrated out on the Python path */
+                ok = 0;
+                goto done;
+            }
+            parx[i] = e.x[q];
+            if (p > amax) amax = p;
+        }
+        if (j > amax) amax = j;
+    }
+    const table_t *W[3] = {&WN, &WM, &WS}, *P[3] = {&PN, &PM, &PS};
+    if (!fits(&WN, Cn - 1, amax, 0) || !fits(&WM, Cn - 1, amax, 0) || !fits(&WS, Cn - 1, amax, 0) ||
+        !fits(&PN, 0, amax, 0) || !fits(&PM, 0, amax, 0) || !fits(&PS, 0, amax, 0)) {
+        ok = -1;
+        goto done;
+    }
+    double out[MAX_CLASSES];
+    for (Py_ssize_t k = 0; k < Cn; k++) {
+        for (Py_ssize_t i = 0; i < e.n; i++) {
+            Py_ssize_t j = e.id[i], p = par[i];
+            double mean, var;
+            if (p < 0) {
+                if (!lg_root(k, j, eps, W, P, &mean, &var)) {
+                    terms[i] = 0.0;
+                    continue;
+                }
+            } else {
+                if (!fits(&CN, k, j, p) || !fits(&CN, k, p, j) || !fits(&CM, k, j, p) || !fits(&CM, k, p, j) ||
+                    !fits(&CS, k, j, p) || !fits(&CS, k, p, j) || !fits(&CC, k, j, p)) {
+                    ok = -1;
+                    goto done;
+                }
+                double n = at3(&CN, k, j, p);
+                if (n <= 0) { /* LinearGaussianPart._line without co-observed events */
+                    if (!lg_root(k, j, eps, W, P, &mean, &var)) {
+                        mean = 0.0;
+                        var = 1.0;
+                    }
+                    mean = mean + 0.0 * parx[i];
+                } else {
+                    double wn = at3(&WN, k, j, 0);
+                    double v_j = wn > 0 ? at3(&WS, k, j, 0) / wn : 0.0;
+                    double spp = at3(&CS, k, p, j), cjp = at3(&CC, k, j, p);
+                    double b = spp > 0 ? cjp / spp : 0.0;
+                    double a = at3(&CM, k, j, p) - b * at3(&CM, k, p, j);
+                    double rss = at3(&CS, k, j, p) - b * cjp;
+                    if (0.0 > rss) rss = 0.0; /* max(rss, 0.0) */
+                    double v = (rss + PRIOR * v_j) / (n + PRIOR) + eps;
+                    var = TINY > v ? TINY : v;
+                    mean = a + b * parx[i];
+                }
+            }
+            double dv = e.x[i] - mean;
+            terms[i] = -0.5 * (LOG_2PI + log(var) + dv * dv / var);
+        }
+        out[k] = fsum(terms, e.n);
+    }
+    result = float_list(out, Cn);
+done:
+    PyMem_Free(par);
+    PyMem_Free(parx);
+    PyMem_Free(terms);
+    event_free(&e);
+    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
+    Py_RETURN_NONE;
+}
+
 /* -- the module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
     {"gaussian_joint", (PyCFunction)(void (*)(void))gaussian_joint, METH_FASTCALL,
-     "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps)"},
+     "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude)"},
     {"gaussian_learn", (PyCFunction)(void (*)(void))gaussian_learn, METH_FASTCALL,
-     "gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id)"},
+     "gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude)"},
     {"multinomial_joint", (PyCFunction)(void (*)(void))multinomial_joint, METH_FASTCALL,
      "multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens)"},
     {"multinomial_learn", (PyCFunction)(void (*)(void))multinomial_learn, METH_FASTCALL,
@@ -1075,6 +1310,10 @@ static PyMethodDef methods[] = {
     {"tree_learn", (PyCFunction)(void (*)(void))tree_learn, METH_FASTCALL,
      "tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums)"},
     {"tree_add", (PyCFunction)(void (*)(void))tree_add, METH_FASTCALL, "tree_add(ids, fids, k, w, N, D, T, sums)"},
+    {"comoment_add", (PyCFunction)(void (*)(void))comoment_add, METH_FASTCALL,
+     "comoment_add(x, ids, k, w, limit, CN, CM, CS, CC)"},
+    {"lg_joint", (PyCFunction)(void (*)(void))lg_joint, METH_FASTCALL,
+     "lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes)"},
     {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,
      "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)"},
     {NULL, NULL, 0, NULL},

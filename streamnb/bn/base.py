@@ -101,6 +101,10 @@ class TreeAugmentedNB(FeatureKinds):
         return super().merge(other)
 
     # -- BaseNB hooks ----------------------------------------------------------------------
+    def _learned_fast(self, part: Part) -> None:
+        if part is not self._part:  # an event of numbers only: the structure's clock still ticks
+            self._part.tick_one()
+
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn
         self._part.absorb(other._part)  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from streamnb import kernels
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
@@ -178,6 +179,7 @@ class LinearGaussianPart(GaussianPart):
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_dense"] = None  # views of this object's arrays: never copied nor pickled
+        state.pop("_co_views", None)
         return state
 
     # -- learning --------------------------------------------------------------------------
@@ -191,10 +193,41 @@ class LinearGaussianPart(GaussianPart):
         self.learn_one(prepared, k, w)
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        return False  # co-moments and tree terms: the Python path
+        """:meth:`learn_one` in C: the Gaussian part's cells, then the co-moments."""
+        if not super().learn_fast(x, k, w):
+            return False
+        native = kernels.native
+        assert native is not None
+        native.comoment_add(x, self.features._ids, k, w, self.co.limits[1] or len(self.features.keys),
+                            *self._co_tables())
+        return True
 
     def joint_fast(self, x: dict) -> list | None:
-        return None
+        """:meth:`joint_one` in C when every observed feature's parent is observed."""
+        parents, _, edges = self._tree()
+        if not edges:
+            return super().joint_fast(x)
+        native = kernels.native
+        if native is None or type(next(iter(x.values()), 0.0)) is str:
+            return None
+        N, M, S, (n0, n1), PN, PM, PS, (p0, p1) = self._scalar()
+        return native.lg_joint(x, self.features._ids, parents, self._fast_args()[0], (N, n0, n1), (M, n0, n1),
+                               (S, n0, n1), (PN, p0, p1), (PM, p0, p1), (PS, p0, p1), *self._co_tables(),
+                               self._eps(), len(self.classes.keys))
+
+    def _co_tables(self) -> tuple:
+        """The co-moments as ``(flat view, s0, s1, s2)`` per field, retaken when they moved."""
+        co = self.co
+        key = (co.generation, len(self.classes.keys), len(self.features.keys))
+        cached = self._co_views
+        if cached is None or cached[0] != key:
+            co.fit()
+            strides = co.flat("n")[1]
+            cached = self._co_views = ((co.generation, len(self.classes.keys), len(self.features.keys)),
+                                       tuple((co.flat(f)[0], *strides) for f in CoMoments.fields))
+        return cached[1]
+
+    _co_views: tuple | None = None
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         super().learn_frame(X, k, w)

@@ -155,6 +155,10 @@ class TreePart(Part):
         self.structures = new
         self._cache.clear()
 
+    def tick_one(self) -> None:
+        """One event learned elsewhere (numbers only): count it, relearn when due."""
+        self._tick(1)
+
     def _tick(self, n: int) -> None:
         self.n_learned += n
         if self.relearn_every and self.n_learned % self.relearn_every == 0:
@@ -203,8 +207,8 @@ class TreePart(Part):
         """:meth:`learn_one` of an event of known categories (and no numbers) in C: the pair
         cells, the normalizers and the kept entropy sums (:meth:`CMISums.tables`) at once."""
         native = kernels.native
-        if native is None:
-            return False
+        if native is None or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str):
+            return False  # (an event of numbers: the numeric part's, not worth preparing for)
         pairs = self.pairs
         m = self.margins.current()
         tables = self._fast_tables(m)
@@ -223,7 +227,8 @@ class TreePart(Part):
         """:meth:`joint_one` in C of an event of known categories whose observed features have
         their parents observed (nothing to sum out); None otherwise."""
         native = kernels.native
-        if native is None or not self.alpha > 0 or self.joins_numbers():
+        if (native is None or not self.alpha > 0
+                or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str) or self.joins_numbers()):
             return None
         m = self.margins.current()
         _, parents, _ = self._tree(m)

@@ -172,15 +172,15 @@ class Part:
         state.pop("_views_key", None)
         return state
 
-    #: When this part takes whole raw events for a learner with other parts too: the features
-    #: of the other parts (an event naming one goes the Python path), and whether only string
+    #: When this part takes whole raw events for a learner with other parts too: the other
+    #: part (an event naming one of its features goes the Python path), and whether only string
     #: values are categories here (ints being numbers for the learner). Set by the learner.
-    fast_exclude: Index | None = None
+    fast_exclude: Part | None = None
     fast_strings_only = False
 
     def _fast_args(self) -> tuple[dict | None, bool]:
-        exclude = self.fast_exclude
-        return (None if exclude is None else exclude._ids), self.fast_strings_only
+        other = self.fast_exclude
+        return (None if other is None else other.features._ids), self.fast_strings_only  # type: ignore[attr-defined]
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         """Learn the raw event ``x`` (a dict) of known class ``k`` through the compiled path
@@ -312,8 +312,8 @@ class BaseNB(base.MiniBatchClassifier):
         self._class_counts = Counts([self._classes])
         self._parts: dict[str, Part] = self._make_parts()
         self._single = next(iter(self._parts.values())) if len(self._parts) == 1 else None
-        #: The part that takes plain raw events whole on the compiled path (None: none).
-        self._whole: Part | None = self._single
+        #: The parts that take plain raw events whole on the compiled path, tried in turn.
+        self._wholes: tuple[Part, ...] = (self._single,) if self._single is not None else ()
         self._log_prior_cache: np.ndarray | None = None
         self._class_flat: tuple = ()  # see _class_view
         self._class_flat_key: tuple | None = None
@@ -358,16 +358,19 @@ class BaseNB(base.MiniBatchClassifier):
         The cost is that of the event (its features, times the classes where a part needs
         it), never that of the model: only the cells of the event are touched.
         """
-        whole = self._whole
-        if whole is not None and type(x) is dict and w == 1.0 and type(y) in PLAIN_LABELS:
+        wholes = self._wholes
+        if wholes and type(x) is dict and w == 1.0 and type(y) in PLAIN_LABELS:
             k = self._classes._ids.get(y)
-            if k is not None and whole.learn_fast(x, k, 1.0):  # the compiled path
-                counts, (step,) = self._class_view()
-                counts[k * step] += 1.0
-                self._log_prior_cache = None
-                if getattr(self, "max_features", None) is not None:
-                    self._cap()
-                return
+            if k is not None:
+                for whole in wholes:
+                    if whole.learn_fast(x, k, 1.0):  # the compiled path
+                        counts, (step,) = self._class_view()
+                        counts[k * step] += 1.0
+                        self._log_prior_cache = None
+                        self._learned_fast(whole)
+                        if getattr(self, "max_features", None) is not None:
+                            self._cap()
+                        return
         if type(x) is not dict:
             check_event(x)
         if type(y) not in PLAIN_LABELS:
@@ -392,6 +395,10 @@ class BaseNB(base.MiniBatchClassifier):
         self._log_prior_cache = None
         if getattr(self, "max_features", None) is not None:
             self._cap()
+
+    def _learned_fast(self, part: Part) -> None:
+        """``part`` just learned an event on the compiled path (the learner's other parts had
+        nothing in it): what the learner does besides (nothing here)."""
 
     def _frame_overflow(self, frames: dict[str, pd.DataFrame], start: int) -> int:
         """One past the first row (from ``start``) of a batch taking a vocabulary past the cap."""
@@ -468,8 +475,12 @@ class BaseNB(base.MiniBatchClassifier):
         classes = self._classes.keys
         if not classes:
             return {}
-        whole = self._whole
-        jll = whole.joint_fast(x) if whole is not None and type(x) is dict else None
+        jll = None
+        if type(x) is dict:
+            for whole in self._wholes:
+                jll = whole.joint_fast(x)
+                if jll is not None:
+                    break
         single = self._single
         if jll is not None:  # the compiled path (other parts, if any, have no feature here: 0)
             counts, (step,) = self._class_view()

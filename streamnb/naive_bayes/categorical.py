@@ -125,7 +125,7 @@ class CategoricalPart(Part):
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         native = kernels.native
-        if native is None:
+        if native is None or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str):
             return False
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         return native.categorical_learn(x, self.cells._ids, self.features._ids, cv, c0, c1, tv, t0, t1, k, w,
@@ -133,7 +133,8 @@ class CategoricalPart(Part):
 
     def joint_fast(self, x: dict) -> list | None:
         native = kernels.native
-        if native is None or not (self.alpha > 0 and self.epsilon == 0):
+        if (native is None or not (self.alpha > 0 and self.epsilon == 0)
+                or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)):
             return None
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()

@@ -157,12 +157,12 @@ class GaussianPart(Part):
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         native = kernels.native
-        if native is None:
+        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
         spread = self._spreads()
         N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
         got = native.gaussian_learn(x, self.features._ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread,
-                                    self._top, self._top_id)
+                                    self._top, self._top_id, self._fast_args()[0])
         if got is None:
             return False
         self._top, self._top_id = got
@@ -171,11 +171,12 @@ class GaussianPart(Part):
 
     def joint_fast(self, x: dict) -> list | None:
         native = kernels.native
-        if native is None:
+        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return None
         eps = self._eps()
         N, M, S, (n0, n1) = self._scalar()[:4]
-        return native.gaussian_joint(x, self.features._ids, N, M, S, n0, n1, len(self.classes.keys), self.ddof, eps)
+        return native.gaussian_joint(x, self.features._ids, N, M, S, n0, n1, len(self.classes.keys), self.ddof, eps,
+                                     self._fast_args()[0])
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared

@@ -51,12 +51,12 @@ class FeatureKinds(BaseNB):
     def _init_kinds(self) -> None:
         self._learned_kinds: dict = {}  # feature -> kind, for features a part holds (fixed then)
         # the compiled path takes events of strings whole to the categorical part (a string is a
-        # category unless ``kinds`` says otherwise; an event naming a numeric feature goes the
-        # Python path, which checks it)
-        categorical = self._parts["categorical"]
-        categorical.fast_exclude = self._parts["gaussian"].features  # type: ignore[attr-defined]
+        # category unless ``kinds`` says otherwise) and events of numbers to the numeric part;
+        # an event naming a feature of the other part goes the Python path, which checks it
+        categorical, numeric = self._parts["categorical"], self._parts["gaussian"]
+        categorical.fast_exclude, numeric.fast_exclude = numeric, categorical
         categorical.fast_strings_only = True
-        self._whole = categorical if self.kinds is None else None
+        self._wholes = (categorical, numeric) if self.kinds is None else ()
 
     def kind_of(self, feature: Any, value: Any = None) -> str | None:
         """The kind ``feature`` has (or would get with ``value``); None if it cannot tell."""

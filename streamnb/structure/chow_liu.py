@@ -205,8 +205,21 @@ def _chi2_isf(level: float, df: float) -> float:
 
 
 def edge_prices(penalty: str | None, n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """``[2, ...]``: the price to enter and the price to stay (:func:`edge_price`)."""
-    return np.stack([edge_price(penalty, n_params, n), edge_price(penalty, n_params, n, staying=True)])
+    """``[2, ...]``: the price to enter and the price to stay (:func:`edge_price`).
+
+    >>> p = edge_prices("chi2", np.array([1.0, 2.0]), np.array([1000.0, 1000.0]))
+    >>> bool((p[0] == edge_price("chi2", np.array([1.0, 2.0]), np.array([1000.0] * 2))).all())
+    True
+    """
+    if penalty != "chi2":
+        return np.stack([edge_price(penalty, n_params, n), edge_price(penalty, n_params, n, staying=True)])
+    n = np.asarray(n, dtype=float)
+    df = np.maximum(np.asarray(n_params, dtype=float), 1.0)
+    values, where = np.unique(df, return_inverse=True)  # a few parameter counts: two quantiles each
+    quantiles = np.array([[_chi2_isf(level, float(v)) for v in values.tolist()] for level in (CHI2_LEVEL, STAY_LEVEL)])
+    out = quantiles[:, where].reshape((2, *df.shape))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 1, out / (2 * np.maximum(n, 1.0)), np.inf)
 
 
 def favour_incumbents(weights: np.ndarray, prices: np.ndarray, names: Sequence[Hashable],
@@ -482,8 +495,10 @@ def mixed_forest(weights: np.ndarray, names: Sequence[Hashable], categorical: Se
     w = np.asarray(weights, dtype=float)
     cat = np.asarray(categorical, dtype=bool)
     ci = np.flatnonzero(cat)
-    if spanning:
-        fixed = [(int(ci[a]), int(ci[b])) for a, b in maximum_spanning_tree(w[np.ix_(ci, ci)])] if len(ci) else []
+    if not len(ci):
+        fixed: list = []
+    elif spanning:
+        fixed = [(int(ci[a]), int(ci[b])) for a, b in maximum_spanning_tree(w[np.ix_(ci, ci)])]
     else:
         fixed = extend_forest(np.where(cat[:, None] & cat[None, :], w, -np.inf), [], None)
     edges = extend_forest(w, fixed, cat, positive=not spanning)

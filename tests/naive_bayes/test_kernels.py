@@ -130,11 +130,11 @@ def test_a_bailing_kernel_changes_nothing():
     ids = part.features._ids
     for bad in ({"a": 1.0, "new": 2.0}, {"a": 1.0, "b": None}, {"a": "x"}, {"a": float("inf")}, {1: 2.0}):
         assert native.gaussian_learn(bad, ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, part._spreads(),
-                                     part._top, part._top_id) is None
+                                     part._top, part._top_id, None) is None
     assert persistence.dumps(model) == before
     with pytest.raises(IndexError):  # views that do not match the ids are a bug, never memory corruption
         native.gaussian_learn({"a": 1.0}, {"a": 10**6}, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, [0.0] * 10**6,
-                              None, -1)
+                              None, -1, None)
     assert persistence.dumps(model) == before
 
 
@@ -230,11 +230,48 @@ def test_a_numeric_feature_or_an_unseen_value_takes_the_python_path():
     model.learn_one({"a": "x", "b": "y"}, "p")
     native, part = kernels.native, model._part
     m = part.margins.current()
-    args = (part.pairs.cells._ids, m.cf, part.fast_exclude._ids, True, 0, 1.0, *part._fast_tables(m), None)
+    args = (part.pairs.cells._ids, m.cf, part.fast_exclude.features._ids, True, 0, 1.0, *part._fast_tables(m), None)
     before = persistence.dumps(model)
     for x in ({"a": "x", "b": "unseen"}, {"a": "x", "n": 1}, {"a": "x", "b": None}, {"a": 1}):
         assert native.tree_learn(x, *args) is None
     model.learn_one({"t": 1.5}, "p")  # t is numeric now: an event naming it goes the Python path
-    assert native.tree_learn({"a": "x", "t": "1.5"}, part.pairs.cells._ids, m.cf, part.fast_exclude._ids, True,
+    assert native.tree_learn({"a": "x", "t": "1.5"}, part.pairs.cells._ids, m.cf, part.fast_exclude.features._ids, True,
                              0, 1.0, *part._fast_tables(part.margins.current()), None) is None
     assert before != persistence.dumps(model)
+
+
+def numeric_stream(n: int, seed: int) -> list:
+    """A chain of linear Gaussians, some values missing, a categorical mode at times."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        y = int(rng.integers(0, 2))
+        x = {"t0": float(rng.normal(y, 1.0))}
+        for j in range(1, 6):
+            x[f"t{j}"] = 0.7 * x[f"t{j - 1}"] + float(rng.normal(0.3 * y, 0.5))
+        if rng.random() < 0.2:
+            x["mode"] = "eco" if x["t0"] > 0 else "boost"
+        if rng.random() < 0.1:
+            del x[f"t{int(rng.integers(0, 6))}"]
+        out.append((x, y))
+    return out
+
+
+@pytest.mark.parametrize("make", [lambda: streamnb.TANClassifier(relearn_every=60),
+                                  lambda: streamnb.TANClassifier(relearn_every=60, max_numeric=3),
+                                  streamnb.MixedNB, lambda: streamnb.ChowLiuClassifier(relearn_every=60)])
+def test_numeric_events_in_the_tree_learners_agree_with_the_python_path(make):
+    stream = numeric_stream(1200, seed=5)
+    fast, a = states(make, stream)
+    with python_path():
+        slow, b = states(make, stream)
+    for name_, stat in a["stats"].items():
+        for f, arr in stat["arrays"].items():
+            np.testing.assert_array_equal(arr, b["stats"][name_]["arrays"][f], err_msg=f"{name_}.{f}")
+    if "structure" in a:
+        assert a["structure"]["history"] == b["structure"]["history"]
+    for (kind_a, p), (kind_b, q) in zip(fast, slow):
+        assert kind_a == kind_b
+        if kind_a == "p":
+            for c in p:
+                assert math.isclose(p[c], q[c], rel_tol=1e-9, abs_tol=1e-15)

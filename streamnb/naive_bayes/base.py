@@ -359,13 +359,15 @@ class BaseNB(base.MiniBatchClassifier):
         it), never that of the model: only the cells of the event are touched.
         """
         wholes = self._wholes
-        if wholes and type(x) is dict and w == 1.0 and type(y) in PLAIN_LABELS:
+        if (wholes and type(x) is dict and type(y) in PLAIN_LABELS
+                and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
             k = self._classes._ids.get(y)
             if k is not None:
+                w = float(w)
                 for whole in wholes:
-                    if whole.learn_fast(x, k, 1.0):  # the compiled path
+                    if whole.learn_fast(x, k, w):  # the compiled path
                         counts, (step,) = self._class_view()
-                        counts[k * step] += 1.0
+                        counts[k * step] += w
                         self._log_prior_cache = None
                         self._learned_fast(whole)
                         if getattr(self, "max_features", None) is not None:

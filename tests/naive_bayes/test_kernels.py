@@ -275,3 +275,38 @@ def test_numeric_events_in_the_tree_learners_agree_with_the_python_path(make):
         if kind_a == "p":
             for c in p:
                 assert math.isclose(p[c], q[c], rel_tol=1e-9, abs_tol=1e-15)
+
+
+@pytest.mark.parametrize("make, stream", [
+    (streamnb.GaussianNB, [({"a": float(i % 7), "b": float(i % 3)}, i % 2) for i in range(300)]),
+    (streamnb.MultinomialNB, [({f"t{i % 9}": 1 + i % 3, f"t{i % 4}": 1}, i % 2) for i in range(300)]),
+    (streamnb.CategoricalNB, [({"a": str(i % 5), "b": str(i % 3)}, i % 2) for i in range(300)]),
+    (lambda: streamnb.TANClassifier(relearn_every=50), [({"a": str(i % 5), "b": str(i % 3)}, i % 2) for i in range(300)]),
+    (lambda: streamnb.TANClassifier(relearn_every=50), numeric_stream(300, seed=8)),
+])
+def test_weighted_events_agree_with_the_python_path(make, stream):
+    def weighted(model):
+        out = []
+        for i, (x, y) in enumerate(stream):
+            out.append(model.predict_proba_one(x))
+            model.learn_one(x, y, w=0.25 + (i % 4) * 0.5)
+        return out, model
+
+    fast, a = weighted(make())
+    with python_path():
+        slow, b = weighted(make())
+    for name, stat in a.to_state()["stats"].items():
+        for f, arr in stat["arrays"].items():
+            np.testing.assert_array_equal(arr, b.to_state()["stats"][name]["arrays"][f], err_msg=f"{name}.{f}")
+    for p, q in zip(fast, slow):
+        assert p.keys() == q.keys() and all(math.isclose(p[c], q[c], rel_tol=1e-9, abs_tol=1e-15) for c in p)
+
+
+def test_forgetful_tan_takes_the_compiled_path_and_agrees():
+    stream = mixed_stream(800, seed=9)
+    make = lambda: streamnb.Forgetful(streamnb.TANClassifier(relearn_every=50), half_life=200)  # noqa: E731
+    fast = [p for kind, p in run(make, stream)[0] if kind == "p"]
+    with python_path():
+        slow = [p for kind, p in run(make, stream)[0] if kind == "p"]
+    for p, q in zip(fast, slow):
+        assert all(math.isclose(p[c], q[c], rel_tol=1e-9, abs_tol=1e-15) for c in p)

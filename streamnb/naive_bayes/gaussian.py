@@ -282,8 +282,11 @@ class GaussianPart(Part):
         if (cols < 0).any():  # columns with no value at all
             v, cols = v[:, cols >= 0], cols[cols >= 0]
         if len(cols):
-            self.welford.update_matrix(k, cols, v, w)
-            self.pooled.update_matrix(np.zeros(len(k), dtype=np.intp), cols, v, w)
+            summaries: list = []
+            if self.welford.update_matrix(k, cols, v, w, summaries):
+                self.pooled.merge_summaries(0, summaries)  # every class merged: no second pass
+            else:
+                self.pooled.update_matrix(np.zeros(len(k), dtype=np.intp), cols, v, w)
 
     def changed(self) -> None:
         self._derived = None
@@ -341,7 +344,7 @@ class GaussianPart(Part):
         return sum_features(ll.T)
 
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
-        v = frame_values(X)
+        v = self._converted(X, frame_values)
         ids = self.features.lookup(list(X.columns))
         known = ids >= 0
         out = np.zeros((len(X), len(self.classes)))

@@ -186,7 +186,7 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
             col = X.columns[m.indices[np.flatnonzero(bad)[0]]]
             raise InvalidEventError(f"value {d[bad][0]} is not allowed here", col)
         return m
-    for col, dtype in X.dtypes.items():
+    for col, dtype in zip(X.columns.tolist(), X.dtypes.tolist()):
         if dtype.kind in "OSU" or isinstance(dtype, pd.StringDtype):
             for v in X[col]:
                 if not is_missing(v) and not (isinstance(v, (Real, np.number)) and not isinstance(v, complex)):

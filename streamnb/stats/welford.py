@@ -103,18 +103,21 @@ class Welford(Statistic):
             m2b = np.bincount(inv, weights=w * dev * dev)
         n[cells], mean[cells], m2[cells] = chan(n[cells], mean[cells], m2[cells], nb, mb, m2b)
 
-    def update_matrix(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, w: np.ndarray) -> None:
+    def update_matrix(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, w: np.ndarray,
+                      summaries: list | None = None) -> bool:
         """A batch as a matrix: event ``i`` of class ``rows[i]`` has ``values[i, j]`` for column
         ``cols[j]`` (distinct ids; NaN where missing) and weight ``w[i] > 0``.
 
         Dense per-class summaries merged with :func:`chan`; the same result as
-        :meth:`update_many_ids` on the observed cells.
+        :meth:`update_many_ids` on the observed cells. With ``summaries`` (a list), each class's
+        ``(columns, n, mean, M2)`` of the batch is appended to it (what another statistic over
+        the same rows can merge instead of reading them again); returns whether it was.
         """
         classes = np.unique(rows)
         if len(classes) > 32:  # many classes: flatten the observed cells instead
             r, j = np.nonzero(values == values)
             self.update_many_ids(rows[r], cols[j], values[r, j], w[r])
-            return
+            return False
         self._fit()
         a = self._arrays
         cols_at: Any = cols
@@ -149,6 +152,9 @@ class Welford(Statistic):
             a["n"][r, c], a["mean"][r, c], a["m2"][r, c] = chan(
                 a["n"][r, c], a["mean"][r, c], a["m2"][r, c], nb, mb, m2b
             )
+            if summaries is not None:
+                summaries.append((c, nb, mb, m2b))
+        return summaries is not None
 
     def count(self) -> np.ndarray:
         return self.view("n")
@@ -173,6 +179,16 @@ class Welford(Statistic):
             mu = np.where(tot > 0, (n * mean).sum(axis=0) / np.where(tot > 0, tot, 1.0), 0.0)
         dev = mean - mu
         return tot, mu, m2.sum(axis=0) + (n * dev * dev).sum(axis=0)
+
+    def merge_summaries(self, row: int, summaries: list) -> None:
+        """Merge ``(columns, n, mean, M2)`` summaries (from :meth:`update_matrix`) into row
+        ``row``, in order (Chan)."""
+        self._fit()
+        a = self._arrays
+        for c, nb, mb, m2b in summaries:
+            a["n"][row, c], a["mean"][row, c], a["m2"][row, c] = chan(
+                a["n"][row, c], a["mean"][row, c], a["m2"][row, c], nb, mb, m2b
+            )
 
     def _merge(self, cells: tuple[np.ndarray, ...], other: dict[str, np.ndarray]) -> None:
         a = self._arrays

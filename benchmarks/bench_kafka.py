@@ -4,11 +4,12 @@ On one broker (the embedded Tansu on 127.0.0.1 unless ``--bootstrap`` is given),
 
 1. raw: how fast kafka-python alone consumes the topic (poll, nothing else);
 2. service: consume + decode + featurize + predict + learn + publish predictions + checkpoint,
-   once per output producer backend (confluent-kafka, kafka-python), and learn only (no
-   outputs); for a dense categorical stream (predict then learn, event by event) and for
+   once per client library (confluent-kafka, kafka-python: consumer and producer of that
+   library), and learn only (no outputs, the default consumer); for a dense categorical stream (predict then learn, event by event) and for
    SMS text (token counts, one by one); events/s and the ratio to raw;
 3. latency: events produced at a fixed rate, time from produce to the prediction being readable
-   on the output topic (p50/p99), per producer backend.
+   on the output topic (p50/p99), per client library; and the floor, one raw hop (produce to
+   readable on the same topic, no service) at the same rate: a prediction takes two such hops.
 
 Raw and service runs alternate ``--repeat`` times (the machine is shared: the best run of each
 is the capacity, the median shows the spread). Both are timed from the first poll (after
@@ -111,7 +112,7 @@ def latency(bootstrap: str, rate: float, seconds: float, producer: str) -> list[
     ensure_topics(bootstrap, {topic: 1, f"{topic}.out": 1})
     cfg = ServiceConfig(bootstrap=bootstrap, input_topics=[topic], output_topic=f"{topic}.out",
                         group_id=f"lat-{topic}", partitions=[0], checkpoint_dir=tempfile.mkdtemp(),
-                        progress=False, batch_size=500, producer=producer)
+                        progress=False, batch_size=500, producer=producer, consumer=producer)
     service = Service(cfg)
     runner = threading.Thread(target=service.run, daemon=True)
     runner.start()
@@ -160,6 +161,41 @@ def latency(bootstrap: str, rate: float, seconds: float, producer: str) -> list[
     return lat
 
 
+def one_hop(bootstrap: str, rate: float, seconds: float) -> list[float]:
+    """The floor: produce -> readable on the same topic, kafka-python both ends, same rate."""
+    topic = f"hop-{uuid.uuid4().hex[:6]}"
+    ensure_topics(bootstrap, {topic: 1})
+    reader = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                           fetch_max_wait_ms=10)
+    reader.assign([TopicPartition(topic, 0)])
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, enable_idempotence=False, acks=1)
+    rows = dense_events(int(rate * seconds))
+    sent: dict[str, float] = {}
+    lat: list[float] = []
+
+    def send() -> None:
+        start = time.monotonic()
+        for i, v in enumerate(rows):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            sent[f"e{i}"] = time.monotonic()
+            producer.send(topic, key=f"e{i}".encode(), value=v)
+        producer.flush()
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    deadline = time.monotonic() + seconds + 30
+    while len(lat) < len(rows) and time.monotonic() < deadline:
+        for recs in reader.poll(100).values():
+            now = time.monotonic()
+            lat.extend(now - sent[r.key.decode()] for r in recs if r.key.decode() in sent)
+    sender.join()
+    reader.close()
+    producer.close()
+    return lat
+
+
 def _row(name: str, rates: list[float], raw: float | None = None, unit: str = "events/s") -> str:
     best = max(rates)
     line = f"  {name:<40} {best:>10,.0f} {unit:<8}"
@@ -198,7 +234,7 @@ def main() -> None:
             topic = f"bench-{uuid.uuid4().hex[:6]}"
             ensure_topics(bootstrap, {topic: 1, f"{topic}.out": 1})
             produce_all(bootstrap, topic, rows)
-            setups = [(f"service, {b} producer", {**kw, "producer": b}) for b in backends]
+            setups = [(f"service, {b} consumer + producer", {**kw, "producer": b, "consumer": b}) for b in backends]
             setups.append(("service, learn only (no outputs)", {**kw, "mode": "learn"}))
             raw: list[float] = []
             rates: dict[str, list[float]] = {label: [] for label, _ in setups}
@@ -217,11 +253,15 @@ def main() -> None:
             print(f"  (first run: learned {summary.learned:,}, predicted {summary.predicted:,}, "
                   f"checkpoints {summary.checkpoints})")
         print(f"\nproduce -> prediction readable, dense stream at {args.rate:,.0f} events/s for {args.seconds:.0f} s:")
+        hop = one_hop(bootstrap, args.rate, args.seconds)
+        q = statistics.quantiles(hop, n=100)
+        print(f"  {'(raw: one hop, no service)':<24} p50 {q[49] * 1000:6.1f} ms   p99 {q[98] * 1000:6.1f} ms   "
+              f"max {max(hop) * 1000:6.1f} ms   (a prediction takes two hops: in, then out)")
         for backend in backends:
             lat = latency(bootstrap, args.rate, args.seconds, backend)
             if len(lat) > 1:
                 q = statistics.quantiles(lat, n=100)
-                print(f"  {backend + ' producer':<24} p50 {q[49] * 1000:6.1f} ms   p99 {q[98] * 1000:6.1f} ms   "
+                print(f"  {backend + ' clients':<24} p50 {q[49] * 1000:6.1f} ms   p99 {q[98] * 1000:6.1f} ms   "
                       f"max {max(lat) * 1000:6.1f} ms   ({len(lat):,} events)")
     finally:
         if broker is not None:

@@ -235,6 +235,7 @@ class _ConfluentOutbox:
             "enable.idempotence": idempotent,
             "acks": "all",
             "linger.ms": 1,
+            "socket.nagle.disable": True,  # small requests go out at once (no Nagle delay)
             "message.max.bytes": 2 << 20,
             # without idempotence, retries may reorder messages when several requests are in flight
             "max.in.flight.requests.per.connection": 5 if idempotent else 1,

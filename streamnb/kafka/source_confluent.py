@@ -48,6 +48,7 @@ def confluent_consumer_defaults(bootstrap: str, group_id: str | None) -> dict:
         "heartbeat.interval.ms": 1000,
         "max.poll.interval.ms": 300_000,
         "fetch.wait.max.ms": 10,  # how long an idle fetch waits: bounds the wait for a new event
+        "socket.nagle.disable": True,
         "reconnect.backoff.max.ms": 1000,
         "enable.partition.eof": False,
         "socket.timeout.ms": 15_000,

@@ -79,16 +79,20 @@ class _TANPart(TreePart):
 
     # -- structure -------------------------------------------------------------------------
     def learn_structures(self) -> dict:
+        current = self.structures.get(None)
+        incumbents = self.edge_penalty is not None and current is not None and bool(current.edges)
+        num_names: list = []
+        if self.numeric is not None and self.numeric.features.keys:
+            num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty)
+        s: Structure | None = Structure({}, {}, True)
         if self.pairs.cells.keys:
             feats = top_features(self.pairs, self.max_tree_features)
             kept = self.sums.weights() if self.sums is not None else None
             s, w, names, price = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats,
-                                            penalty=self.edge_penalty, weights=kept)
+                                            penalty=self.edge_penalty, weights=kept,
+                                            build=not (num_names or incumbents))
         else:  # numbers only
-            s, w, names, price = Structure({}, {}, True), np.zeros((0, 0)), [], np.zeros((2, 0, 0))
-        num_names: list = []
-        if self.numeric is not None:
-            num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty)
+            w, names, price = np.zeros((0, 0)), [], np.zeros((2, 0, 0))
         categorical = [True] * len(names)
         if num_names and not names:
             w, price, names = w_num, price_num, list(num_names)
@@ -101,14 +105,13 @@ class _TANPart(TreePart):
             categorical += [False] * len(num_names)
         with np.errstate(invalid="ignore"):  # no price where it is infinite (too few events)
             raw = np.where(np.isfinite(price[0]), w + price[0], w)
-        current = self.structures.get(None)
-        incumbents = self.edge_penalty is not None and current is not None and bool(current.edges)
         if incumbents and current is not None:
             w = favour_incumbents(w, price, names, current)  # an edge in place pays to stay only
         if num_names:
             s = mixed_forest(w, names, categorical, self.edge_penalty is None)
         elif incumbents:
             s = forest_structure(w, names, class_parent=True)
+        assert s is not None
         self._scored = (w, names, raw)
         return {None: with_rest(s, self.pairs)}
 

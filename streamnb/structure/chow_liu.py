@@ -416,15 +416,18 @@ def tan(
     weigh more than 0 (:func:`forest_structure`; ``root`` is then ignored: each tree hangs
     from its first feature in canonical order).
     """
-    return with_rest(tan_scored(pairs, root, alpha, features, penalty)[0], pairs)
+    s = tan_scored(pairs, root, alpha, features, penalty)[0]
+    assert s is not None
+    return with_rest(s, pairs)
 
 
 def tan_scored(
     pairs: PairCounts, root: Hashable | None = None, alpha: float = 0.0, features: Sequence | None = None,
-    penalty: str | None = None, weights: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[Structure, np.ndarray, list, np.ndarray]:
+    penalty: str | None = None, weights: tuple[np.ndarray, np.ndarray] | None = None, build: bool = True,
+) -> tuple[Structure | None, np.ndarray, list, np.ndarray]:
     """:func:`tan` before the features left out are added, with the weights (less their
-    price), their names and the prices (``[2, F, F]``, :func:`edge_prices`).
+    price), their names and the prices (``[2, F, F]``, :func:`edge_prices`); the structure
+    is None unless ``build`` (a caller that changes the weights first builds it itself).
 
     ``weights``: ``(I(Xi; Xj | Y), co-observed weight)``, ``[F, F]`` over ``pairs.features``,
     computed elsewhere from the same counts (:class:`~streamnb.bn.cmi_sums.CMISums`): then
@@ -448,6 +451,8 @@ def tan_scored(
     w = w - price[0]
     w, names, enter, stay = _restricted(w, names, features, price[0], price[1])
     price = np.stack([enter, stay])
+    if not build:
+        return None, w, names, price
     if penalty is None:
         return tree_structure(w, names, root, class_parent=True), w, names, price
     return forest_structure(w, names, class_parent=True), w, names, price

@@ -163,20 +163,8 @@ class ServiceConfig:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.batch_learning not in ("auto", "always", "never"):
             raise ValueError("batch_learning must be auto, always or never (see streamnb.kafka.step)")
-        if self.producer not in ("auto", "confluent", "kafka-python"):
-            raise ValueError("producer must be auto, confluent or kafka-python")
-        if self.producer == "confluent":
-            try:
-                import confluent_kafka  # noqa: F401
-            except ImportError as exc:
-                raise ValueError("producer 'confluent' needs confluent-kafka (pip install confluent-kafka)") from exc
-        if self.consumer not in ("auto", "confluent", "kafka-python"):
-            raise ValueError("consumer must be auto, confluent or kafka-python")
-        if self.consumer == "confluent":
-            try:
-                import confluent_kafka  # noqa: F401
-            except ImportError as exc:
-                raise ValueError("consumer 'confluent' needs confluent-kafka (pip install confluent-kafka)") from exc
+        _check_client("producer", self.producer)
+        _check_client("consumer", self.consumer)
         if self.on_checkpoint_ahead not in ("fail", "reset"):
             raise ValueError("on_checkpoint_ahead must be fail or reset")
         if self.dead_letter_topic is None:
@@ -192,3 +180,15 @@ class ServiceConfig:
             raise ValueError("health_timeout must be > 0")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
             raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")
+
+
+def _check_client(role: str, value: str) -> None:
+    """``value`` names a Kafka client library for ``role`` (``producer`` or ``consumer``) that can
+    be used here."""
+    if value not in ("auto", "confluent", "kafka-python"):
+        raise ValueError(f"{role} must be auto, confluent or kafka-python")
+    if value == "confluent":
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError as exc:
+            raise ValueError(f"{role} 'confluent' needs confluent-kafka (pip install confluent-kafka)") from exc

@@ -84,46 +84,21 @@ class Predictions:
 
     def one(self, record: Any, ex: Example, proba: dict, n_seen: float) -> None:
         """The prediction ``proba`` of one event, made by a model that had seen ``n_seen``."""
-        pred = max(proba, key=proba.__getitem__) if proba else None
-        out: dict[str, Any] = {"prediction": pred, "proba": {_class_name(k): v for k, v in proba.items()}}
-        if ex.has_label:
-            out["label"] = ex.y
-            if pred is not None:
-                self.accuracy.update(pred == ex.y)
-        out["n_seen"] = n_seen
-        out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
-                         "key": key_text(record.key)}
-        self.publisher.send(self.topic, encode_json(out), key=record.key)
-        self.metrics.predicted.inc()
-        self.summary.predicted += 1
+        self.events([(record, ex, proba, n_seen)])
 
     def events(self, done: list) -> None:
         """:meth:`one` for each ``(record, example, proba, n_seen)`` of ``done``, in order: the
         same messages, sent and counted once per poll."""
-        if not done:
-            return
         names: dict = {}
         hits: list[bool] = []
         values: list[bytes] = []
-        keys: list = []
         for rec, ex, proba, n_seen in done:
             pred = max(proba, key=proba.__getitem__) if proba else None
-            out: dict[str, Any] = {"prediction": pred, "proba": {
-                names[k] if k in names else names.setdefault(k, _class_name(k)): v for k, v in proba.items()}}
-            if ex.has_label:
-                out["label"] = ex.y
-                if pred is not None:
-                    hits.append(pred == ex.y)
-            out["n_seen"] = n_seen
-            key = rec.key
-            out["source"] = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
-                             "key": key_text(key)}
-            values.append(encode_json(out))
-            keys.append(key)
-        self.publisher.send_many(self.topic, values, keys)
-        self.accuracy.update_many(hits)
-        self.metrics.predicted.inc(len(done))
-        self.summary.predicted += len(done)
+            named = {names[k] if k in names else names.setdefault(k, _class_name(k)): v for k, v in proba.items()}
+            if ex.has_label and pred is not None:
+                hits.append(pred == ex.y)
+            values.append(_message(rec, ex, pred, named, n_seen))
+        self._sent(values, [rec.key for rec, *_ in done], hits)
 
     def many(self, feats: list, classes: list, rows: list, n_seen: float) -> None:
         """:meth:`one` for each ``feats[i] = (record, example)`` whose probabilities of
@@ -136,23 +111,28 @@ class Predictions:
                 max(range(n), key=row.__getitem__) for row in rows]
         hits: list[bool] = []
         values: list[bytes] = []
-        keys: list = []
         for i, (rec, ex) in enumerate(feats):
             pred = classes[best[i]] if n else None
-            out: dict[str, Any] = {"prediction": pred, "proba": dict(zip(names, rows[i]))}
-            y = ex.y
-            if y is not NO_LABEL:
-                out["label"] = y
-                if n:
-                    hits.append(pred == y)
-            out["n_seen"] = n_seen
-            key = rec.key
-            out["source"] = {"topic": rec.topic, "partition": rec.partition, "offset": rec.offset,
-                             "key": key_text(key)}
-            values.append(encode_json(out))
-            keys.append(key)
+            if ex.has_label and n:
+                hits.append(pred == ex.y)
+            values.append(_message(rec, ex, pred, dict(zip(names, rows[i])), n_seen))
+        self._sent(values, [rec.key for rec, _ in feats], hits)
+
+    def _sent(self, values: list, keys: list, hits: list) -> None:
+        """Publish a poll's prediction messages and count them."""
         if values:
             self.publisher.send_many(self.topic, values, keys)
         self.accuracy.update_many(hits)
-        self.metrics.predicted.inc(len(feats))
-        self.summary.predicted += len(feats)
+        self.metrics.predicted.inc(len(values))
+        self.summary.predicted += len(values)
+
+
+def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float) -> bytes:
+    """The JSON prediction message of one event (see :class:`Predictions`)."""
+    out: dict[str, Any] = {"prediction": pred, "proba": proba}
+    if ex.has_label:
+        out["label"] = ex.y
+    out["n_seen"] = n_seen
+    out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
+                     "key": key_text(record.key)}
+    return encode_json(out)

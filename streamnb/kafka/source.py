@@ -15,7 +15,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamnb.kafka.errors import BrokerUnavailableError, ServiceError
 
-__all__ = ["Backoff", "Source", "consumer_defaults", "make_source"]
+__all__ = ["Backoff", "Ownership", "Source", "consumer_defaults", "make_source"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,31 @@ class _Listener(ConsumerRebalanceListener):
         self.source._assigned(set(assigned))
 
 
-class Source:
+class Ownership:
+    """What both consumer backends keep alike: the partitions owned (``_owned``, kept by the
+    rebalance hooks) and the lag behind the log end, from each one's :meth:`highwater`."""
+
+    _owned: set[TopicPartition]
+
+    @property
+    def owned(self) -> set[TopicPartition]:
+        return set(self._owned)
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        raise NotImplementedError
+
+    def lag(self, next_offsets: dict[TopicPartition, int]) -> int | None:
+        """Messages between the next offsets and the log end (highwater of the last fetch)."""
+        total = 0
+        for tp in self._owned:
+            hw = self.highwater(tp)
+            if hw is None:
+                return None
+            total += max(0, hw - next_offsets.get(tp, 0))
+        return total
+
+
+class Source(Ownership):
     """Consume ``topics`` as a group member (or statically assigned ``partitions``).
 
     ``on_assigned(tps)`` and ``on_revoked(tps, lost)`` run when ownership changes; they may
@@ -157,10 +181,6 @@ class Source:
         self._owned -= tps
 
     # -- data ------------------------------------------------------------------------------------
-    @property
-    def owned(self) -> set[TopicPartition]:
-        return set(self._owned)
-
     def poll(self, timeout_ms: int, max_records: int) -> dict:
         assert self.consumer is not None
         return self.consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
@@ -176,16 +196,6 @@ class Source:
     def highwater(self, tp: TopicPartition) -> int | None:
         assert self.consumer is not None
         return self.consumer.highwater(tp)
-
-    def lag(self, next_offsets: dict[TopicPartition, int]) -> int | None:
-        """Messages between the next offsets and the log end (highwater of the last fetch)."""
-        total = 0
-        for tp in self._owned:
-            hw = self.highwater(tp)
-            if hw is None:
-                return None
-            total += max(0, hw - next_offsets.get(tp, 0))
-        return total
 
     def commit(self, offsets: dict[TopicPartition, int]) -> bool:
         """Commit next offsets of *owned* partitions (for lag monitoring); False on failure."""

@@ -29,7 +29,7 @@ import confluent_kafka as ck
 from kafka import TopicPartition
 
 from streamnb.kafka.errors import BrokerUnavailableError, ServiceError
-from streamnb.kafka.source import Backoff
+from streamnb.kafka.source import Backoff, Ownership
 
 __all__ = ["ConfluentSource", "Record", "confluent_consumer_defaults"]
 
@@ -69,7 +69,7 @@ class Record:
         self.headers = msg.headers()
 
 
-class ConfluentSource:
+class ConfluentSource(Ownership):
     """Consume ``topics`` as a group member (or statically assigned ``partitions``) with
     confluent-kafka; the same methods and hooks as :class:`~streamnb.kafka.source.Source`.
 
@@ -185,10 +185,6 @@ class ConfluentSource:
         self._revoke(partitions, lost=True)
 
     # -- data ------------------------------------------------------------------------------------
-    @property
-    def owned(self) -> set[TopicPartition]:
-        return set(self._owned)
-
     def poll(self, timeout_ms: int, max_records: int) -> dict:
         """Up to ``max_records`` records, ``{TopicPartition: [Record, ...]}`` in offset order:
         what is already fetched, else the first message to arrive within ``timeout_ms`` and what
@@ -244,16 +240,6 @@ class ConfluentSource:
         except ck.KafkaException:
             return None
         return high if high >= 0 else None
-
-    def lag(self, next_offsets: dict[TopicPartition, int]) -> int | None:
-        """Messages between the next offsets and the log end (highwater of the last fetch)."""
-        total = 0
-        for tp in self._owned:
-            hw = self.highwater(tp)
-            if hw is None:
-                return None
-            total += max(0, hw - next_offsets.get(tp, 0))
-        return total
 
     def commit(self, offsets: dict[TopicPartition, int]) -> bool:
         """Commit next offsets of *owned* partitions (for lag monitoring); False on failure."""

@@ -190,12 +190,7 @@ def edge_price(penalty: str | None, n_params: np.ndarray, n: np.ndarray, staying
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(n > 1, np.asarray(n_params, dtype=float) / np.maximum(n, 1.0), np.inf)
     if penalty == "chi2":
-        df = np.maximum(np.asarray(n_params, dtype=float), 1.0)
-        level = STAY_LEVEL if staying else CHI2_LEVEL
-        values, where = np.unique(df, return_inverse=True)  # a few parameter counts: a quantile each
-        quantile = np.array([_chi2_isf(level, float(v)) for v in values.tolist()])[where].reshape(df.shape)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(n > 1, quantile / (2 * np.maximum(n, 1.0)), np.inf)
+        return _chi2_prices((STAY_LEVEL if staying else CHI2_LEVEL,), n_params, n)[0]
     raise ValueError(f"edge penalty must be one of {EDGE_PENALTIES}, got {penalty!r}")
 
 
@@ -211,13 +206,19 @@ def edge_prices(penalty: str | None, n_params: np.ndarray, n: np.ndarray) -> np.
     >>> bool((p[0] == edge_price("chi2", np.array([1.0, 2.0]), np.array([1000.0] * 2))).all())
     True
     """
-    if penalty != "chi2":
-        return np.stack([edge_price(penalty, n_params, n), edge_price(penalty, n_params, n, staying=True)])
+    if penalty == "chi2":
+        return _chi2_prices((CHI2_LEVEL, STAY_LEVEL), n_params, n)
+    return np.stack([edge_price(penalty, n_params, n), edge_price(penalty, n_params, n, staying=True)])
+
+
+def _chi2_prices(levels: tuple, n_params: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``[len(levels), ...]``: the chi-squared quantile of each edge's parameter count at each
+    level, over ``2 n`` (``inf`` where ``n <= 1``); a few distinct counts, a quantile each."""
     n = np.asarray(n, dtype=float)
     df = np.maximum(np.asarray(n_params, dtype=float), 1.0)
-    values, where = np.unique(df, return_inverse=True)  # a few parameter counts: two quantiles each
-    quantiles = np.array([[_chi2_isf(level, float(v)) for v in values.tolist()] for level in (CHI2_LEVEL, STAY_LEVEL)])
-    out = quantiles[:, where].reshape((2, *df.shape))
+    values, where = np.unique(df, return_inverse=True)
+    quantiles = np.array([[_chi2_isf(level, float(v)) for v in values.tolist()] for level in levels])
+    out = quantiles[:, where].reshape((len(levels), *df.shape))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(n > 1, out / (2 * np.maximum(n, 1.0)), np.inf)
 

@@ -59,9 +59,15 @@ def _parse_int(text: str) -> int | float:
 _BIG = float(2**63)
 
 
+#: value types orjson and ``json`` decode alike, whatever the value
+_ALIKE = frozenset((str, bool, type(None)))
+
+
 def _check_fast(obj: dict, limit: int) -> bool:
     """False if the ``json`` path must decide: too deep (it says so, after its own checks), or
     numbers where orjson and ``json`` could differ."""
+    if _ALIKE.issuperset(map(type, obj.values())):  # a flat object of strings: no loop
+        return True
     return _check_nested(obj, limit, 1)
 
 

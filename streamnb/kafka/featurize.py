@@ -49,9 +49,11 @@ _SCALARS = (str, bool, int, float)
 _PLAIN = frozenset(_SCALARS)  # exact types the fast path accepts (subclasses take the slow path)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Example:
-    """Features ``x`` (None for a label event) and label ``y`` (or :data:`NO_LABEL`)."""
+    """Features ``x`` (None for a label event) and label ``y`` (or :data:`NO_LABEL`); read
+    only by convention (not ``frozen``: one is made per event, and a frozen dataclass takes
+    twice as long to build)."""
 
     x: dict | None
     y: Any = NO_LABEL
@@ -115,19 +117,14 @@ class FieldFeaturizer:
             # fast path (every field but the label is a feature): plain values only; anything
             # else (None, wrong types, no features) is decided by the general path below
             label_field = self.label_field
-            x = {k: v for k, v in event.items() if k != label_field}
-            if x:
-                plain = _PLAIN
-                for v in x.values():
-                    if type(v) not in plain:
-                        break
-                else:
-                    y = event.get(label_field, NO_LABEL) if label_field is not None else NO_LABEL
-                    if y is None:
-                        y = NO_LABEL
-                    elif y is not NO_LABEL and type(y) is not str and type(y) is not int and type(y) is not bool:
-                        y = _label(event, label_field)
-                    return Example(x, y)
+            x = event.copy()
+            y = x.pop(label_field, NO_LABEL) if label_field is not None else NO_LABEL
+            if x and _PLAIN.issuperset(map(type, x.values())):
+                if y is None:
+                    y = NO_LABEL
+                elif y is not NO_LABEL and type(y) is not str and type(y) is not int and type(y) is not bool:
+                    y = _label(event, label_field)
+                return Example(x, y)
         return self._general(event)
 
     def _general(self, event: dict) -> Example:

@@ -31,10 +31,15 @@ log = logging.getLogger(__name__)
 
 def encode_json(obj: Any) -> bytes:
     """JSON bytes of an output message (orjson when installed; ``json`` for what orjson
-    refuses, e.g. integers beyond 64 bits or strings with lone surrogates)."""
+    refuses, e.g. integers beyond 64 bits or strings with lone surrogates).
+
+    orjson's bytes are cut from a 1 KiB allocation; outputs are kept until acknowledged (up
+    to a checkpoint's worth), and thousands of such blocks held at once cost ~1.5 us each in
+    the allocator. A copy of the exact size (0.1 us) frees the block at once.
+    """
     if _orjson_dumps is not None:
         try:
-            return _orjson_dumps(obj)
+            return bytes(memoryview(_orjson_dumps(obj)))
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
     return json.dumps(obj).encode()
@@ -48,6 +53,9 @@ def key_text(key: bytes | None) -> str | None:
         return key.decode("utf-8")
     except UnicodeDecodeError:
         return key.hex()
+
+
+_STR = frozenset((str,))
 
 
 def _class_name(k: Any) -> str:
@@ -89,15 +97,15 @@ class Predictions:
     def events(self, done: list) -> None:
         """:meth:`one` for each ``(record, example, proba, n_seen)`` of ``done``, in order: the
         same messages, sent and counted once per poll."""
-        names: dict = {}
         hits: list[bool] = []
         values: list[bytes] = []
         for rec, ex, proba, n_seen in done:
             pred = max(proba, key=proba.__getitem__) if proba else None
-            named = {names[k] if k in names else names.setdefault(k, _class_name(k)): v for k, v in proba.items()}
-            if ex.has_label and pred is not None:
+            if not _STR.issuperset(map(type, proba)):
+                proba = {_class_name(k): v for k, v in proba.items()}
+            if ex.y is not NO_LABEL and pred is not None:
                 hits.append(pred == ex.y)
-            values.append(_message(rec, ex, pred, named, n_seen))
+            values.append(_message(rec, ex, pred, proba, n_seen))
         self._sent(values, [rec.key for rec, *_ in done], hits)
 
     def many(self, feats: list, classes: list, rows: list, n_seen: float) -> None:
@@ -129,10 +137,8 @@ class Predictions:
 
 def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float) -> bytes:
     """The JSON prediction message of one event (see :class:`Predictions`)."""
-    out: dict[str, Any] = {"prediction": pred, "proba": proba}
-    if ex.has_label:
-        out["label"] = ex.y
-    out["n_seen"] = n_seen
-    out["source"] = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
-                     "key": key_text(record.key)}
-    return encode_json(out)
+    source = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
+              "key": key_text(record.key)}
+    if ex.y is NO_LABEL:
+        return encode_json({"prediction": pred, "proba": proba, "n_seen": n_seen, "source": source})
+    return encode_json({"prediction": pred, "proba": proba, "label": ex.y, "n_seen": n_seen, "source": source})

@@ -1292,7 +1292,80 @@ done:
 
 /* -- the module -------------------------------------------------------------------------- */
 
+/* -- words ------------------------------------------------------------------------------ */
+
+/* \w of Python's re on str patterns: alphanumeric (Unicode) or '_' (sre's SRE_UNI_IS_WORD). */
+static inline int is_word(Py_UCS4 ch) {
+    if (ch < 128) /* ASCII: [0-9A-Za-z_] without the four Unicode table lookups */
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || (ch >= 'A' && ch <= 'Z');
+    return Py_UNICODE_ISALNUM(ch);
+}
+
+/* count_words(text) -> {word: count}: what dict(Counter(re.findall(r"(?u)\b\w[\w\-]+\b", text)))
+ * gives, in the same order (first occurrence). findall's match at a word character i that
+ * follows a non-word character: [\w\-]+ takes the run of word characters and '-' after i, and
+ * backtracks to the last position where \b holds, which is just after the run's last word
+ * character (a word character followed by '-' or a non-word); no word character after i in the
+ * run: no match at i. The next match is searched from the end of this one (or from i + 1). */
+static PyObject *count_words(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "count_words expects a str");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    int prev_word = 0; /* is_word(text[i - 1]) */
+    Py_ssize_t i = 0;
+    while (i < n) {
+        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
+        int word = is_word(ch);
+        if (!word || prev_word) {
+            prev_word = word;
+            i++;
+            continue;
+        }
+        Py_ssize_t last = -1, j = i + 1; /* last: index of the run's last word character after i */
+        for (; j < n; j++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, j);
+            if (is_word(c))
+                last = j;
+            else if (c != '-')
+                break;
+        }
+        if (last < 0) { /* no match at i; i + 1 is '-' or a non-word character */
+            prev_word = 1;
+            i++;
+            continue;
+        }
+        PyObject *token = PyUnicode_Substring(text, i, last + 1);
+        if (token == NULL)
+            goto fail;
+        PyObject *count = PyDict_GetItemWithError(out, token);
+        if (count == NULL && PyErr_Occurred()) {
+            Py_DECREF(token);
+            goto fail;
+        }
+        PyObject *next = PyLong_FromSsize_t(count == NULL ? 1 : PyLong_AsSsize_t(count) + 1);
+        int bad = next == NULL || PyDict_SetItem(out, token, next) < 0;
+        Py_XDECREF(next);
+        Py_DECREF(token);
+        if (bad)
+            goto fail;
+        i = last + 1; /* a word character: its successor is '-' or a non-word character */
+        prev_word = 1;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"count_words", (PyCFunction)count_words, METH_O, "count_words(text) -> {word: count}"},
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
     {"gaussian_joint", (PyCFunction)(void (*)(void))gaussian_joint, METH_FASTCALL,
      "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude)"},

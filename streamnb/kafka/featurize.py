@@ -29,6 +29,7 @@ from typing import Any
 
 from river.feature_extraction.vectorize import strip_accents_unicode
 
+from streamnb import kernels
 from streamnb.kafka.errors import BadMessage
 
 __all__ = ["NO_LABEL", "Example", "Featurizer", "FieldFeaturizer", "TextFeaturizer"]
@@ -157,9 +158,10 @@ class FieldFeaturizer:
 
 class Words:
     """Word counts as ``river.feature_extraction.BagOfWords()`` makes them (accents stripped,
-    lowercase, ``\\b\\w[\\w\\-]+\\b`` words, counted in order of first occurrence), the words
-    found by one ``re.findall`` and counted by ``collections.Counter`` in C rather than
-    matched one by one in Python: the same dict, a third of the time.
+    lowercase, ``\\b\\w[\\w\\-]+\\b`` words, counted in order of first occurrence): the words
+    found and counted in one pass of compiled code (``count_words`` in
+    :mod:`streamnb.kernels`, a sixth of the time of ``re.findall`` and ``Counter``), or by
+    ``re.findall`` and ``collections.Counter`` where it is not built. The same dict either way.
 
     >>> Words().transform_one("Café au LAIT, au lait!")
     {'cafe': 1, 'au': 2, 'lait': 2}
@@ -170,6 +172,9 @@ class Words:
     def transform_one(self, text: str) -> dict:
         if not text.isascii():
             text = strip_accents_unicode(text)
+        native = kernels.native
+        if native is not None:
+            return native.count_words(text.lower())  # type: ignore[no-any-return]
         return dict(Counter(self._pattern.findall(text.lower())))
 
 
@@ -207,4 +212,5 @@ class TextFeaturizer:
             return Example(None, y)
         if not isinstance(text, str):
             raise BadMessage("wrong_type", f"field {self.text_field!r}: expected a string, got {type(text).__name__}")
-        return Example(dict(self.tokenizer.transform_one(text)), y)
+        x = self.tokenizer.transform_one(text)
+        return Example(x if type(x) is dict else dict(x), y)

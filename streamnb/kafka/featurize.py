@@ -174,7 +174,7 @@ class Words:
             text = strip_accents_unicode(text)
         native = kernels.native
         if native is not None:
-            return native.count_words(text.lower())  # type: ignore[no-any-return]
+            return native.count_words(text.lower())
         return dict(Counter(self._pattern.findall(text.lower())))
 
 

@@ -341,6 +341,15 @@ class TANClassifier(TreeAugmentedNB):
     missing categorical parent is summed out with its numeric children's densities as evidence,
     a missing numeric one by Gaussian integrals: exact, whatever is missing.
 
+    A known limit of these Gaussians: a numeric feature that takes one value whenever its
+    categorical parent takes a given value (an amount that is 0 whenever a flag is off) has no
+    spread in that cell, so the cell's variance is the pseudo-event's alone, ``v_y / (n + 1)``;
+    the ratio of the class variances then acts as evidence the cell does not hold (on the UCI
+    crx set, about 1.75 nats per event for the numeric column A11 under the flag A10), and the
+    edge weighs much more than it is worth to the classifier. The same holds for a numeric
+    parent (the residual variance of a line through two clusters). Casting such a feature
+    ``"categorical"`` avoids it (crx with A11 categorical: 0.783 against 0.757 in 5-fold CV).
+
     Parameters
     ----------
     alpha

@@ -570,8 +570,7 @@ class BaseNB(base.MiniBatchClassifier):
             frames = {name: f[keep] for name, f in frames.items()}
             labels = [label for label, ok in zip(labels, keep) if ok]
             weights = weights[keep]
-        codes, uniques = pd.factorize(pd.Series(labels, dtype=object))
-        k = self._classes.lookup(list(uniques), add=True)[codes]  # new classes in arrival order
+        k = self._classes.lookup(labels, add=True)  # new classes in arrival order
         self._class_counts.add_at((k,), weights)
         start = 0
         while start < len(k):

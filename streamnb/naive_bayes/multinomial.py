@@ -181,8 +181,10 @@ class MultinomialPart(Part):
         if len(new):  # new tokens, in the order a row-by-row reader meets them
             # (sparse: the stored entries are the tokens present)
             seen = new[first_seen((v == v)[:, new])] if dense else first_seen_sparse(v, among=new)
-            cols = cols.copy()
-            cols[seen] = self.tokens.extend([names[j] for j in seen.tolist()])
+            if len(seen):
+                cols = cols.copy()
+                cols[seen] = self.tokens.extend([names[j] for j in seen.tolist()])
+                cols = self.tokens.remember_columns(names, cols)  # the next batch's lookup
         if dense and np.isnan(v).any():
             v = np.nan_to_num(v)
         known = np.flatnonzero(cols >= 0)
@@ -213,19 +215,37 @@ class MultinomialPart(Part):
         v = self._converted(X, self._convert)
         if isinstance(v, np.ndarray) and np.isnan(v).any():
             v = np.nan_to_num(v)
-        ids = self.tokens.lookup_columns(list(X.columns))
-        known = ids >= 0
-        table = self._table
-        if table is None or table.shape != (len(self.classes), len(self.tokens)):
-            table = self._table = drop_impossible(self._log_p(np.arange(len(self.tokens))))
-        log_p = np.zeros((len(self.classes), len(ids)))  # unknown tokens: ignored ...
-        log_p[:, known] = table[:, ids[known]]
-        if self.unseen == "smooth" and not known.all():  # ... or smoothed
-            log_p[:, ~known] = self._log_p(ids[~known])
-        return log_dot(v, drop_impossible(log_p))
+        ids = self.tokens.lookup_columns(X.columns if isinstance(X.columns, list) else list(X.columns))
+        table, impossible = self._log_table()
+        gathered = self._gathered
+        if gathered is not None and gathered[0] is ids and gathered[1] is table:
+            return log_dot(v, gathered[2], impossible)
+        if np.array_equal(ids, np.arange(table.shape[1])):  # the vocabulary itself, in order
+            log_p = table
+        else:
+            known = ids >= 0
+            log_p = np.zeros((len(self.classes), len(ids)))  # unknown tokens: ignored ...
+            log_p[:, known] = table[:, ids[known]]
+            if self.unseen == "smooth" and not known.all():  # ... or smoothed
+                log_p[:, ~known] = self._log_p(ids[~known])
+                return log_dot(v, drop_impossible(log_p))
+        self._gathered = (ids, table, log_p)  # for the next batch with these columns
+        return log_dot(v, log_p, impossible)
 
-    #: ``log P(token | class)`` of the whole vocabulary for batches, until the counts change.
-    _table: np.ndarray | None = None
+    def _log_table(self) -> tuple[np.ndarray, bool]:
+        """``log P(token | class)`` of the whole vocabulary (tokens impossible in every class
+        dropped), and whether any entry is still ``-inf``; kept until the counts change."""
+        cached = self._table
+        if cached is None or cached[0].shape != (len(self.classes), len(self.tokens)):
+            table = np.ascontiguousarray(drop_impossible(self._log_p(np.arange(len(self.tokens)))))
+            cached = self._table = (table, bool(np.isneginf(table).any()))
+        return cached
+
+    #: ``_log_table()`` for batches, until the counts change.
+    _table: tuple[np.ndarray, bool] | None = None
+    #: ``(column ids, table, log P of those columns)`` of the last batch: a batch with the same
+    #: columns (``lookup_columns`` gives the same ids object) and table reuses it.
+    _gathered: tuple | None = None
 
     def changed(self) -> None:
         self._table = None

@@ -179,7 +179,7 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
     if isinstance(X, SparseBatch) and not sparse:
         X = pd.DataFrame(X.matrix.toarray(), columns=X.columns, index=X.index)
     if sparse and is_sparse_frame(X):
-        m = X.matrix.astype(float) if isinstance(X, SparseBatch) else X.sparse.to_coo().tocsr().astype(float)
+        m = X.matrix.astype(float, copy=False) if isinstance(X, SparseBatch) else X.sparse.to_coo().tocsr().astype(float)
         d = m.data
         bad = ~(np.abs(d) <= MAX_ABS) | ((d < 0) if nonnegative else False)
         if bad.any():
@@ -248,12 +248,17 @@ def first_seen_sparse(m: Any, among: np.ndarray | None = None) -> np.ndarray:
         wanted = np.zeros(m.shape[1], dtype=bool)
         wanted[among] = True
         cols = cols[wanted[cols]]
-    _, first = np.unique(cols, return_index=True)
-    return cols[np.sort(first)]
+    first = np.full(m.shape[1], len(cols))  # each column's first position (no sort of cols)
+    np.minimum.at(first, cols, np.arange(len(cols)))
+    seen = np.flatnonzero(first < len(cols))
+    return seen[np.argsort(first[seen], kind="stable")]
 
 
-def log_dot(A: np.ndarray, log_p: np.ndarray) -> np.ndarray:
-    """``A @ log_p.T`` where ``0 * -inf`` is 0 (an absent term) and ``a * -inf`` is ``-inf``."""
+def log_dot(A: np.ndarray, log_p: np.ndarray, impossible: bool | None = None) -> np.ndarray:
+    """``A @ log_p.T`` where ``0 * -inf`` is 0 (an absent term) and ``a * -inf`` is ``-inf``;
+    ``impossible``: whether ``log_p`` has any ``-inf``, if the caller knows."""
+    if impossible is False:
+        return np.asarray(A @ log_p.T)
     neg = np.isneginf(log_p)
     if not neg.any():
         return np.asarray(A @ log_p.T)

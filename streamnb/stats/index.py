@@ -135,7 +135,19 @@ class Index:
         if (cached is not None and cached[1] == len(self.keys) and cached[2] == self.epoch
                 and (cached[0] is columns or cached[0] == columns)):
             return cached[3]
-        ids = self.lookup(columns)
+        return self.remember_columns(columns, self.lookup(columns))
+
+    def remember_columns(self, columns: list, ids: np.ndarray) -> np.ndarray:
+        """Remember ``ids`` as :meth:`lookup_columns` of ``columns`` from now on (e.g. once a
+        batch's new names were added with :meth:`extend`, so that the next batch with the same
+        columns is not looked up again); the ids, read-only.
+
+        >>> idx = Index(["a"]); cols = ["a", "b"]
+        >>> ids = idx.lookup_columns(cols).copy(); ids[1] = idx.extend(["b"])[0]
+        >>> _ = idx.remember_columns(cols, ids); idx.lookup_columns(cols).tolist()
+        [0, 1]
+        """
+        ids = np.array(ids, dtype=np.intp)
         ids.flags.writeable = False
         self._columns = (list(columns), len(self.keys), self.epoch, ids)
         return ids

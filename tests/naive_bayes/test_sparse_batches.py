@@ -44,3 +44,36 @@ def test_a_sparse_batch_needs_its_vocabulary_and_a_token_learner():
         streamnb.MultinomialNB().learn_many(X, pd.Series(y), columns=vocabulary[:-1])
     with pytest.raises(StreamnbError, match="not a sparse matrix"):
         streamnb.GaussianNB().learn_many(X, pd.Series(y), columns=vocabulary)
+
+
+@pytest.mark.parametrize("unseen", ["ignore", "smooth"])
+def test_batches_with_the_same_columns_follow_the_model_as_it_learns(unseen):
+    """The column lookup and the log-probabilities gathered for a column list are reused by
+    the next batch with the same list, and must follow every change of the model: learning
+    (new tokens, new counts), a column list in the vocabulary's own order, and another list."""
+    batch, one = streamnb.MultinomialNB(unseen=unseen), streamnb.MultinomialNB(unseen=unseen)
+    vocabulary = [f"t{j}" for j in range(40)]
+    in_order = None
+    for seed in range(4):
+        X, _, y = _batch(10 + seed)
+        X = X.tolil()
+        X[:, 30 + seed:] = 0  # later batches bring new tokens
+        X = X.tocsr()
+        X.eliminate_zeros()
+        for _ in range(2):  # the second time: new counts, no new token
+            batch.learn_many(X, pd.Series(y), columns=vocabulary)
+            for r, label in zip(X.toarray().tolist(), y):
+                one.learn_one({t: v for t, v in zip(vocabulary, r) if v}, label)
+            _check(batch, one, vocabulary)
+        in_order = in_order or list(batch._single.tokens.keys)  # the vocabulary in the model's order
+        for columns in (vocabulary, in_order, vocabulary[::-1]):
+            _check(batch, one, columns)
+
+
+def _check(batch, one, columns: list) -> None:
+    Q, _, _ = _batch(20 + len(one._single.tokens), rows=8)
+    Q = Q[:, : len(columns)]
+    got = batch.predict_proba_many(Q, columns=columns)
+    for i, q in enumerate(Q.toarray().tolist()):
+        want = one.predict_proba_one({t: v for t, v in zip(columns, q) if v})
+        assert got.iloc[i].to_dict() == pytest.approx(want, rel=1e-9, abs=1e-12)

@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <string.h>
 
 #define MAX_ABS 1e100
 #define LOG_2PI 1.8378770664093453 /* math.log(2.0 * math.pi) */
@@ -1075,6 +1076,75 @@ done:
 #define PRIOR 1.0     /* streamnb.bn.linear_gaussian.PRIOR */
 #define TINY 1e-300   /* streamnb.bn.linear_gaussian._TINY */
 
+/* Chan's step for one event of weight w on a cell of weight n_a: n = n_a + w, frac = w / n,
+ * kk = n_a * frac. The cells of a dense event mostly share n_a: the last step is kept and
+ * reused when n_a has the same bits (the same operations on the same operands: the same
+ * results, without a division per cell). */
+typedef struct {
+    double w, n_a, n, frac, kk;
+    int have;
+} step_t;
+
+static inline void chan_step(step_t *st, double n_a) {
+    if (!st->have || memcmp(&n_a, &st->n_a, sizeof(double)) != 0) {
+        st->n_a = n_a;
+        st->n = n_a + st->w;
+        st->frac = st->w / st->n;
+        st->kk = n_a * st->frac;
+        st->have = 1;
+    }
+}
+
+/* The co-moment update of the event ``e`` (ids all known) in class k: the pairs of features
+ * with id < limit (e is compacted to them). 0 done, -1 a cell outside its table (nothing
+ * changed). */
+static int comoment_update(event_t *e, Py_ssize_t k, double w, Py_ssize_t limit, table_t *N, table_t *M,
+                           table_t *S, table_t *C) {
+    Py_ssize_t d = 0, amax = 0;
+    for (Py_ssize_t i = 0; i < e->n; i++) { /* features past the limit have no co-moments */
+        if (e->id[i] < limit) {
+            e->id[d] = e->id[i];
+            e->x[d] = e->x[i];
+            if (e->id[d] > amax) amax = e->id[d];
+            d++;
+        }
+    }
+    e->n = d;
+    if (d && (!fits(N, k, amax, amax) || !fits(M, k, amax, amax) || !fits(S, k, amax, amax) ||
+              !fits(C, k, amax, amax)))
+        return -1;
+    step_t st = {w, 0.0, 0.0, 0.0, 0.0, 0};
+    for (Py_ssize_t i = 0; i < d; i++) {
+        Py_ssize_t a = e->id[i];
+        double xa = e->x[i];
+        for (Py_ssize_t j = i; j < d; j++) {
+            Py_ssize_t b = e->id[j];
+            double *nab = ref3(N, k, a, b);
+            chan_step(&st, *nab);
+            double n = st.n, frac = st.frac, kk = st.kk;
+            if (j == i) {
+                double *m = ref3(M, k, a, a), da = xa - *m;
+                *m += da * frac;
+                *ref3(S, k, a, a) += da * da * kk;
+                *ref3(C, k, a, a) += da * da * kk;
+                *nab = n;
+            } else {
+                double *mab = ref3(M, k, a, b), *mba = ref3(M, k, b, a);
+                double dab = xa - *mab, dba = e->x[j] - *mba;
+                *mab += dab * frac;
+                *mba += dba * frac;
+                *ref3(S, k, a, b) += dab * dab * kk;
+                *ref3(S, k, b, a) += dba * dba * kk;
+                *ref3(C, k, a, b) += dab * dba * kk;
+                *ref3(C, k, b, a) += dba * dab * kk;
+                *nab = n;
+                *ref3(N, k, b, a) = n;
+            }
+        }
+    }
+    return 0;
+}
+
 /* comoment_add(x, ids, k, w, limit, CN, CM, CS, CC) -> True | None
  * CoMoments.update_ids for an event of plain numbers whose features are all known: for the
  * features with id < limit, every pair (a, b) of class k gets Chan's update for one event,
@@ -1100,48 +1170,104 @@ static PyObject *comoment_add(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (ok < 0) return NULL;
         Py_RETURN_NONE;
     }
-    Py_ssize_t d = 0, amax = 0;
-    for (Py_ssize_t i = 0; i < e.n; i++) { /* features past the limit have no co-moments */
-        if (e.id[i] < limit) {
-            e.id[d] = e.id[i];
-            e.x[d] = e.x[i];
-            if (e.id[d] > amax) amax = e.id[d];
-            d++;
-        }
-    }
-    if (d && (!fits(&N, k, amax, amax) || !fits(&M, k, amax, amax) || !fits(&S, k, amax, amax) ||
-              !fits(&C, k, amax, amax))) {
-        event_free(&e);
+    int bad = comoment_update(&e, k, w, limit, &N, &M, &S, &C);
+    event_free(&e);
+    if (bad) return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude,
+ *          limit, CN, CM, CS, CC) -> (top, top_id) | None
+ * LinearGaussianPart.learn_one for an event of plain numbers whose features are all known, in
+ * one pass over the event: gaussian_learn's Welford update (the class's cells, the pooled
+ * cells, ``spread`` and its running maximum; the same operations), then comoment_add's
+ * co-moments. None, touching nothing, otherwise. */
+static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(22);
+    PyObject *x = args[0], *ids = args[1], *spread = args[13], *top_obj = args[14], *exclude = args[16];
+    view_t N, M, S, PN, PM, PS;
+    table_t CN, CM, CS, CC;
+    Py_ssize_t n0, n1, k, p1, top_id, limit;
+    double w, top = 0.0;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &N) || get_view(args[3], &M) ||
+        get_view(args[4], &S) || get_index(args[5], &n0) || get_index(args[6], &n1) || get_index(args[7], &k) ||
+        get_double(args[8], &w) || get_view(args[9], &PN) || get_view(args[10], &PM) || get_view(args[11], &PS) ||
+        get_index(args[12], &p1) || get_index(args[15], &top_id) || get_index(args[17], &limit) ||
+        get_table(args[18], 3, &CN) || get_table(args[19], 3, &CM) || get_table(args[20], 3, &CS) ||
+        get_table(args[21], 3, &CC))
+        return NULL;
+    if (!PyList_Check(spread)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (spread)");
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < d; i++) {
-        Py_ssize_t a = e.id[i];
-        double xa = e.x[i];
-        for (Py_ssize_t j = i; j < d; j++) {
-            Py_ssize_t b = e.id[j];
-            double *nab = ref3(&N, k, a, b), n_a = *nab, n = n_a + w, frac = w / n, kk = n_a * frac;
-            if (j == i) {
-                double *m = ref3(&M, k, a, a), da = xa - *m;
-                *m += da * frac;
-                *ref3(&S, k, a, a) += da * da * kk;
-                *ref3(&C, k, a, a) += da * da * kk;
-                *nab = n;
-            } else {
-                double *mab = ref3(&M, k, a, b), *mba = ref3(&M, k, b, a);
-                double dab = xa - *mab, dba = e.x[j] - *mba;
-                *mab += dab * frac;
-                *mba += dba * frac;
-                *ref3(&S, k, a, b) += dab * dab * kk;
-                *ref3(&S, k, b, a) += dba * dba * kk;
-                *ref3(&C, k, a, b) += dab * dba * kk;
-                *ref3(&C, k, b, a) += dba * dab * kk;
-                *nab = n;
-                *ref3(&N, k, b, a) = n;
+    int has_top = top_obj != Py_None;
+    if (has_top && get_double(top_obj, &top)) return NULL;
+    if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
+    if (exclude != Py_None && check_dict(exclude, "exclude")) return NULL;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    int ok = read_numeric_except(x, ids, exclude, 0, 1, &e);
+    if (ok < 0) goto fail;
+    if (ok == 0) {
+        event_free(&e);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t base = k * n0, n_spread = PyList_GET_SIZE(spread), cmax = -1;
+    for (Py_ssize_t f = 0; f < e.n; f++) { /* every cell in range before anything changes */
+        Py_ssize_t j = e.id[f], i = base + j * n1, q = j * p1;
+        IN(N, i);
+        IN(M, i);
+        IN(S, i);
+        IN(PN, q);
+        IN(PM, q);
+        IN(PS, q);
+        if (j >= n_spread) {
+            event_free(&e);
+            Py_RETURN_NONE;
+        }
+        if (j < limit && j > cmax) cmax = j;
+    }
+    if (cmax >= 0 && (!fits(&CN, k, cmax, cmax) || !fits(&CM, k, cmax, cmax) || !fits(&CS, k, cmax, cmax) ||
+                      !fits(&CC, k, cmax, cmax)))
+        goto fail;
+    step_t cls = {w, 0.0, 0.0, 0.0, 0.0, 0}, pool = {w, 0.0, 0.0, 0.0, 0.0, 0};
+    for (Py_ssize_t f = 0; f < e.n; f++) { /* gaussian_learn's loop, operation for operation */
+        Py_ssize_t j = e.id[f];
+        double xv = e.x[f];
+        Py_ssize_t i = base + j * n1;
+        double n_a = N.p[i];
+        chan_step(&cls, n_a);
+        double delta = xv - M.p[i];
+        M.p[i] += delta * cls.frac;
+        S.p[i] += delta * delta * n_a * cls.frac;
+        N.p[i] = cls.n;
+        i = j * p1;
+        n_a = PN.p[i];
+        chan_step(&pool, n_a);
+        delta = xv - PM.p[i];
+        PM.p[i] += delta * pool.frac;
+        double m2 = PS.p[i] = PS.p[i] + delta * delta * n_a * pool.frac;
+        PN.p[i] = pool.n;
+        double s = m2 / pool.n;
+        PyObject *sf = PyFloat_FromDouble(s);
+        if (sf == NULL) goto fail; /* out of memory: cells learned so far stay learned */
+        PyList_SetItem(spread, j, sf);
+        if (has_top) {
+            if (s >= top) {
+                top = s;
+                top_id = j;
+            } else if (j == top_id) {
+                has_top = 0;
             }
         }
     }
+    if (comoment_update(&e, k, w, limit, &CN, &CM, &CS, &CC)) goto fail; /* (checked above) */
     event_free(&e);
-    Py_RETURN_TRUE;
+    if (has_top) return Py_BuildValue("(dn)", top, top_id);
+    return Py_BuildValue("(On)", Py_None, top_id);
+fail:
+    event_free(&e);
+    return NULL;
 }
 
 /* LinearGaussianPart._root: mean and variance of feature j in class k; 0 if no estimate. */
@@ -1193,8 +1319,12 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (Cn < 1 || Cn > MAX_CLASSES || size == 0) Py_RETURN_NONE;
     event_t e;
     if (event_init(&e, size)) return NULL;
-    Py_ssize_t *par = PyMem_Malloc(size * sizeof(Py_ssize_t));
-    double *parx = PyMem_Malloc(size * sizeof(double)), *terms = PyMem_Malloc(size * sizeof(double));
+    Py_ssize_t small_par[SMALL];
+    double small_parx[SMALL], small_terms[SMALL];
+    int heap = size > SMALL;
+    Py_ssize_t *par = heap ? PyMem_Malloc(size * sizeof(Py_ssize_t)) : small_par;
+    double *parx = heap ? PyMem_Malloc(size * sizeof(double)) : small_parx;
+    double *terms = heap ? PyMem_Malloc(size * sizeof(double)) : small_terms;
     PyObject *result = NULL;
     int ok = 1;
     if (par == NULL || parx == NULL || terms == NULL) {
@@ -1204,7 +1334,7 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     ok = read_numeric_except(x, ids, exclude, 0, 0, &e);
     if (ok <= 0) goto done;
-    Py_ssize_t amax = 0;
+    Py_ssize_t amax = 0, cmax = -1; /* the largest id, and the largest id of a pair (j, p) */
     for (Py_ssize_t i = 0; i < e.n; i++) { /* each feature's parent: observed, or the class */
         Py_ssize_t j = e.id[i];
         if (j >= n_pa) {
@@ -1230,13 +1360,17 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
             }
             parx[i] = e.x[q];
             if (p > amax) amax = p;
+            if (p > cmax) cmax = p;
+            if (j > cmax) cmax = j;
         }
         if (j > amax) amax = j;
     }
     const table_t *W[3] = {&WN, &WM, &WS}, *P[3] = {&PN, &PM, &PS};
     if (!fits(&WN, Cn - 1, amax, 0) || !fits(&WM, Cn - 1, amax, 0) || !fits(&WS, Cn - 1, amax, 0) ||
-        !fits(&PN, 0, amax, 0) || !fits(&PM, 0, amax, 0) || !fits(&PS, 0, amax, 0)) {
-        ok = -1;
+        !fits(&PN, 0, amax, 0) || !fits(&PM, 0, amax, 0) || !fits(&PS, 0, amax, 0) ||
+        (cmax >= 0 && (!fits(&CN, Cn - 1, cmax, cmax) || !fits(&CM, Cn - 1, cmax, cmax) ||
+                       !fits(&CS, Cn - 1, cmax, cmax) || !fits(&CC, Cn - 1, cmax, cmax)))) {
+        ok = -1; /* (strides are >= 0: every cell read below is at most the largest checked) */
         goto done;
     }
     double out[MAX_CLASSES];
@@ -1250,11 +1384,6 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
                     continue;
                 }
             } else {
-                if (!fits(&CN, k, j, p) || !fits(&CN, k, p, j) || !fits(&CM, k, j, p) || !fits(&CM, k, p, j) ||
-                    !fits(&CS, k, j, p) || !fits(&CS, k, p, j) || !fits(&CC, k, j, p)) {
-                    ok = -1;
-                    goto done;
-                }
                 double n = at3(&CN, k, j, p);
                 if (n <= 0) { /* LinearGaussianPart._line without co-observed events */
                     if (!lg_root(k, j, eps, W, P, &mean, &var)) {
@@ -1282,9 +1411,11 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
     }
     result = float_list(out, Cn);
 done:
-    PyMem_Free(par);
-    PyMem_Free(parx);
-    PyMem_Free(terms);
+    if (heap) {
+        PyMem_Free(par);
+        PyMem_Free(parx);
+        PyMem_Free(terms);
+    }
     event_free(&e);
     if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
     Py_RETURN_NONE;
@@ -1385,6 +1516,8 @@ static PyMethodDef methods[] = {
     {"tree_add", (PyCFunction)(void (*)(void))tree_add, METH_FASTCALL, "tree_add(ids, fids, k, w, N, D, T, sums)"},
     {"comoment_add", (PyCFunction)(void (*)(void))comoment_add, METH_FASTCALL,
      "comoment_add(x, ids, k, w, limit, CN, CM, CS, CC)"},
+    {"lg_learn", (PyCFunction)(void (*)(void))lg_learn, METH_FASTCALL,
+     "lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude, limit, CN, CM, CS, CC)"},
     {"lg_joint", (PyCFunction)(void (*)(void))lg_joint, METH_FASTCALL,
      "lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes)"},
     {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,

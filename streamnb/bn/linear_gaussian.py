@@ -143,13 +143,25 @@ class LinearGaussianPart(GaussianPart):
     def pair_weights(self, penalty: str | None) -> tuple[list, np.ndarray, np.ndarray]:
         """The numeric features counted so far (canonical order), their ``[F, F]`` edge
         weights less their price (:func:`gaussian_pair_weights`), and the prices."""
-        n, m2, c = (self.co.view(f) for f in ("n", "m2", "c"))
-        counted = np.flatnonzero(np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0)
+        co = self.co
+        n, m2, c = co.view("n"), co.view("m2"), co.view("c")
+        counted = np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0
         keys = self.features.keys
-        order = sorted(counted.tolist(), key=lambda i: canonical(keys[i]))
-        ix = np.ix_(np.arange(n.shape[0]), order, order)
-        prices = gaussian_pair_prices(n[ix], penalty)
-        return [keys[i] for i in order], gaussian_pair_weights(n[ix], m2[ix], c[ix], penalty, prices), prices
+        key = (self.features.epoch, len(keys), n.shape, counted.tobytes())
+        cached = self._pair_order
+        if cached is None or cached[0] != key:  # the order changes only with the features counted
+            order = sorted(np.flatnonzero(counted).tolist(), key=lambda i: canonical(keys[i]))
+            ix = None if order == list(range(n.shape[1])) else np.ix_(np.arange(n.shape[0]), order, order)
+            cached = self._pair_order = (key, [keys[i] for i in order], ix)
+        _, names, ix = cached
+        if ix is None:  # every feature, in canonical order already: the arrays as they are
+            n, m2, c = np.ascontiguousarray(n), np.ascontiguousarray(m2), np.ascontiguousarray(c)
+        else:
+            n, m2, c = n[ix], m2[ix], c[ix]
+        prices = gaussian_pair_prices(n, penalty)
+        return list(names), gaussian_pair_weights(n, m2, c, penalty, prices), prices
+
+    _pair_order: tuple | None = None
 
     def _tree(self) -> tuple[list, list, bool]:
         """``(parents, children, any edge)`` by feature id: -1 the class only, -2 a categorical
@@ -174,12 +186,13 @@ class LinearGaussianPart(GaussianPart):
 
     def changed(self) -> None:
         super().changed()
-        self._tree_cache = self._dense = None
+        self._tree_cache = self._dense = self._lg_views = None
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_dense"] = None  # views of this object's arrays: never copied nor pickled
         state.pop("_co_views", None)
+        state.pop("_lg_views", None)
         return state
 
     # -- learning --------------------------------------------------------------------------
@@ -193,13 +206,18 @@ class LinearGaussianPart(GaussianPart):
         self.learn_one(prepared, k, w)
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        """:meth:`learn_one` in C: the Gaussian part's cells, then the co-moments."""
-        if not super().learn_fast(x, k, w):
-            return False
+        """:meth:`learn_one` in C, one call: the Gaussian part's cells, then the co-moments."""
         native = kernels.native
-        assert native is not None
-        native.comoment_add(x, self.features._ids, k, w, self.co.limits[1] or len(self.features.keys),
-                            *self._co_tables())
+        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
+            return False
+        spread = self._spreads()
+        welford, pooled, co = self._fast_views()[1:4]
+        got = native.lg_learn(x, self.features._ids, *welford, k, w, *pooled, spread, self._top, self._top_id,
+                              self._fast_args()[0], self.co.limits[1] or len(self.features.keys), *co)
+        if got is None:
+            return False
+        self._top, self._top_id = got
+        self._derived = None
         return True
 
     def joint_fast(self, x: dict) -> list | None:
@@ -210,10 +228,30 @@ class LinearGaussianPart(GaussianPart):
         native = kernels.native
         if native is None or type(next(iter(x.values()), 0.0)) is str:
             return None
+        key, _, _, _, tables = self._fast_views()
+        return native.lg_joint(x, self.features._ids, parents, self._fast_args()[0], *tables, self._eps(), key[0])
+
+    def _fast_views(self) -> tuple:
+        """What the compiled path reads and writes, retaken only when the arrays moved (a new
+        class or feature, a reallocation: the key is the class and feature counts and the
+        three statistics' generations): ``(key, Welford views (N, M, S, n0, n1), pooled views
+        (PN, PM, PS, p1), co-moment tables, lg_joint's tables)``."""
+        wf, pool, co = self.welford, self.pooled, self.co
+        cached = self._lg_views
+        if (cached is not None and cached[0][0] == len(self.classes.keys) and cached[0][1] == wf.generation
+                and cached[0][2] == pool.generation and cached[0][3] == co.generation
+                and cached[0][4] == len(self.features.keys)):
+            return cached
         N, M, S, (n0, n1), PN, PM, PS, (p0, p1) = self._scalar()
-        return native.lg_joint(x, self.features._ids, parents, self._fast_args()[0], (N, n0, n1), (M, n0, n1),
-                               (S, n0, n1), (PN, p0, p1), (PM, p0, p1), (PS, p0, p1), *self._co_tables(),
-                               self._eps(), len(self.classes.keys))
+        tables = self._co_tables()
+        cached = self._lg_views = (
+            (len(self.classes.keys), wf.generation, pool.generation, co.generation, len(self.features.keys)),
+            (N, M, S, n0, n1), (PN, PM, PS, p1), tables,
+            ((N, n0, n1), (M, n0, n1), (S, n0, n1), (PN, p0, p1), (PM, p0, p1), (PS, p0, p1), *tables),
+        )
+        return cached
+
+    _lg_views: tuple | None = None
 
     def _co_tables(self) -> tuple:
         """The co-moments as ``(flat view, s0, s1, s2)`` per field, retaken when they moved."""

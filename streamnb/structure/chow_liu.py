@@ -216,11 +216,32 @@ def _chi2_prices(levels: tuple, n_params: np.ndarray, n: np.ndarray) -> np.ndarr
     level, over ``2 n`` (``inf`` where ``n <= 1``); a few distinct counts, a quantile each."""
     n = np.asarray(n, dtype=float)
     df = np.maximum(np.asarray(n_params, dtype=float), 1.0)
-    values, where = np.unique(df, return_inverse=True)
-    quantiles = np.array([[_chi2_isf(level, float(v)) for v in values.tolist()] for level in levels])
-    out = quantiles[:, where].reshape((len(levels), *df.shape))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n > 1, out / (2 * np.maximum(n, 1.0)), np.inf)
+        return np.where(n > 1, _quantiles(levels, df) / (2 * np.maximum(n, 1.0)), np.inf)
+
+
+#: The last quantile arrays of :func:`_quantiles` by (levels, shape, degrees of freedom): the
+#: parameter counts of the edges change seldom between relearns (classes seen, values seen).
+_QUANTILES: dict = {}
+
+#: Largest table (cells) whose quantiles are kept (a key holds the table's bytes).
+_QUANTILES_KEPT = 4096
+
+
+def _quantiles(levels: tuple, df: np.ndarray) -> np.ndarray:
+    """``[len(levels), *df.shape]`` chi-squared quantiles (read-only; kept for small tables)."""
+    key = (levels, df.shape, df.tobytes()) if df.size <= _QUANTILES_KEPT else None
+    out = _QUANTILES.get(key) if key is not None else None
+    if out is None:
+        values, where = np.unique(df, return_inverse=True)
+        quantiles = np.array([[_chi2_isf(level, float(v)) for v in values.tolist()] for level in levels])
+        out = quantiles[:, where].reshape((len(levels), *df.shape))
+        out.flags.writeable = False
+        if key is not None:
+            if len(_QUANTILES) >= 16:
+                _QUANTILES.pop(next(iter(_QUANTILES)))
+            _QUANTILES[key] = out
+    return out
 
 
 def favour_incumbents(weights: np.ndarray, prices: np.ndarray, names: Sequence[Hashable],
@@ -509,6 +530,9 @@ def mixed_forest(weights: np.ndarray, names: Sequence[Hashable], categorical: Se
         fixed = extend_forest(np.where(cat[:, None] & cat[None, :], w, -np.inf), [], None)
     edges = extend_forest(w, fixed, cat, positive=not spanning)
     first = ci.tolist() + np.flatnonzero(~cat).tolist()
-    parent = orient_forest(edges, len(names), first)
+    parent = orient_forest(edges, len(names), first).tolist()
     parents = {f: (names[p] if p >= 0 else None) for f, p in zip(names, parent)}
-    return Structure(parents, {(names[p], names[c]): float(w[p, c]) for c, p in enumerate(parent) if p >= 0}, True)
+    kids = [c for c, p in enumerate(parent) if p >= 0]
+    ups = [parent[c] for c in kids]
+    weight = w[ups, kids].tolist() if kids else []
+    return Structure(parents, {(names[p], names[c]): v for p, c, v in zip(ups, kids, weight)}, True)

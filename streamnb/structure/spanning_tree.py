@@ -15,6 +15,7 @@ not be decided by that noise. The result therefore depends only on the weights (
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Sequence
 
@@ -75,18 +76,32 @@ def maximum_spanning_tree(weights: np.ndarray, start: int = 0) -> list[tuple[int
     return edges
 
 
+@functools.lru_cache(maxsize=32)
+def _upper_pairs(f: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(f, 1)`` (read-only, kept per size)."""
+    iu, ju = np.triu_indices(f, 1)
+    iu.flags.writeable = ju.flags.writeable = False
+    return iu, ju
+
+
 def _sorted_edges(w: np.ndarray, positive: bool) -> list[tuple[int, int]]:
     """Pairs ``(u, v)``, ``u < v``, heaviest first (ties: the pair that sorts first), of finite
     weight (and above 0 if ``positive``)."""
-    iu, ju = np.triu_indices(w.shape[0], 1)
+    iu, ju = _upper_pairs(w.shape[0])
     vals = w[iu, ju]
-    good = np.isfinite(vals) & ((vals > 0) if positive else True)
+    good = np.isfinite(vals)
+    if positive:
+        good &= vals > 0
     iu, ju, vals = iu[good], ju[good], vals[good]
-    order = np.lexsort((ju, iu, -vals))
+    # the pairs come in sorted order: a stable sort on the weight alone is the sort on
+    # (weight, u, v)
+    order = np.argsort(-vals, kind="stable")
     if len(order) > 1:  # runs of weights equal to TIE: in the order of their pairs
         v = vals[order]
-        run = np.concatenate([[0], np.cumsum(v[:-1] - v[1:] > _slack(v[:-1]))])
-        order = order[np.lexsort((ju[order], iu[order], run))]
+        apart = v[:-1] - v[1:] > _slack(v[:-1])
+        if not apart.all():
+            run = np.concatenate([[0], np.cumsum(apart)])
+            order = order[np.lexsort((order, run))]
     return list(zip(iu[order].tolist(), ju[order].tolist()))
 
 
@@ -121,7 +136,7 @@ def extend_forest(weights: np.ndarray, fixed: list[tuple[int, int]], categorical
     w = np.asarray(weights, dtype=float)
     f = w.shape[0]
     root = list(range(f))
-    has_cat = [bool(c) for c in categorical] if categorical is not None else [False] * f
+    has_cat = [bool(c) for c in np.asarray(categorical).tolist()] if categorical is not None else [False] * f
 
     def find(a: int) -> int:
         while root[a] != a:
@@ -139,14 +154,25 @@ def extend_forest(weights: np.ndarray, fixed: list[tuple[int, int]], categorical
     for u, v in fixed:
         join(u, v)
         edges.append((min(u, v), max(u, v)))
+    n_edges = len(edges)
     for u, v in _sorted_edges(w, positive):
-        if len(edges) == f - 1:
+        if n_edges == f - 1:
             break
-        ru, rv = find(u), find(v)
+        ru = u  # find(u), find(v) inline: the loop over the edges is the cost here
+        while root[ru] != ru:
+            root[ru] = root[root[ru]]
+            ru = root[ru]
+        rv = v
+        while root[rv] != rv:
+            root[rv] = root[root[rv]]
+            rv = root[rv]
         if ru == rv or (has_cat[ru] and has_cat[rv]):
             continue
-        join(u, v)
+        keep, gone = (ru, rv) if ru < rv else (rv, ru)  # join(u, v)
+        root[gone] = keep
+        has_cat[keep] = has_cat[keep] or has_cat[gone]
         edges.append((u, v))
+        n_edges += 1
     return edges
 
 
@@ -159,15 +185,29 @@ def orient_forest(edges: Sequence[tuple[int, int]], n_vertices: int, first: Sequ
     >>> orient_forest([(1, 2), (0, 3)], 4, first=[2, 3, 0, 1]).tolist()
     [3, 2, -1, -1]
     """
-    parent = np.full(n_vertices, -1, dtype=np.intp)
-    done = np.zeros(n_vertices, dtype=bool)
+    adj: list[list[int]] = [[] for _ in range(n_vertices)]
+    for a, b in edges:
+        adj[a].append(b)
+        adj[b].append(a)
+    for near in adj:
+        near.sort()
+    parent = [-1] * n_vertices
+    seen = [False] * n_vertices
     for r in (range(n_vertices) if first is None else first):
-        if not done[r]:
-            p = orient(edges, r, n_vertices)
-            reached = (p >= 0) | (np.arange(n_vertices) == r)
-            parent[reached & ~done] = p[reached & ~done]
-            done |= reached
-    return parent
+        if seen[r]:
+            continue
+        # orient(edges, r): breadth first from r, neighbours in order (a tree of the forest is
+        # reached whole from any of its vertices, and no other)
+        seen[r] = True
+        queue = deque([r])
+        while queue:
+            u = queue.popleft()
+            for v in adj[u]:
+                if not seen[v]:
+                    seen[v] = True
+                    parent[v] = u
+                    queue.append(v)
+    return np.array(parent, dtype=np.intp)
 
 
 def orient(tree: Sequence[tuple[int, int]], root: int, n_vertices: int | None = None) -> np.ndarray:

@@ -138,6 +138,29 @@ def test_a_bailing_kernel_changes_nothing():
     assert persistence.dumps(model) == before
 
 
+
+def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
+    """lg_learn (Welford and co-moments in one call) refuses what gaussian_learn refuses,
+    before touching either statistic; a cell outside the co-moments raises, also untouched."""
+    native = kernels.native
+    model = streamnb.TANClassifier(relearn_every=0)
+    model.learn_one({"a": 1.0, "b": 2.0}, "y")
+    model.learn_one({"a": 2.0, "b": 1.0}, "y")
+    before = persistence.dumps(model)
+    part = model._parts["gaussian"]
+    (N, M, S, n0, n1), (PN, PM, PS, p1), co = part._fast_views()[1:4]
+    ids = part.features._ids
+    for bad in ({"a": 1.0, "new": 2.0}, {"a": 1.0, "b": None}, {"a": "x"}, {"a": float("inf")}, {1: 2.0}, {}):
+        assert native.lg_learn(bad, ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, part._spreads(),
+                               part._top, part._top_id, None, 2, *co) is None
+    assert native.lg_learn({"a": 1.0}, ids, N, M, S, n0, n1, 0, 0.0, PN, PM, PS, p1, part._spreads(),
+                           part._top, part._top_id, None, 2, *co) is None
+    assert persistence.dumps(model) == before
+    with pytest.raises(IndexError):
+        native.lg_learn({"a": 1.0, "b": 2.0}, ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, part._spreads(),
+                        part._top, part._top_id, None, 10**6, *[(t[0], 10**6, 10**6, 10**6) for t in co])
+    assert persistence.dumps(model) == before
+
 def test_posterior_equals_the_python_normalization():
     model = streamnb.MultinomialNB()
     for x, y in [({"win": 3}, "spam"), ({"lunch": 1, "win": 1}, "ham"), ({"cash": 2}, "spam")]:

@@ -102,8 +102,9 @@ class TreeAugmentedNB(FeatureKinds):
 
     # -- BaseNB hooks ----------------------------------------------------------------------
     def _learned_fast(self, part: Part) -> None:
-        if part is not self._part:  # an event of numbers only: the structure's clock still ticks
-            self._part.tick_one()
+        structured = self._parts["categorical"]
+        if part is not structured:  # an event of numbers only: the structure's clock still ticks
+            structured.tick_one()  # type: ignore[attr-defined]
 
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn

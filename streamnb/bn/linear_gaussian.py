@@ -210,10 +210,11 @@ class LinearGaussianPart(GaussianPart):
         native = kernels.native
         if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
-        spread = self._spreads()
-        welford, pooled, co = self._fast_views()[1:4]
+        spread = self._spread if self._spread is not None else self._spreads()
+        _, welford, pooled, co, _, limit = self._fast_views()
+        other = self.fast_exclude
         got = native.lg_learn(x, self.features._ids, *welford, k, w, *pooled, spread, self._top, self._top_id,
-                              self._fast_args()[0], self.co.limits[1] or len(self.features.keys), *co)
+                              None if other is None else other.features._ids, limit, *co)  # type: ignore[attr-defined]
         if got is None:
             return False
         self._top, self._top_id = got
@@ -228,14 +229,16 @@ class LinearGaussianPart(GaussianPart):
         native = kernels.native
         if native is None or type(next(iter(x.values()), 0.0)) is str:
             return None
-        key, _, _, _, tables = self._fast_views()
-        return native.lg_joint(x, self.features._ids, parents, self._fast_args()[0], *tables, self._eps(), key[0])
+        key, _, _, _, tables, _ = self._fast_views()
+        other = self.fast_exclude
+        return native.lg_joint(x, self.features._ids, parents, None if other is None else other.features._ids,  # type: ignore[attr-defined]
+                               *tables, self._eps(), key[0])
 
     def _fast_views(self) -> tuple:
         """What the compiled path reads and writes, retaken only when the arrays moved (a new
         class or feature, a reallocation: the key is the class and feature counts and the
         three statistics' generations): ``(key, Welford views (N, M, S, n0, n1), pooled views
-        (PN, PM, PS, p1), co-moment tables, lg_joint's tables)``."""
+        (PN, PM, PS, p1), co-moment tables, lg_joint's tables, features with co-moments)``."""
         wf, pool, co = self.welford, self.pooled, self.co
         cached = self._lg_views
         if (cached is not None and cached[0][0] == len(self.classes.keys) and cached[0][1] == wf.generation
@@ -248,6 +251,7 @@ class LinearGaussianPart(GaussianPart):
             (len(self.classes.keys), wf.generation, pool.generation, co.generation, len(self.features.keys)),
             (N, M, S, n0, n1), (PN, PM, PS, p1), tables,
             ((N, n0, n1), (M, n0, n1), (S, n0, n1), (PN, p0, p1), (PM, p0, p1), (PS, p0, p1), *tables),
+            co.limits[1] or len(self.features.keys),
         )
         return cached
 

@@ -127,7 +127,8 @@ class PairCounts(Statistic):
     @property
     def features(self) -> Index:
         """Features in order of their first cell (derived from the cell keys)."""
-        self._sync_features()
+        if len(self._cell_feature) != len(self.axes[1].keys):  # (read per event: checked inline)
+            self._sync_features()
         return self._features
 
     def cell_features(self) -> np.ndarray:

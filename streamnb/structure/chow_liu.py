@@ -413,8 +413,19 @@ def _restricted(weights: np.ndarray, names: list, features: Sequence | None, *mo
 
 def with_rest(s: Structure, pairs: PairCounts) -> Structure:
     """Add the features left out of the tree as roots (naive: the class is their only parent)."""
-    parents = {f: s.parents.get(f) for f in sorted(set(pairs.features.keys) | set(s.parents), key=canonical)}
+    a, b = tuple(pairs.features.keys), tuple(s.parents)
+    if set(map(type, a)) | set(map(type, b)) <= {str}:  # equal strings are the same name
+        order: Sequence = _canonical_union(a, b)
+    else:
+        order = sorted(set(a) | set(b), key=canonical)
+    parents = {f: s.parents.get(f) for f in order}
     return Structure(parents, s.weights, s.class_parent)
+
+
+@functools.lru_cache(maxsize=64)
+def _canonical_union(a: tuple, b: tuple) -> tuple:
+    """The names (strings) in ``a`` or ``b``, in canonical order (the same lists at every relearn)."""
+    return tuple(sorted(set(a) | set(b), key=canonical))
 
 
 def chow_liu(

@@ -148,7 +148,7 @@ def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
     model.learn_one({"a": 2.0, "b": 1.0}, "y")
     before = persistence.dumps(model)
     part = model._parts["gaussian"]
-    (N, M, S, n0, n1), (PN, PM, PS, p1), co = part._fast_views()[1:4]
+    _, (N, M, S, n0, n1), (PN, PM, PS, p1), co, _, _ = part._fast_views()
     ids = part.features._ids
     for bad in ({"a": 1.0, "new": 2.0}, {"a": 1.0, "b": None}, {"a": "x"}, {"a": float("inf")}, {1: 2.0}, {}):
         assert native.lg_learn(bad, ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, part._spreads(),

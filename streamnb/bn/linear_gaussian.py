@@ -223,12 +223,12 @@ class LinearGaussianPart(GaussianPart):
 
     def joint_fast(self, x: dict) -> list | None:
         """:meth:`joint_one` in C when every observed feature's parent is observed."""
+        native = kernels.native
+        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
+            return None
         parents, _, edges = self._tree()
         if not edges:
             return super().joint_fast(x)
-        native = kernels.native
-        if native is None or type(next(iter(x.values()), 0.0)) is str:
-            return None
         key, _, _, _, tables, _ = self._fast_views()
         other = self.fast_exclude
         return native.lg_joint(x, self.features._ids, parents, None if other is None else other.features._ids,  # type: ignore[attr-defined]

@@ -47,15 +47,32 @@ def posterior(jll: np.ndarray) -> np.ndarray:
     [0.75, 0.25]
     """
     jll = np.asarray(jll, dtype=float)
-    top = jll.max(axis=-1, keepdims=True)
+    top = _last_axis(np.maximum, jll)
     if np.isfinite(top).all():
         p = np.exp(jll - top)
-        p /= p.sum(axis=-1, keepdims=True)
+        p /= _last_axis(np.add, p)
         return p
     with np.errstate(invalid="ignore", over="ignore"):
         shifted = np.where(np.isposinf(top), np.where(np.isposinf(jll), 0.0, -np.inf), jll - top)
         p = np.exp(shifted)
         return p / p.sum(axis=-1, keepdims=True)
+
+
+def _last_axis(ufunc: np.ufunc, a: np.ndarray) -> np.ndarray:
+    """``ufunc.reduce(a, axis=-1, keepdims=True)`` for ``np.maximum`` or ``np.add``.
+
+    A row of a few classes is a short reduction, which numpy runs row by row at ~25 ns a
+    row (26 us for 1,000 rows of 2 classes); below 8 classes the columns are combined
+    instead, left to right: the same result, bit for bit (numpy's sum of fewer than 8 values
+    adds them in order too).
+    """
+    n = a.shape[-1] if a.ndim else 0
+    if a.ndim != 2 or not 1 < n < 8:
+        return ufunc.reduce(a, axis=-1, keepdims=True)
+    out = ufunc(a[:, 0], a[:, 1])
+    for c in range(2, n):
+        ufunc(out, a[:, c], out=out)
+    return out[:, None]
 
 
 def _normalize(jll: list, log_prior: list) -> list:
@@ -80,7 +97,7 @@ def _shifted(ll: np.ndarray) -> np.ndarray:
     every class (a feature far out in every class) would otherwise absorb the prior's digits
     (``-1e10 + log(2/3)`` keeps 6 of them), where the posterior does not depend on it at all.
     """
-    top = ll.max(axis=1, keepdims=True) if ll.shape[1] else np.zeros((len(ll), 1))
+    top = _last_axis(np.maximum, ll) if ll.shape[1] else np.zeros((len(ll), 1))
     return np.where(np.isfinite(top), ll - np.where(np.isfinite(top), top, 0.0), ll)
 
 

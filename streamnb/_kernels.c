@@ -436,37 +436,17 @@ fail:
 
 /* -- multinomial ------------------------------------------------------------------------- */
 
-/* multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens) -> list | None
- * MultinomialPart.joint_one with alpha > 0, no epsilon, unseen tokens ignored:
- * sum_t x_t log(n[y, t] + alpha) - (sum_t x_t) log(N[y] + alpha V) over known tokens. */
-static PyObject *multinomial_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(10);
-    PyObject *x = args[0], *ids = args[1];
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, C, n_tokens;
-    double alpha;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
-        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
-        get_double(args[8], &alpha) || get_index(args[9], &n_tokens))
-        return NULL;
-    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
-    event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    PyObject *result = NULL;
-    int ok = read_numeric(x, ids, 1, 0, &e);
-    if (ok < 0) goto fail;
-    if (ok == 0) {
-        event_free(&e);
-        Py_RETURN_NONE;
-    }
-    double out[MAX_CLASSES];
+/* The log-likelihoods of a read multinomial event: sum_t x_t log(n[y, t] + alpha) -
+ * (sum_t x_t) log(N[y] + alpha V) over its (known) tokens. 0, or -1 with an exception set. */
+static int mn_joint(const event_t *e, view_t CV, Py_ssize_t c0, Py_ssize_t c1, view_t TV, Py_ssize_t t0,
+                    Py_ssize_t C, double alpha, Py_ssize_t n_tokens, double *out) {
     for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
     double mass = 0.0;
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        double xv = e.x[f];
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        double xv = e->x[f];
         if (xv == 0) continue;
         mass += xv;
-        Py_ssize_t col = e.id[f] * c1;
+        Py_ssize_t col = e->id[f] * c1;
         for (Py_ssize_t c = 0; c < C; c++) {
             Py_ssize_t i = c * c0 + col;
             IN(CV, i);
@@ -481,17 +461,60 @@ static PyObject *multinomial_joint(PyObject *self, PyObject *const *args, Py_ssi
             out[c] -= mass * log(TV.p[i] + a_v);
         }
     }
-    result = float_list(out, C);
-    event_free(&e);
-    return result;
+    return 0;
 fail:
+    return -1;
+}
+
+/* Learn a read multinomial event (every token known): n[k, t] += w x_t, N[k] += w sum_t x_t;
+ * every cell checked before any is changed. 0, or -1 with an exception set. */
+static int mn_learn(const event_t *e, view_t CV, Py_ssize_t c0, Py_ssize_t c1, view_t TV, Py_ssize_t t0,
+                    Py_ssize_t k, double w) {
+    Py_ssize_t row = k * c0, ti = k * t0;
+    IN(TV, ti);
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        Py_ssize_t i = row + e->id[f] * c1;
+        IN(CV, i);
+    }
+    double sum = 0.0;
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        CV.p[row + e->id[f] * c1] += w * e->x[f];
+        sum += e->x[f];
+    }
+    TV.p[ti] += w * sum;
+    return 0;
+fail:
+    return -1;
+}
+
+/* multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens) -> list | None
+ * MultinomialPart.joint_one with alpha > 0, no epsilon, unseen tokens ignored (mn_joint). */
+static PyObject *multinomial_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(10);
+    PyObject *x = args[0], *ids = args[1];
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, C, n_tokens;
+    double alpha;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
+        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
+        get_double(args[8], &alpha) || get_index(args[9], &n_tokens))
+        return NULL;
+    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
+    PyObject *result = NULL;
+    double out[MAX_CLASSES];
+    int ok = read_numeric(x, ids, 1, 0, &e);
+    if (ok > 0 && mn_joint(&e, CV, c0, c1, TV, t0, C, alpha, n_tokens, out) == 0)
+        result = float_list(out, C);
     event_free(&e);
-    return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    return result;
 }
 
 /* multinomial_learn(x, ids, CV, c0, c1, TV, t0, k, w) -> True | None
  * MultinomialPart.learn_one for an event of non-negative plain numbers whose tokens are all
- * known: n[k, t] += w x_t, N[k] += w sum_t x_t. None, touching nothing, otherwise. */
+ * known (mn_learn). None, touching nothing, otherwise. */
 static PyObject *multinomial_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CHECK_NARGS(9);
     PyObject *x = args[0], *ids = args[1];
@@ -506,28 +529,47 @@ static PyObject *multinomial_learn(PyObject *self, PyObject *const *args, Py_ssi
     event_t e;
     if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
     int ok = read_numeric(x, ids, 1, 1, &e);
-    if (ok < 0) goto fail;
-    if (ok == 0) {
-        event_free(&e);
-        Py_RETURN_NONE;
-    }
-    Py_ssize_t row = k * c0, ti = k * t0;
-    IN(TV, ti);
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        Py_ssize_t i = row + e.id[f] * c1;
-        IN(CV, i);
-    }
-    double sum = 0.0;
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        CV.p[row + e.id[f] * c1] += w * e.x[f];
-        sum += e.x[f];
-    }
-    TV.p[ti] += w * sum;
+    if (ok > 0 && mn_learn(&e, CV, c0, c1, TV, t0, k, w) < 0) ok = -1;
     event_free(&e);
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
     Py_RETURN_TRUE;
-fail:
+}
+
+/* multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w)
+ *     -> (list, learned) | None
+ * Predict, then learn, reading the event once: multinomial_joint's list (computed before any
+ * change), then multinomial_learn's update if every token is known and w > 0 is finite
+ * (``learned`` True; else nothing changed and the caller learns through the Python path).
+ * None, touching nothing, where multinomial_joint gives None. */
+static PyObject *multinomial_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(12);
+    PyObject *x = args[0], *ids = args[1];
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, C, n_tokens, k;
+    double alpha, w;
+    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
+        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
+        get_double(args[8], &alpha) || get_index(args[9], &n_tokens) || get_index(args[10], &k) ||
+        get_double(args[11], &w))
+        return NULL;
+    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
+    Py_ssize_t size = PyDict_GET_SIZE(x);
+    event_t e;
+    if (event_init(&e, size)) return NULL;
+    PyObject *result = NULL;
+    double out[MAX_CLASSES];
+    int ok = read_numeric(x, ids, 1, 0, &e);
+    if (ok > 0 && mn_joint(&e, CV, c0, c1, TV, t0, C, alpha, n_tokens, out) == 0) {
+        int learn = e.n == size && size > 0 && w > 0 && isfinite(w); /* every token known */
+        if (!learn || mn_learn(&e, CV, c0, c1, TV, t0, k, w) == 0) {
+            PyObject *jll = float_list(out, C);
+            if (jll != NULL) result = Py_BuildValue("(NO)", jll, learn ? Py_True : Py_False);
+        }
+    }
     event_free(&e);
-    return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    return result;
 }
 
 /* -- categorical ------------------------------------------------------------------------- */
@@ -568,85 +610,155 @@ static int read_categorical(PyObject *x, PyObject *cell_ids, PyObject *feat_ids,
     return 1;
 }
 
-/* categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
- *                   exclude, strings_only) -> list | None
- * CategoricalPart.joint_one with alpha > 0 and no epsilon: per known feature
- * log(n[y, f, v] + alpha) - log(n[y, f] + alpha |X_f|); an unseen category skipped, or with
- * ``smooth`` scored log(alpha) - log(n[y, f] + alpha |X_f|). ``nv``: |X_f| per feature id. */
-static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(15);
-    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *nv = args[3], *exclude = args[13];
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, t1, C;
-    double alpha;
-    int smooth, strings_only;
-    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") || check_dict(feat_ids, "feature ids") ||
-        get_view(args[4], &CV) || get_index(args[5], &c0) || get_index(args[6], &c1) || get_view(args[7], &TV) ||
-        get_index(args[8], &t0) || get_index(args[9], &t1) || get_index(args[10], &C) ||
-        get_double(args[11], &alpha) || (smooth = PyObject_IsTrue(args[12])) < 0 ||
-        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[14])) < 0)
-        return NULL;
-    if (!PyList_Check(nv)) {
-        PyErr_SetString(PyExc_TypeError, "expected a list (values per feature)");
-        return NULL;
-    }
-    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
-    Py_ssize_t size = PyDict_GET_SIZE(x);
-    event_t e;
-    if (event_init(&e, size)) return NULL;
-    Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
-    PyObject *result = NULL;
-    if (cells == NULL) {
-        PyErr_NoMemory();
-        event_free(&e);
-        return NULL;
-    }
-    int ok = read_categorical(x, cell_ids, feat_ids, exclude, strings_only, &e, cells);
-    if (ok <= 0) goto done;
-    double out[MAX_CLASSES];
+/* The log-likelihoods of a read categorical event (CategoricalPart.joint_one with alpha > 0
+ * and no epsilon): per known feature log(n[y, f, v] + alpha) - log(n[y, f] + alpha |X_f|); an
+ * unseen category skipped, or with ``smooth`` scored log(alpha) - log(n[y, f] + alpha |X_f|).
+ * ``nv``: |X_f| per feature id. 1, 0 if |X_f| is not counted yet (the Python path), or -1 with
+ * an exception set. */
+static int cat_joint(const event_t *e, const Py_ssize_t *cells, PyObject *nv, view_t CV, Py_ssize_t c0,
+                     Py_ssize_t c1, view_t TV, Py_ssize_t t0, Py_ssize_t t1, Py_ssize_t C, double alpha,
+                     int smooth, double *out) {
     for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
     double la = log(alpha);
     Py_ssize_t n_nv = PyList_GET_SIZE(nv);
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        Py_ssize_t fid = e.id[f], cid = cells[f];
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        Py_ssize_t fid = e->id[f], cid = cells[f];
         if (fid < 0 || (cid < 0 && !smooth)) continue;
-        if (fid >= n_nv) goto done; /* |X_f| not counted yet: the Python path */
+        if (fid >= n_nv) return 0;
         PyObject *nvf_obj = PyList_GET_ITEM(nv, fid);
-        if (!PyFloat_CheckExact(nvf_obj)) goto done;
+        if (!PyFloat_CheckExact(nvf_obj)) return 0;
         double a_nv = alpha * PyFloat_AS_DOUBLE(nvf_obj);
         Py_ssize_t tf = fid * t1;
         for (Py_ssize_t c = 0; c < C; c++) {
             Py_ssize_t ti = c * t0 + tf;
-            if (ti < 0 || ti >= TV.n) {
-                PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
-                ok = -1;
-                goto done;
-            }
+            IN(TV, ti);
             if (cid < 0) {
                 out[c] += la - log(TV.p[ti] + a_nv);
             } else {
                 Py_ssize_t ci = c * c0 + cid * c1;
-                if (ci < 0 || ci >= CV.n) {
-                    PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
-                    ok = -1;
-                    goto done;
-                }
+                IN(CV, ci);
                 out[c] += log(CV.p[ci] + alpha) - log(TV.p[ti] + a_nv);
             }
         }
     }
-    result = float_list(out, C);
-done:
+    return 1;
+fail:
+    return -1;
+}
+
+/* Learn a read categorical event whose categories are all known: n[k, f, v] += w, n[k, f] += w;
+ * every cell checked before any is changed. 1, 0 if a category is new (the Python path
+ * registers it; nothing changed), or -1 with an exception set. */
+static int cat_learn(const event_t *e, const Py_ssize_t *cells, view_t CV, Py_ssize_t c0, Py_ssize_t c1,
+                     view_t TV, Py_ssize_t t0, Py_ssize_t t1, Py_ssize_t k, double w) {
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        if (e->id[f] < 0 || cells[f] < 0) return 0;
+        Py_ssize_t ci = k * c0 + cells[f] * c1, ti = k * t0 + e->id[f] * t1;
+        IN(CV, ci);
+        IN(TV, ti);
+    }
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        CV.p[k * c0 + cells[f] * c1] += w;
+        TV.p[k * t0 + e->id[f] * t1] += w;
+    }
+    return 1;
+fail:
+    return -1;
+}
+
+/* The arguments categorical_joint and categorical_step share (args[0..14]). */
+typedef struct {
+    PyObject *x, *cell_ids, *feat_ids, *nv, *exclude;
+    view_t CV, TV;
+    Py_ssize_t c0, c1, t0, t1, C;
+    double alpha;
+    int smooth, strings_only;
+} cat_args_t;
+
+static int get_cat_args(PyObject *const *args, cat_args_t *a) {
+    a->x = args[0], a->cell_ids = args[1], a->feat_ids = args[2], a->nv = args[3], a->exclude = args[13];
+    if (check_dict(a->x, "event") || check_dict(a->cell_ids, "cell ids") || check_dict(a->feat_ids, "feature ids") ||
+        get_view(args[4], &a->CV) || get_index(args[5], &a->c0) || get_index(args[6], &a->c1) ||
+        get_view(args[7], &a->TV) || get_index(args[8], &a->t0) || get_index(args[9], &a->t1) ||
+        get_index(args[10], &a->C) || get_double(args[11], &a->alpha) || (a->smooth = PyObject_IsTrue(args[12])) < 0 ||
+        (a->exclude != Py_None && check_dict(a->exclude, "exclude")) ||
+        (a->strings_only = PyObject_IsTrue(args[14])) < 0)
+        return -1;
+    if (!PyList_Check(a->nv)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (values per feature)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Read the event of ``a`` and score it (cat_joint) into ``out``; then, if ``w`` > 0, learn it
+ * for class ``k`` (cat_learn; ``*learned`` says whether it did). 1, 0 not plain (nothing
+ * changed), -1 error. */
+static int cat_step(cat_args_t *a, Py_ssize_t k, double w, double *out, int *learned) {
+    Py_ssize_t size = PyDict_GET_SIZE(a->x);
+    event_t e;
+    if (event_init(&e, size)) return -1;
+    Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
+    if (cells == NULL) {
+        PyErr_NoMemory();
+        event_free(&e);
+        return -1;
+    }
+    int ok = read_categorical(a->x, a->cell_ids, a->feat_ids, a->exclude, a->strings_only, &e, cells);
+    if (ok > 0)
+        ok = cat_joint(&e, cells, a->nv, a->CV, a->c0, a->c1, a->TV, a->t0, a->t1, a->C, a->alpha, a->smooth, out);
+    *learned = 0;
+    if (ok > 0 && w > 0 && isfinite(w) && size > 0) {
+        int got = cat_learn(&e, cells, a->CV, a->c0, a->c1, a->TV, a->t0, a->t1, k, w);
+        if (got < 0) ok = -1;
+        *learned = got > 0;
+    }
     if (cells != small_cells) PyMem_Free(cells);
     event_free(&e);
-    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
-    Py_RETURN_NONE;
+    return ok;
+}
+
+/* categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
+ *                   exclude, strings_only) -> list | None
+ * CategoricalPart.joint_one with alpha > 0 and no epsilon (cat_joint). */
+static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(15);
+    cat_args_t a;
+    if (get_cat_args(args, &a)) return NULL;
+    if (a.C < 1 || a.C > MAX_CLASSES || !(a.alpha > 0)) Py_RETURN_NONE;
+    double out[MAX_CLASSES];
+    int learned, ok = cat_step(&a, 0, 0.0, out, &learned);
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    return float_list(out, a.C);
+}
+
+/* categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
+ *                  exclude, strings_only, k, w) -> (list, learned) | None
+ * Predict, then learn, reading the event once: categorical_joint's list (computed before any
+ * change), then categorical_learn's update if every category is known and w > 0 is finite
+ * (``learned`` True; else nothing changed and the caller learns through the Python path).
+ * None, touching nothing, where categorical_joint gives None. */
+static PyObject *categorical_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(17);
+    cat_args_t a;
+    Py_ssize_t k;
+    double w;
+    if (get_cat_args(args, &a) || get_index(args[15], &k) || get_double(args[16], &w)) return NULL;
+    if (a.C < 1 || a.C > MAX_CLASSES || !(a.alpha > 0)) Py_RETURN_NONE;
+    double out[MAX_CLASSES];
+    int learned, ok = cat_step(&a, k, w, out, &learned);
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    PyObject *jll = float_list(out, a.C);
+    if (jll == NULL) return NULL;
+    return Py_BuildValue("(NO)", jll, learned ? Py_True : Py_False);
 }
 
 /* categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)
  *     -> True | None
- * CategoricalPart.learn_one for an event whose categories are all known: n[k, f, v] += w,
- * n[k, f] += w. None, touching nothing, otherwise. */
+ * CategoricalPart.learn_one for an event whose categories are all known (cat_learn). None,
+ * touching nothing, otherwise. */
 static PyObject *categorical_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CHECK_NARGS(13);
     PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *exclude = args[11];
@@ -664,34 +776,18 @@ static PyObject *categorical_learn(PyObject *self, PyObject *const *args, Py_ssi
     event_t e;
     if (event_init(&e, size)) return NULL;
     Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
-    PyObject *result = NULL;
     if (cells == NULL) {
         PyErr_NoMemory();
         event_free(&e);
         return NULL;
     }
     int ok = read_categorical(x, cell_ids, feat_ids, exclude, strings_only, &e, cells);
-    if (ok <= 0) goto done;
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        Py_ssize_t ci = k * c0 + cells[f] * c1, ti = k * t0 + e.id[f] * t1;
-        if (e.id[f] < 0 || cells[f] < 0) goto done; /* a new category: the Python path registers it */
-        if (ci < 0 || ci >= CV.n || ti < 0 || ti >= TV.n) {
-            PyErr_SetString(PyExc_IndexError, "streamnb kernel: cell outside its statistic");
-            ok = -1;
-            goto done;
-        }
-    }
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        CV.p[k * c0 + cells[f] * c1] += w;
-        TV.p[k * t0 + e.id[f] * t1] += w;
-    }
-    result = Py_True;
-    Py_INCREF(result);
-done:
+    if (ok > 0) ok = cat_learn(&e, cells, CV, c0, c1, TV, t0, t1, k, w);
     if (cells != small_cells) PyMem_Free(cells);
     event_free(&e);
-    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
-    Py_RETURN_NONE;
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    Py_RETURN_TRUE;
 }
 
 /* -- tree-augmented learners (TAN, per-class Chow-Liu) ----------------------------------- */
@@ -1497,6 +1593,11 @@ fail:
 
 static PyMethodDef methods[] = {
     {"count_words", (PyCFunction)count_words, METH_O, "count_words(text) -> {word: count}"},
+    {"multinomial_step", (PyCFunction)(void (*)(void))multinomial_step, METH_FASTCALL,
+     "multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w)"},
+    {"categorical_step", (PyCFunction)(void (*)(void))categorical_step, METH_FASTCALL,
+     "categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
+     "strings_only, k, w)"},
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
     {"gaussian_joint", (PyCFunction)(void (*)(void))gaussian_joint, METH_FASTCALL,
      "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude)"},

@@ -95,6 +95,8 @@ class Stepper:
         mode = self.mode
         learn_one = model.learn_one
         predict = predictor.predict_proba_one
+        # capability: predict then learn in one call (one read of the event), for the same model
+        both = getattr(model, "predict_learn_one", None) if predictor is model and mode == "prequential" else None
         learned = late = 0
         done: list = []  # (record, example, proba, n_seen): published together after the poll
         for rec, ex in items:
@@ -123,10 +125,14 @@ class Stepper:
                 continue
             n_seen = predictor.n_seen
             try:
-                proba = predict(ex.x)
-                if mode == "prequential" and ex.y is not NO_LABEL:
-                    learn_one(ex.x, ex.y)
+                if both is not None and ex.y is not NO_LABEL:
+                    proba = both(ex.x, ex.y)
                     learned += 1
+                else:
+                    proba = predict(ex.x)
+                    if mode == "prequential" and ex.y is not NO_LABEL:
+                        learn_one(ex.x, ex.y)
+                        learned += 1
             except InvalidEventError as exc:
                 self.reject(rec, "invalid_event", str(exc))
                 continue

@@ -210,6 +210,16 @@ class Part:
         None if the caller must take the Python path."""
         return None
 
+    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
+        """Predict, then learn, on the compiled path: :meth:`joint_fast` of ``x`` (before any
+        change), then :meth:`learn_fast`; with whether it learned (if not, nothing changed
+        and the caller learns through the Python path). None, having changed nothing, if
+        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this."""
+        jll = self.joint_fast(x)
+        if jll is None:
+            return None
+        return jll, self.learn_fast(x, k, w)
+
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
         """Learn one prepared event: the scalar path, touching only the event's cells, and
         keeping what is derived from them current. Override with plain-float code (see
@@ -415,6 +425,36 @@ class BaseNB(base.MiniBatchClassifier):
         if getattr(self, "max_features", None) is not None:
             self._cap()
 
+    def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
+        """``predict_proba_one(x)``, then ``learn_one(x, y, w)``: the probabilities of ``x``
+        before it is learned, what a prequential loop (and the Kafka service) does per event.
+        The same results and errors as the two calls; on the compiled path the event is read
+        once (:meth:`Part.step_fast`)."""
+        wholes = self._wholes
+        if (wholes and type(x) is dict and type(y) in PLAIN_LABELS
+                and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
+            k = self._classes._ids.get(y)
+            if k is not None:
+                w = float(w)
+                for whole in wholes:
+                    got = whole.step_fast(x, k, w)
+                    if got is None:
+                        continue
+                    proba = self._proba(got[0])
+                    if got[1]:  # learned: what learn_one does besides
+                        counts, (step,) = self._class_view()
+                        counts[k * step] += w
+                        self._log_prior_cache = None
+                        self._learned_fast(whole)
+                        if getattr(self, "max_features", None) is not None:
+                            self._cap()
+                    else:
+                        self.learn_one(x, y, w)
+                    return proba
+        proba = self.predict_proba_one(x)
+        self.learn_one(x, y, w)
+        return proba
+
     def _learned_fast(self, part: Part) -> None:
         """``part`` just learned an event on the compiled path (the learner's other parts had
         nothing in it): what the learner does besides (nothing here)."""
@@ -500,19 +540,27 @@ class BaseNB(base.MiniBatchClassifier):
                 jll = whole.joint_fast(x)
                 if jll is not None:
                     break
-        single = self._single
         if jll is not None:  # the compiled path (other parts, if any, have no feature here: 0)
-            counts, (step,) = self._class_view()
-            p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
-            if p is not None:
-                return dict(zip(classes, p))
-        elif single is not None:
+            return self._proba(jll)
+        single = self._single
+        if single is not None:
             jll = single.joint_one(single.prepare(x))
         else:
             prepared = self._split(x)
             jll = [0.0] * len(classes)
             for name, part in self._parts.items():
                 jll = [a + b for a, b in zip(jll, part.joint_one(prepared[name]))]
+        return self._proba(jll, compiled=False)
+
+    def _proba(self, jll: list, compiled: bool = True) -> dict:
+        """The posterior of one event's joint log-likelihoods ``jll`` (per class, without the
+        prior), by the compiled kernel where it can."""
+        classes = self._classes.keys
+        if compiled:
+            counts, (step,) = self._class_view()
+            p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
+            if p is not None:
+                return dict(zip(classes, p))
         log_prior = self._log_prior_one()
         top = max(jll)
         if math.isfinite(top):  # the evidence shifted by its maximum before the prior is added

@@ -142,6 +142,17 @@ class CategoricalPart(Part):
                                         len(self.classes.keys), self.alpha, self.unseen == "smooth",
                                         *self._fast_args())
 
+    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
+        native = kernels.native
+        if (native is None or not (self.alpha > 0 and self.epsilon == 0)
+                or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)):
+            return None
+        nv = self._values_per_feature()
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
+        return native.categorical_step(x, self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1,
+                                       len(self.classes.keys), self.alpha, self.unseen == "smooth",
+                                       *self._fast_args(), k, w)
+
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared
         n_classes = len(self.classes.keys)

@@ -71,6 +71,8 @@ class ComplementPart(MultinomialPart):
     def joint_fast(self, x: dict) -> list | None:
         return None  # the complement weights: the Python path
 
+    step_fast = Part.step_fast  # not the multinomial kernel's joint
+
     def joint_one(self, prepared: tuple[list, list]) -> list:
         """The scalar path: ``sum_t x_t w[c, t]`` from the event's tokens, the class totals and
         the vocabulary size. With ``norm`` every weight is divided by a sum over the whole

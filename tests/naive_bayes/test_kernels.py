@@ -333,3 +333,46 @@ def test_forgetful_tan_takes_the_compiled_path_and_agrees():
         slow = [p for kind, p in run(make, stream)[0] if kind == "p"]
     for p, q in zip(fast, slow):
         assert all(math.isclose(p[c], q[c], rel_tol=1e-9, abs_tol=1e-15) for c in p)
+
+
+def prequential(make, stream: list, fused: bool) -> tuple[list, bytes]:
+    """Predict then learn each event: with ``predict_learn_one`` (``fused``), or with the two
+    calls, learning nothing when the prediction is refused. ``("p", proba)`` when both
+    succeeded, else the error."""
+    model = make()
+    out: list = []
+    for x, y in stream:
+        try:
+            if fused:
+                proba = model.predict_learn_one(x, y)
+            else:
+                proba = model.predict_proba_one(x)
+                model.learn_one(x, y)
+            out.append(("p", proba))
+        except streamnb.StreamnbError as exc:
+            out.append(("error", type(exc).__name__))
+    return out, persistence.dumps(model)
+
+
+PREQUENTIAL = [
+    (streamnb.CategoricalNB, CATEGORY), (lambda: streamnb.CategoricalNB(alpha=0.5, unseen="smooth"), CATEGORY),
+    (lambda: streamnb.CategoricalNB(alpha=0.0, epsilon=1e-3), CATEGORY),
+    (streamnb.MultinomialNB, COUNT), (lambda: streamnb.MultinomialNB(max_features=3), COUNT),
+    (lambda: streamnb.MultinomialNB(alpha=0.0, unseen="smooth"), COUNT), (streamnb.ComplementNB, COUNT),
+    (streamnb.GaussianNB, NUMBER), (streamnb.MixedNB, st.one_of(CATEGORY, NUMBER)),
+    (lambda: streamnb.TANClassifier(relearn_every=7), st.one_of(CATEGORY, NUMBER)),
+]
+
+
+@pytest.mark.parametrize("make, values", PREQUENTIAL)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_predict_learn_one_is_predict_then_learn(make, values, data):
+    """``predict_learn_one`` (one read of the event by the compiled kernels) gives the same
+    probabilities, errors and saved state, bit for bit, as ``predict_proba_one`` then
+    ``learn_one``, on the compiled and on the Python path."""
+    stream = data.draw(st.lists(st.tuples(st.dictionaries(NAMES, values, max_size=5), LABELS), max_size=40))
+    want = prequential(make, stream, fused=False)
+    assert prequential(make, stream, fused=True) == want
+    with python_path():
+        assert prequential(make, stream, fused=True) == want

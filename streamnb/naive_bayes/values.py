@@ -393,6 +393,10 @@ class _Flag:
         return hash((_Flag, self.value))
 
 
+#: The boolean types kept apart from numbers by :func:`factorize` (numpy's has no subclass).
+_BOOLS = frozenset((bool, np.bool_))
+
+
 def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
     """Codes (-1 where missing) and unique values (plain Python) of a column of categories;
     unhashable values raise :class:`InvalidEventError` naming the feature. Booleans stay apart
@@ -404,7 +408,7 @@ def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
     >>> factorize(pd.Series([1, True, 1.0, False, 0], dtype=object), "f")[1]
     [1, True, False, 0]
     """
-    if col.dtype == object and any(type(v) is bool or isinstance(v, np.bool_) for v in col):
+    if col.dtype == object and not _BOOLS.isdisjoint(map(type, col.to_numpy())):  # in C
         col = col.map(lambda v: _Flag(bool(v)) if type(v) is bool or isinstance(v, np.bool_) else v)
     try:
         codes, uniques = pd.factorize(col, use_na_sentinel=True)

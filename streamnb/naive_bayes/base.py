@@ -393,12 +393,7 @@ class BaseNB(base.MiniBatchClassifier):
                 w = float(w)
                 for whole in wholes:
                     if whole.learn_fast(x, k, w):  # the compiled path
-                        counts, (step,) = self._class_view()
-                        counts[k * step] += w
-                        self._log_prior_cache = None
-                        self._learned_fast(whole)
-                        if getattr(self, "max_features", None) is not None:
-                            self._cap()
+                        self._counted_fast(whole, k, w)
                         return
         if type(x) is not dict:
             check_event(x)
@@ -441,19 +436,24 @@ class BaseNB(base.MiniBatchClassifier):
                     if got is None:
                         continue
                     proba = self._proba(got[0])
-                    if got[1]:  # learned: what learn_one does besides
-                        counts, (step,) = self._class_view()
-                        counts[k * step] += w
-                        self._log_prior_cache = None
-                        self._learned_fast(whole)
-                        if getattr(self, "max_features", None) is not None:
-                            self._cap()
+                    if got[1]:
+                        self._counted_fast(whole, k, w)
                     else:
                         self.learn_one(x, y, w)
                     return proba
         proba = self.predict_proba_one(x)
         self.learn_one(x, y, w)
         return proba
+
+    def _counted_fast(self, part: Part, k: int, w: float) -> None:
+        """What learning an event of class ``k`` and weight ``w`` does besides, once ``part``
+        learned it on the compiled path: the class count, the caches, the cap."""
+        counts, (step,) = self._class_view()
+        counts[k * step] += w
+        self._log_prior_cache = None
+        self._learned_fast(part)
+        if getattr(self, "max_features", None) is not None:
+            self._cap()
 
     def _learned_fast(self, part: Part) -> None:
         """``part`` just learned an event on the compiled path (the learner's other parts had

@@ -3,9 +3,10 @@
 Three tables, every figure measured in this run on the same seeded synthetic streams:
 
 1. **Predict-then-learn** (``predict_proba_one(x)`` then ``learn_one(x, y)`` per event, as
-   River's ``progressive_val_score`` and the Kafka service do), microseconds per event, and the
-   isolated ``predict_proba_one`` on a trained model; streamnb against River where River has
-   the model. Ratio = River's time / streamnb's (> 1: streamnb faster).
+   River's ``progressive_val_score`` does), microseconds per event, and the isolated
+   ``predict_proba_one`` on a trained model; streamnb against River where River has the model.
+   Ratio = River's time / streamnb's (> 1: streamnb faster). Then the same loop with one
+   ``predict_learn_one(x, y)`` per event (what the Kafka service calls), against the two calls.
 2. **Growth**: the predict-then-learn cost on a model that already holds ~1k and ~100k (feature,
    value) cells or tokens (the tree learners: cardinality 10 and 100 per feature); the ratio
    large / small should stay near 1 (constant cost per event: learning and predicting touch the
@@ -37,8 +38,10 @@ import streamnb
 SEED = 20261123
 
 
-def timed(make: Callable[[], Any], warm: list, events: list, repeats: int, predict_only: bool = False) -> float:
-    """Best microseconds per event of the loop over ``events`` on a model warmed on ``warm``."""
+def timed(make: Callable[[], Any], warm: list, events: list, repeats: int, predict_only: bool = False,
+          fused: bool = False) -> float:
+    """Best microseconds per event of the loop over ``events`` on a model warmed on ``warm``
+    (``fused``: one ``predict_learn_one`` per event instead of the two calls)."""
     best = float("inf")
     for _ in range(repeats):
         model = make()
@@ -51,6 +54,9 @@ def timed(make: Callable[[], Any], warm: list, events: list, repeats: int, predi
             if predict_only:
                 for x, _ in events:
                     model.predict_proba_one(x)
+            elif fused:
+                for x, y in events:
+                    model.predict_learn_one(x, y)
             else:
                 for x, y in events:
                     model.predict_proba_one(x)
@@ -154,6 +160,12 @@ def main() -> None:
         loop[name] = (a, b, pa, pb)
         print(row(name, f"{a:.1f}", f"{b:.1f}" if b == b else "-", ratio(a, b))
               + row("", f"{pa:.1f}", f"{pb:.1f}" if pb == pb else "-", ratio(pa, pb), widths=(0, 12, 12, 9)), flush=True)
+
+    print("\n   the same loop in one call per event, predict_learn_one (the Kafka service's step):\n")
+    print(row("model", "one call", "two calls", "ratio", widths=(34, 12, 12, 9)))
+    for name, mine, _, warm, events in cases:
+        f = timed(mine, warm, events, reps, fused=True)
+        print(row(name, f"{f:.1f}", f"{loop[name][0]:.1f}", ratio(f, loop[name][0])), flush=True)
 
     print("\n2. growth: predict then learn on a small and a large model (us per event)\n")
     print(row("model", "small", "large", "large/small", widths=(34, 12, 12, 12)))

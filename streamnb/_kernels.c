@@ -347,91 +347,143 @@ fail:
     return NULL;
 }
 
-/* gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude)
- *     -> (top, top_id) | None
- * GaussianPart.learn_one for an event of plain numbers whose features are all known: the
- * Welford update of the class's cells and of each feature's pooled cell (Chan's formula for one
- * event), the feature's pooled M2 / n written into ``spread``, and the running maximum of
- * ``spread`` kept (``top`` None: to be recounted). None, touching nothing, otherwise. */
-static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(17);
-    PyObject *x = args[0], *ids = args[1], *spread = args[13], *top_obj = args[14], *exclude = args[16];
+/* Chan's step for one event of weight w on a cell of weight n_a: n = n_a + w, frac = w / n,
+ * kk = n_a * frac. The cells of a dense event mostly share n_a: the last step is kept and
+ * reused when n_a has the same bits (the same operations on the same operands: the same
+ * results, without a division per cell). */
+typedef struct {
+    double w, n_a, n, frac, kk;
+    int have;
+} step_t;
+
+static inline void chan_step(step_t *st, double n_a) {
+    if (!st->have || memcmp(&n_a, &st->n_a, sizeof(double)) != 0) {
+        st->n_a = n_a;
+        st->n = n_a + st->w;
+        st->frac = st->w / st->n;
+        st->kk = n_a * st->frac;
+        st->have = 1;
+    }
+}
+
+/* The arguments of gaussian_learn, args[0..16] (lg_learn's first ones too). */
+typedef struct {
+    PyObject *x, *ids, *spread, *exclude;
     view_t N, M, S, PN, PM, PS;
     Py_ssize_t n0, n1, k, p1, top_id;
-    double w, top = 0.0;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &N) || get_view(args[3], &M) ||
-        get_view(args[4], &S) || get_index(args[5], &n0) || get_index(args[6], &n1) || get_index(args[7], &k) ||
-        get_double(args[8], &w) || get_view(args[9], &PN) || get_view(args[10], &PM) || get_view(args[11], &PS) ||
-        get_index(args[12], &p1) || get_index(args[15], &top_id))
-        return NULL;
-    if (!PyList_Check(spread)) {
+    double w, top;
+    int has_top;
+} welford_t;
+
+/* Parse gaussian_learn's arguments: 1, 0 if the event is not for the compiled path (a weight
+ * that is not positive and finite, no feature), -1 error. */
+static int get_welford(PyObject *const *args, welford_t *a) {
+    a->x = args[0], a->ids = args[1], a->spread = args[13], a->exclude = args[16];
+    PyObject *top_obj = args[14];
+    a->top = 0.0;
+    if (check_dict(a->x, "event") || check_dict(a->ids, "ids") || get_view(args[2], &a->N) ||
+        get_view(args[3], &a->M) || get_view(args[4], &a->S) || get_index(args[5], &a->n0) ||
+        get_index(args[6], &a->n1) || get_index(args[7], &a->k) || get_double(args[8], &a->w) ||
+        get_view(args[9], &a->PN) || get_view(args[10], &a->PM) || get_view(args[11], &a->PS) ||
+        get_index(args[12], &a->p1) || get_index(args[15], &a->top_id))
+        return -1;
+    if (!PyList_Check(a->spread)) {
         PyErr_SetString(PyExc_TypeError, "expected a list (spread)");
-        return NULL;
+        return -1;
     }
-    int has_top = top_obj != Py_None;
-    if (has_top && get_double(top_obj, &top)) return NULL;
-    if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
-    if (exclude != Py_None && check_dict(exclude, "exclude")) return NULL;
-    event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    int ok = read_numeric_except(x, ids, exclude, 0, 1, &e);
-    if (ok < 0) goto fail;
-    if (ok == 0) {
-        event_free(&e);
-        Py_RETURN_NONE;
+    a->has_top = top_obj != Py_None;
+    if (a->has_top && get_double(top_obj, &a->top)) return -1;
+    if (!(a->w > 0) || !isfinite(a->w) || PyDict_GET_SIZE(a->x) == 0) return 0;
+    if (a->exclude != Py_None && check_dict(a->exclude, "exclude")) return -1;
+    return 1;
+}
+
+/* Read the event of ``a`` into ``e`` (initialized) and check every cell it touches before
+ * anything changes: 1, 0 not plain or a feature without its ``spread`` entry yet (the Python
+ * path), -1 error. */
+static int welford_read(const welford_t *a, event_t *e) {
+    int ok = read_numeric_except(a->x, a->ids, a->exclude, 0, 1, e);
+    if (ok <= 0) return ok;
+    Py_ssize_t base = a->k * a->n0, n_spread = PyList_GET_SIZE(a->spread);
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        Py_ssize_t j = e->id[f], i = base + j * a->n1, q = j * a->p1;
+        IN(a->N, i);
+        IN(a->M, i);
+        IN(a->S, i);
+        IN(a->PN, q);
+        IN(a->PM, q);
+        IN(a->PS, q);
+        if (j >= n_spread) return 0;
     }
-    Py_ssize_t base = k * n0, n_spread = PyList_GET_SIZE(spread);
-    for (Py_ssize_t f = 0; f < e.n; f++) { /* every cell in range before anything changes */
-        Py_ssize_t j = e.id[f], i = base + j * n1, q = j * p1;
-        IN(N, i);
-        IN(M, i);
-        IN(S, i);
-        IN(PN, q);
-        IN(PM, q);
-        IN(PS, q);
-        if (j >= n_spread) {
-            event_free(&e);
-            Py_RETURN_NONE;
-        }
-    }
-    for (Py_ssize_t f = 0; f < e.n; f++) {
-        Py_ssize_t j = e.id[f];
-        double xv = e.x[f];
-        Py_ssize_t i = base + j * n1;
-        double n_a = N.p[i];
-        double n = n_a + w;
-        double frac = w / n;
-        double delta = xv - M.p[i];
-        M.p[i] += delta * frac;
-        S.p[i] += delta * delta * n_a * frac;
-        N.p[i] = n;
-        i = j * p1;
-        n_a = PN.p[i];
-        n = n_a + w;
-        frac = w / n;
-        delta = xv - PM.p[i];
-        PM.p[i] += delta * frac;
-        double m2 = PS.p[i] = PS.p[i] + delta * delta * n_a * frac;
-        PN.p[i] = n;
-        double s = m2 / n;
+    return 1;
+fail:
+    return -1;
+}
+
+/* GaussianPart.learn_one's update of a read, checked event: the Welford update of the class's
+ * cells and of each feature's pooled cell (Chan's formula for one event), the feature's pooled
+ * M2 / n written into ``spread``, and the running maximum of ``spread`` kept in ``a`` (has_top
+ * 0: to be recounted). 0, or -1 out of memory (the cells learned so far stay learned). */
+static int welford_update(welford_t *a, const event_t *e) {
+    Py_ssize_t base = a->k * a->n0;
+    step_t cls = {a->w, 0.0, 0.0, 0.0, 0.0, 0}, pool = {a->w, 0.0, 0.0, 0.0, 0.0, 0};
+    for (Py_ssize_t f = 0; f < e->n; f++) {
+        Py_ssize_t j = e->id[f];
+        double xv = e->x[f];
+        Py_ssize_t i = base + j * a->n1;
+        double n_a = a->N.p[i];
+        chan_step(&cls, n_a);
+        double delta = xv - a->M.p[i];
+        a->M.p[i] += delta * cls.frac;
+        a->S.p[i] += delta * delta * n_a * cls.frac;
+        a->N.p[i] = cls.n;
+        i = j * a->p1;
+        n_a = a->PN.p[i];
+        chan_step(&pool, n_a);
+        delta = xv - a->PM.p[i];
+        a->PM.p[i] += delta * pool.frac;
+        double m2 = a->PS.p[i] = a->PS.p[i] + delta * delta * n_a * pool.frac;
+        a->PN.p[i] = pool.n;
+        double s = m2 / pool.n;
         PyObject *sf = PyFloat_FromDouble(s);
-        if (sf == NULL) goto fail; /* out of memory: cells learned so far stay learned */
-        PyList_SetItem(spread, j, sf);
-        if (has_top) {
-            if (s >= top) {
-                top = s;
-                top_id = j;
-            } else if (j == top_id) {
-                has_top = 0;
+        if (sf == NULL) return -1;
+        PyList_SetItem(a->spread, j, sf);
+        if (a->has_top) {
+            if (s >= a->top) {
+                a->top = s;
+                a->top_id = j;
+            } else if (j == a->top_id) {
+                a->has_top = 0;
             }
         }
     }
+    return 0;
+}
+
+/* (top, top_id), top None if it must be recounted. */
+static PyObject *welford_result(const welford_t *a) {
+    if (a->has_top) return Py_BuildValue("(dn)", a->top, a->top_id);
+    return Py_BuildValue("(On)", Py_None, a->top_id);
+}
+
+/* gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude)
+ *     -> (top, top_id) | None
+ * GaussianPart.learn_one for an event of plain numbers whose features are all known
+ * (welford_update). None, touching nothing, otherwise. */
+static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    CHECK_NARGS(17);
+    welford_t a;
+    int ok = get_welford(args, &a);
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    event_t e;
+    if (event_init(&e, PyDict_GET_SIZE(a.x))) return NULL;
+    ok = welford_read(&a, &e);
+    if (ok > 0 && welford_update(&a, &e) < 0) ok = -1;
     event_free(&e);
-    if (has_top) return Py_BuildValue("(dn)", top, top_id);
-    return Py_BuildValue("(On)", Py_None, top_id);
-fail:
-    event_free(&e);
-    return NULL;
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    return welford_result(&a);
 }
 
 /* -- multinomial ------------------------------------------------------------------------- */
@@ -1172,25 +1224,6 @@ done:
 #define PRIOR 1.0     /* streamnb.bn.linear_gaussian.PRIOR */
 #define TINY 1e-300   /* streamnb.bn.linear_gaussian._TINY */
 
-/* Chan's step for one event of weight w on a cell of weight n_a: n = n_a + w, frac = w / n,
- * kk = n_a * frac. The cells of a dense event mostly share n_a: the last step is kept and
- * reused when n_a has the same bits (the same operations on the same operands: the same
- * results, without a division per cell). */
-typedef struct {
-    double w, n_a, n, frac, kk;
-    int have;
-} step_t;
-
-static inline void chan_step(step_t *st, double n_a) {
-    if (!st->have || memcmp(&n_a, &st->n_a, sizeof(double)) != 0) {
-        st->n_a = n_a;
-        st->n = n_a + st->w;
-        st->frac = st->w / st->n;
-        st->kk = n_a * st->frac;
-        st->have = 1;
-    }
-}
-
 /* The co-moment update of the event ``e`` (ids all known) in class k: the pairs of features
  * with id < limit (e is compacted to them). 0 done, -1 a cell outside its table (nothing
  * changed). */
@@ -1275,95 +1308,35 @@ static PyObject *comoment_add(PyObject *self, PyObject *const *args, Py_ssize_t 
 /* lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude,
  *          limit, CN, CM, CS, CC) -> (top, top_id) | None
  * LinearGaussianPart.learn_one for an event of plain numbers whose features are all known, in
- * one pass over the event: gaussian_learn's Welford update (the class's cells, the pooled
- * cells, ``spread`` and its running maximum; the same operations), then comoment_add's
- * co-moments. None, touching nothing, otherwise. */
+ * one call: gaussian_learn's update (welford_update), then comoment_add's co-moments
+ * (comoment_update). None, touching nothing, otherwise. */
 static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CHECK_NARGS(22);
-    PyObject *x = args[0], *ids = args[1], *spread = args[13], *top_obj = args[14], *exclude = args[16];
-    view_t N, M, S, PN, PM, PS;
+    welford_t a;
     table_t CN, CM, CS, CC;
-    Py_ssize_t n0, n1, k, p1, top_id, limit;
-    double w, top = 0.0;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &N) || get_view(args[3], &M) ||
-        get_view(args[4], &S) || get_index(args[5], &n0) || get_index(args[6], &n1) || get_index(args[7], &k) ||
-        get_double(args[8], &w) || get_view(args[9], &PN) || get_view(args[10], &PM) || get_view(args[11], &PS) ||
-        get_index(args[12], &p1) || get_index(args[15], &top_id) || get_index(args[17], &limit) ||
-        get_table(args[18], 3, &CN) || get_table(args[19], 3, &CM) || get_table(args[20], 3, &CS) ||
-        get_table(args[21], 3, &CC))
+    Py_ssize_t limit;
+    int ok = get_welford(args, &a);
+    if (ok < 0 || get_index(args[17], &limit) || get_table(args[18], 3, &CN) || get_table(args[19], 3, &CM) ||
+        get_table(args[20], 3, &CS) || get_table(args[21], 3, &CC))
         return NULL;
-    if (!PyList_Check(spread)) {
-        PyErr_SetString(PyExc_TypeError, "expected a list (spread)");
-        return NULL;
-    }
-    int has_top = top_obj != Py_None;
-    if (has_top && get_double(top_obj, &top)) return NULL;
-    if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
-    if (exclude != Py_None && check_dict(exclude, "exclude")) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
     event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    int ok = read_numeric_except(x, ids, exclude, 0, 1, &e);
-    if (ok < 0) goto fail;
-    if (ok == 0) {
-        event_free(&e);
-        Py_RETURN_NONE;
+    if (event_init(&e, PyDict_GET_SIZE(a.x))) return NULL;
+    ok = welford_read(&a, &e);
+    if (ok > 0) {
+        Py_ssize_t cmax = -1;
+        for (Py_ssize_t f = 0; f < e.n; f++)
+            if (e.id[f] < limit && e.id[f] > cmax) cmax = e.id[f];
+        if (cmax >= 0 && (!fits(&CN, a.k, cmax, cmax) || !fits(&CM, a.k, cmax, cmax) ||
+                          !fits(&CS, a.k, cmax, cmax) || !fits(&CC, a.k, cmax, cmax)))
+            ok = -1;
     }
-    Py_ssize_t base = k * n0, n_spread = PyList_GET_SIZE(spread), cmax = -1;
-    for (Py_ssize_t f = 0; f < e.n; f++) { /* every cell in range before anything changes */
-        Py_ssize_t j = e.id[f], i = base + j * n1, q = j * p1;
-        IN(N, i);
-        IN(M, i);
-        IN(S, i);
-        IN(PN, q);
-        IN(PM, q);
-        IN(PS, q);
-        if (j >= n_spread) {
-            event_free(&e);
-            Py_RETURN_NONE;
-        }
-        if (j < limit && j > cmax) cmax = j;
-    }
-    if (cmax >= 0 && (!fits(&CN, k, cmax, cmax) || !fits(&CM, k, cmax, cmax) || !fits(&CS, k, cmax, cmax) ||
-                      !fits(&CC, k, cmax, cmax)))
-        goto fail;
-    step_t cls = {w, 0.0, 0.0, 0.0, 0.0, 0}, pool = {w, 0.0, 0.0, 0.0, 0.0, 0};
-    for (Py_ssize_t f = 0; f < e.n; f++) { /* gaussian_learn's loop, operation for operation */
-        Py_ssize_t j = e.id[f];
-        double xv = e.x[f];
-        Py_ssize_t i = base + j * n1;
-        double n_a = N.p[i];
-        chan_step(&cls, n_a);
-        double delta = xv - M.p[i];
-        M.p[i] += delta * cls.frac;
-        S.p[i] += delta * delta * n_a * cls.frac;
-        N.p[i] = cls.n;
-        i = j * p1;
-        n_a = PN.p[i];
-        chan_step(&pool, n_a);
-        delta = xv - PM.p[i];
-        PM.p[i] += delta * pool.frac;
-        double m2 = PS.p[i] = PS.p[i] + delta * delta * n_a * pool.frac;
-        PN.p[i] = pool.n;
-        double s = m2 / pool.n;
-        PyObject *sf = PyFloat_FromDouble(s);
-        if (sf == NULL) goto fail; /* out of memory: cells learned so far stay learned */
-        PyList_SetItem(spread, j, sf);
-        if (has_top) {
-            if (s >= top) {
-                top = s;
-                top_id = j;
-            } else if (j == top_id) {
-                has_top = 0;
-            }
-        }
-    }
-    if (comoment_update(&e, k, w, limit, &CN, &CM, &CS, &CC)) goto fail; /* (checked above) */
+    if (ok > 0 && (welford_update(&a, &e) < 0 || comoment_update(&e, a.k, a.w, limit, &CN, &CM, &CS, &CC)))
+        ok = -1; /* (the co-moment cells were checked above) */
     event_free(&e);
-    if (has_top) return Py_BuildValue("(dn)", top, top_id);
-    return Py_BuildValue("(On)", Py_None, top_id);
-fail:
-    event_free(&e);
-    return NULL;
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
+    return welford_result(&a);
 }
 
 /* LinearGaussianPart._root: mean and variance of feature j in class k; 0 if no estimate. */

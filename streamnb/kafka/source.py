@@ -69,10 +69,19 @@ class _Listener(ConsumerRebalanceListener):
 
 
 class Ownership:
-    """What both consumer backends keep alike: the partitions owned (``_owned``, kept by the
-    rebalance hooks) and the lag behind the log end, from each one's :meth:`highwater`."""
+    """What both consumer backends keep alike: what to consume and the ownership hooks, the
+    partitions owned (``_owned``, kept by the rebalance hooks) and the lag behind the log end,
+    from each one's :meth:`highwater`."""
 
-    _owned: set[TopicPartition]
+    def __init__(self, bootstrap: str, topics: list[str], group_id: str | None, partitions: list[int] | None,
+                 on_assigned: Callable[[set], None] | None, on_revoked: Callable[[set, bool], None] | None) -> None:
+        self.bootstrap = bootstrap
+        self.topics = list(topics)
+        self.group_id = group_id
+        self.partitions = partitions
+        self.on_assigned = on_assigned
+        self.on_revoked = on_revoked
+        self._owned: set[TopicPartition] = set()
 
     @property
     def owned(self) -> set[TopicPartition]:
@@ -104,15 +113,9 @@ class Source(Ownership):
                  partitions: list[int] | None = None, batch_size: int = 1000, config: dict | None = None,
                  on_assigned: Callable[[set], None] | None = None,
                  on_revoked: Callable[[set, bool], None] | None = None) -> None:
-        self.bootstrap = bootstrap
-        self.topics = list(topics)
-        self.group_id = group_id
-        self.partitions = partitions
+        super().__init__(bootstrap, topics, group_id, partitions, on_assigned, on_revoked)
         self.config = {**consumer_defaults(group_id, batch_size), **(config or {})}
-        self.on_assigned = on_assigned
-        self.on_revoked = on_revoked
         self.consumer: KafkaConsumer | None = None
-        self._owned: set[TopicPartition] = set()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def connect(self, stop: threading.Event, timeout: float | None = None) -> None:

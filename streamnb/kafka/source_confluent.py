@@ -80,16 +80,10 @@ class ConfluentSource(Ownership):
                  partitions: list[int] | None = None, batch_size: int = 1000, config: dict | None = None,
                  on_assigned: Callable[[set], None] | None = None,
                  on_revoked: Callable[[set, bool], None] | None = None) -> None:
-        self.bootstrap = bootstrap
-        self.topics = list(topics)
-        self.group_id = group_id
-        self.partitions = partitions
+        super().__init__(bootstrap, topics, group_id, partitions, on_assigned, on_revoked)
         self.batch_size = batch_size
         self.config = {**confluent_consumer_defaults(bootstrap, group_id), **(config or {})}
-        self.on_assigned = on_assigned
-        self.on_revoked = on_revoked
         self.consumer: Any = None
-        self._owned: set[TopicPartition] = set()
         self._seeks: dict[TopicPartition, int] | None = None  # collected while assigning
 
     # -- lifecycle -----------------------------------------------------------------------------

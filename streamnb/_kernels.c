@@ -243,10 +243,40 @@ static double fsum(const double *v, Py_ssize_t n) {
 
 /* -- the posterior (BaseNB._log_prior_one and _normalize) -------------------------------- */
 
+/* The posterior of the joint log-likelihoods v[0..C) in place: log P(y) from the class counts
+ * (counts[c * step]) plus v[c] less max(v), normalized with one max-shifted exp and an exact
+ * sum. 1, 0 if some value is not finite (the Python path handles ruled-out classes and point
+ * masses; v is then unchanged), -1 with an exception set. */
+static int posterior_of(double *v, Py_ssize_t C, view_t counts, Py_ssize_t step) {
+    double n[MAX_CLASSES], u[MAX_CLASSES];
+    for (Py_ssize_t c = 0; c < C; c++) {
+        Py_ssize_t i = c * step;
+        if (i < 0 || i >= counts.n) {
+            PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
+            return -1;
+        }
+        n[c] = counts.p[i];
+    }
+    double log_total = log(fsum(n, C));
+    double top = -INFINITY, shift = -INFINITY;
+    for (Py_ssize_t c = 0; c < C; c++) { /* the evidence is shifted by its maximum first */
+        if (!isfinite(v[c])) return 0;
+        if (v[c] > shift) shift = v[c];
+    }
+    for (Py_ssize_t c = 0; c < C; c++) {
+        double lp = n[c] > 0 ? log(n[c]) - log_total : -INFINITY;
+        u[c] = lp + (v[c] - shift);
+        if (!isfinite(u[c])) return 0;
+        if (u[c] > top) top = u[c];
+    }
+    for (Py_ssize_t c = 0; c < C; c++) u[c] = exp(u[c] - top);
+    double total = fsum(u, C);
+    for (Py_ssize_t c = 0; c < C; c++) v[c] = u[c] / total;
+    return 1;
+}
+
 /* posterior(jll: list[float], counts: memoryview, step: int) -> list[float] | None
- * log P(y) from the class counts (counts[c * step]) plus jll[c] less max(jll), normalized with one
- * max-shifted exp and an exact sum; None if some value is not finite (the Python path
- * handles ruled-out classes and point masses). */
+ * posterior_of a list of floats; None where it gives 0 (or a value is not a float). */
 static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CHECK_NARGS(3);
     PyObject *jll = args[0];
@@ -258,34 +288,60 @@ static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Py_ssize_t C = PyList_GET_SIZE(jll);
     if (C < 1 || C > MAX_CLASSES) Py_RETURN_NONE;
-    double n[MAX_CLASSES], v[MAX_CLASSES];
+    double v[MAX_CLASSES];
     for (Py_ssize_t c = 0; c < C; c++) {
-        Py_ssize_t i = c * step;
-        if (i < 0 || i >= counts.n) {
-            PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
-            return NULL;
-        }
-        n[c] = counts.p[i];
-    }
-    double log_total = log(fsum(n, C));
-    double top = -INFINITY, shift = -INFINITY;
-    for (Py_ssize_t c = 0; c < C; c++) { /* the evidence is shifted by its maximum first */
         PyObject *item = PyList_GET_ITEM(jll, c);
         if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
         v[c] = PyFloat_AS_DOUBLE(item);
-        if (!isfinite(v[c])) Py_RETURN_NONE;
-        if (v[c] > shift) shift = v[c];
     }
-    for (Py_ssize_t c = 0; c < C; c++) {
-        double lp = n[c] > 0 ? log(n[c]) - log_total : -INFINITY;
-        v[c] = lp + (v[c] - shift);
-        if (!isfinite(v[c])) Py_RETURN_NONE;
-        if (v[c] > top) top = v[c];
-    }
-    for (Py_ssize_t c = 0; c < C; c++) v[c] = exp(v[c] - top);
-    double total = fsum(v, C);
-    for (Py_ssize_t c = 0; c < C; c++) v[c] = v[c] / total;
+    int ok = posterior_of(v, C, counts, step);
+    if (ok < 0) return NULL;
+    if (ok == 0) Py_RETURN_NONE;
     return float_list(v, C);
+}
+
+/* -- predict then learn: what the steps share ------------------------------------------------ */
+
+/* The learner's class counts a step may be given (``counts``, ``step`` after the part's own
+ * arguments): the step then returns the posterior instead of the joint log-likelihoods and,
+ * if it learned the event, counts it (counts[k * step] += w). */
+typedef struct {
+    view_t v;
+    Py_ssize_t step;
+    int given;
+} prior_t;
+
+/* Read the optional (counts, step) at args[at]: nargs is at (none) or at + 2. */
+static int get_prior(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_ssize_t C, Py_ssize_t k,
+                     prior_t *pr) {
+    pr->given = 0;
+    if (nargs == at) return 0;
+    if (nargs != at + 2) {
+        PyErr_Format(PyExc_TypeError, "expected %zd or %zd arguments, got %zd", at, at + 2, nargs);
+        return -1;
+    }
+    if (get_view(args[at], &pr->v) || get_index(args[at + 1], &pr->step)) return -1;
+    if (k < 0 || k >= C || k * pr->step >= pr->v.n || pr->step < 0) {
+        PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
+        return -1;
+    }
+    pr->given = 1;
+    return 0;
+}
+
+/* (values, learned, posterior): the posterior of ``out`` with the prior if one is given and
+ * finite (the class counted if learned), else ``out`` itself. ``out`` was computed before the
+ * part learned the event, and the posterior is taken before the class is counted. */
+static PyObject *step_result(double *out, Py_ssize_t C, int learned, Py_ssize_t k, double w, prior_t *pr) {
+    int post = 0;
+    if (pr->given) {
+        post = posterior_of(out, C, pr->v, pr->step);
+        if (post < 0) return NULL;
+        if (post && learned) pr->v.p[k * pr->step] += w;
+    }
+    PyObject *values = float_list(out, C);
+    if (values == NULL) return NULL;
+    return Py_BuildValue("(NOO)", values, learned ? Py_True : Py_False, post ? Py_True : Py_False);
 }
 
 /* -- Gaussian ---------------------------------------------------------------------------- */
@@ -588,22 +644,24 @@ static PyObject *multinomial_learn(PyObject *self, PyObject *const *args, Py_ssi
     Py_RETURN_TRUE;
 }
 
-/* multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w)
- *     -> (list, learned) | None
+/* multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w[, counts, step])
+ *     -> (list, learned, posterior) | None
  * Predict, then learn, reading the event once: multinomial_joint's list (computed before any
  * change), then multinomial_learn's update if every token is known and w > 0 is finite
- * (``learned`` True; else nothing changed and the caller learns through the Python path).
- * None, touching nothing, where multinomial_joint gives None. */
+ * (``learned`` True; else nothing changed and the caller learns through the Python path); with
+ * the class counts, the list is the posterior where it is finite (step_result). None, touching
+ * nothing, where multinomial_joint gives None. */
 static PyObject *multinomial_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(12);
+    if (nargs < 12) CHECK_NARGS(12);
     PyObject *x = args[0], *ids = args[1];
     view_t CV, TV;
     Py_ssize_t c0, c1, t0, C, n_tokens, k;
     double alpha, w;
+    prior_t pr;
     if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
         get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
         get_double(args[8], &alpha) || get_index(args[9], &n_tokens) || get_index(args[10], &k) ||
-        get_double(args[11], &w))
+        get_double(args[11], &w) || get_prior(args, nargs, 12, C, k, &pr))
         return NULL;
     if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
     Py_ssize_t size = PyDict_GET_SIZE(x);
@@ -614,10 +672,7 @@ static PyObject *multinomial_step(PyObject *self, PyObject *const *args, Py_ssiz
     int ok = read_numeric(x, ids, 1, 0, &e);
     if (ok > 0 && mn_joint(&e, CV, c0, c1, TV, t0, C, alpha, n_tokens, out) == 0) {
         int learn = e.n == size && size > 0 && w > 0 && isfinite(w); /* every token known */
-        if (!learn || mn_learn(&e, CV, c0, c1, TV, t0, k, w) == 0) {
-            PyObject *jll = float_list(out, C);
-            if (jll != NULL) result = Py_BuildValue("(NO)", jll, learn ? Py_True : Py_False);
-        }
+        if (!learn || mn_learn(&e, CV, c0, c1, TV, t0, k, w) == 0) result = step_result(out, C, learn, k, w, &pr);
     }
     event_free(&e);
     if (ok == 0) Py_RETURN_NONE;
@@ -786,25 +841,27 @@ static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssi
 }
 
 /* categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
- *                  exclude, strings_only, k, w) -> (list, learned) | None
+ *                  exclude, strings_only, k, w[, counts, step]) -> (list, learned, posterior) | None
  * Predict, then learn, reading the event once: categorical_joint's list (computed before any
  * change), then categorical_learn's update if every category is known and w > 0 is finite
- * (``learned`` True; else nothing changed and the caller learns through the Python path).
- * None, touching nothing, where categorical_joint gives None. */
+ * (``learned`` True; else nothing changed and the caller learns through the Python path); with
+ * the class counts, the list is the posterior where it is finite (step_result). None, touching
+ * nothing, where categorical_joint gives None. */
 static PyObject *categorical_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(17);
+    if (nargs < 17) CHECK_NARGS(17);
     cat_args_t a;
     Py_ssize_t k;
     double w;
-    if (get_cat_args(args, &a) || get_index(args[15], &k) || get_double(args[16], &w)) return NULL;
+    prior_t pr;
+    if (get_cat_args(args, &a) || get_index(args[15], &k) || get_double(args[16], &w) ||
+        get_prior(args, nargs, 17, a.C, k, &pr))
+        return NULL;
     if (a.C < 1 || a.C > MAX_CLASSES || !(a.alpha > 0)) Py_RETURN_NONE;
     double out[MAX_CLASSES];
     int learned, ok = cat_step(&a, k, w, out, &learned);
     if (ok < 0) return NULL;
     if (ok == 0) Py_RETURN_NONE;
-    PyObject *jll = float_list(out, a.C);
-    if (jll == NULL) return NULL;
-    return Py_BuildValue("(NO)", jll, learned ? Py_True : Py_False);
+    return step_result(out, a.C, learned, k, w, &pr);
 }
 
 /* categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)
@@ -1567,10 +1624,10 @@ fail:
 static PyMethodDef methods[] = {
     {"count_words", (PyCFunction)count_words, METH_O, "count_words(text) -> {word: count}"},
     {"multinomial_step", (PyCFunction)(void (*)(void))multinomial_step, METH_FASTCALL,
-     "multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w)"},
+     "multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w[, counts, step])"},
     {"categorical_step", (PyCFunction)(void (*)(void))categorical_step, METH_FASTCALL,
      "categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
-     "strings_only, k, w)"},
+     "strings_only, k, w[, counts, step])"},
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
     {"gaussian_joint", (PyCFunction)(void (*)(void))gaussian_joint, METH_FASTCALL,
      "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude)"},

@@ -187,6 +187,7 @@ class Part:
         state = self.__dict__.copy()
         state.pop("_views", None)  # memoryviews are neither copied nor pickled
         state.pop("_views_key", None)
+        state.pop("_step", None)
         return state
 
     #: When this part takes whole raw events for a learner with other parts too: the other
@@ -210,15 +211,20 @@ class Part:
         None if the caller must take the Python path."""
         return None
 
-    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
+    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
         """Predict, then learn, on the compiled path: :meth:`joint_fast` of ``x`` (before any
         change), then :meth:`learn_fast`; with whether it learned (if not, nothing changed
         and the caller learns through the Python path). None, having changed nothing, if
-        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this."""
+        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this.
+
+        ``prior``: the learner's class counts ``(view, step)`` (see
+        :meth:`BaseNB._class_view`), or (). A kernel that can, finishes the step with them:
+        the posterior instead of the joint log-likelihoods, and the class counted if it
+        learned; the third item says whether it did (this default never does)."""
         jll = self.joint_fast(x)
         if jll is None:
             return None
-        return jll, self.learn_fast(x, k, w)
+        return jll, self.learn_fast(x, k, w), False
 
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
         """Learn one prepared event: the scalar path, touching only the event's cells, and
@@ -431,13 +437,15 @@ class BaseNB(base.MiniBatchClassifier):
             k = self._classes._ids.get(y)
             if k is not None:
                 w = float(w)
+                counts, (step,) = self._class_view()
                 for whole in wholes:
-                    got = whole.step_fast(x, k, w)
+                    got = whole.step_fast(x, k, w, (counts, step))
                     if got is None:
                         continue
-                    proba = self._proba(got[0])
-                    if got[1]:
-                        self._counted_fast(whole, k, w)
+                    values, learned, finished = got
+                    proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
+                    if learned:
+                        self._counted_fast(whole, k, w, finished)
                     else:
                         self.learn_one(x, y, w)
                     return proba
@@ -445,11 +453,13 @@ class BaseNB(base.MiniBatchClassifier):
         self.learn_one(x, y, w)
         return proba
 
-    def _counted_fast(self, part: Part, k: int, w: float) -> None:
+    def _counted_fast(self, part: Part, k: int, w: float, counted: bool = False) -> None:
         """What learning an event of class ``k`` and weight ``w`` does besides, once ``part``
-        learned it on the compiled path: the class count, the caches, the cap."""
-        counts, (step,) = self._class_view()
-        counts[k * step] += w
+        learned it on the compiled path: the class count (unless ``counted``: the part's
+        kernel did it), the caches, the cap."""
+        if not counted:
+            counts, (step,) = self._class_view()
+            counts[k * step] += w
         self._log_prior_cache = None
         self._learned_fast(part)
         if getattr(self, "max_features", None) is not None:

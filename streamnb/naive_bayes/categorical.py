@@ -142,16 +142,32 @@ class CategoricalPart(Part):
                                         len(self.classes.keys), self.alpha, self.unseen == "smooth",
                                         *self._fast_args())
 
-    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
+    #: categorical_step's leading arguments, with the state they were taken for: (statistics'
+    #: generations and sizes, the views' key, arguments). One comparison per event.
+    _step: tuple = ((), (), ())
+
+    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
         native = kernels.native
         if (native is None or not (self.alpha > 0 and self.epsilon == 0)
                 or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)):
             return None
+        at, views_key, args = self._step
+        if views_key is not self._views_key or at != self._step_state():
+            args = self._step_args()
+        return native.categorical_step(x, *args, k, w, *prior)
+
+    def _step_state(self) -> tuple:
+        return (len(self.classes.keys), self.counts.generation, self.totals.generation, len(self.cells.keys),
+                self.cells.epoch)
+
+    def _step_args(self) -> tuple:
+        """categorical_step's arguments up to ``strings_only``, remembered for this state."""
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        return native.categorical_step(x, self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1,
-                                       len(self.classes.keys), self.alpha, self.unseen == "smooth",
-                                       *self._fast_args(), k, w)
+        args = (self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1, len(self.classes.keys),
+                self.alpha, self.unseen == "smooth", *self._fast_args())
+        self._step = (self._step_state(), self._views_key, args)
+        return args
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

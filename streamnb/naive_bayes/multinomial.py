@@ -104,13 +104,13 @@ class MultinomialPart(Part):
         return native.multinomial_joint(x, self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys),
                                         self.alpha, len(self.tokens.keys))
 
-    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
+    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
         native = kernels.native
         if native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
             return None
         cv, (c0, c1), tv, (t0,) = self._scalar()
         got = native.multinomial_step(x, self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys),
-                                      self.alpha, len(self.tokens.keys), k, w)
+                                      self.alpha, len(self.tokens.keys), k, w, *prior)
         if got is not None and got[1]:
             self._table = None
         return got

@@ -63,15 +63,10 @@ _BIG = float(2**63)
 _ALIKE = frozenset((str, bool, type(None)))
 
 
-def _check_fast(obj: dict, limit: int) -> bool:
-    """False if the ``json`` path must decide: too deep (it says so, after its own checks), or
-    numbers where orjson and ``json`` could differ."""
-    if _ALIKE.issuperset(map(type, obj.values())):  # a flat object of strings: no loop
-        return True
-    return _check_nested(obj, limit, 1)
-
-
 def _check_nested(obj: Any, limit: int, level: int) -> bool:
+    """False if the ``json`` path must decide: too deep (it says so, after its own checks), or
+    numbers where orjson and ``json`` could differ. (A flat object of strings, the common
+    case, is checked without it, see :class:`JsonDeserializer`.)"""
     for v in (obj.values() if type(obj) is dict else obj):
         t = type(v)
         if t is float:
@@ -131,7 +126,8 @@ class JsonDeserializer:
             except _orjson.JSONDecodeError:
                 pass  # the json path below says why (or accepts what orjson is stricter about)
             else:
-                if type(obj) is dict and _check_fast(obj, self.max_depth):
+                if type(obj) is dict and (_ALIKE.issuperset(map(type, obj.values()))
+                                          or _check_nested(obj, self.max_depth, 1)):
                     return obj
         return self._slow(value)
 

@@ -99,14 +99,17 @@ class Predictions:
         same messages, sent and counted once per poll."""
         hits: list[bool] = []
         values: list[bytes] = []
+        keys: list = []
+        hit, value, key = hits.append, values.append, keys.append
         for rec, ex, proba, n_seen in done:
             pred = max(proba, key=proba.__getitem__) if proba else None
             if not _STR.issuperset(map(type, proba)):
                 proba = {_class_name(k): v for k, v in proba.items()}
             if ex.y is not NO_LABEL and pred is not None:
-                hits.append(pred == ex.y)
-            values.append(_message(rec, ex, pred, proba, n_seen))
-        self._sent(values, [rec.key for rec, *_ in done], hits)
+                hit(pred == ex.y)
+            value(_message(rec, ex, pred, proba, n_seen))
+            key(rec.key)
+        self._sent(values, keys, hits)
 
     def many(self, feats: list, classes: list, rows: list, n_seen: float) -> None:
         """:meth:`one` for each ``feats[i] = (record, example)`` whose probabilities of

@@ -58,15 +58,18 @@ def confluent_consumer_defaults(bootstrap: str, group_id: str | None) -> dict:
 class Record:
     """A consumed message, as the service reads it."""
 
-    __slots__ = ("topic", "partition", "offset", "key", "value", "headers")
+    __slots__ = ("topic", "partition", "offset", "key", "value", "_msg")
 
-    def __init__(self, msg: Any) -> None:
-        self.topic = msg.topic()
-        self.partition = msg.partition()
+    def __init__(self, msg: Any, topic: str, partition: int) -> None:
+        self.topic, self.partition, self._msg = topic, partition, msg
         self.offset = msg.offset()
         self.key = msg.key()
         self.value = msg.value()
-        self.headers = msg.headers()
+
+    @property
+    def headers(self) -> list | None:
+        """The message's headers (read when asked: the service does not use them)."""
+        return self._msg.headers()
 
 
 class ConfluentSource(Ownership):
@@ -206,7 +209,7 @@ class ConfluentSource(Ownership):
                 tp = TopicPartition(*where)
                 batch = out.setdefault(tp, [])
                 last = where
-            batch.append(Record(msg))
+            batch.append(Record(msg, tp.topic, tp.partition))
         return out
 
     def seek(self, tp: TopicPartition, offset: int) -> None:

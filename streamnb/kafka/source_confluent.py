@@ -158,8 +158,46 @@ class ConfluentSource(Ownership):
             starts = self._seeks
         finally:
             self._seeks = None
-        self.consumer.assign([ck.TopicPartition(tp.topic, tp.partition, starts.get(tp, ck.OFFSET_STORED))
-                              for tp in sorted(self._owned)])
+        at = self._offsets({tp: starts.get(tp, ck.OFFSET_STORED) for tp in sorted(self._owned)})
+        self.consumer.assign([ck.TopicPartition(tp.topic, tp.partition, offset) for tp, offset in at.items()])
+
+    #: Seconds one lookup of :meth:`_offsets` may take before the start is left to librdkafka.
+    LOOKUP_TIMEOUT = 2.0
+
+    def _offsets(self, starts: dict) -> dict:
+        """``starts`` with the logical offsets (the group's committed offset, the log's
+        beginning or end) looked up: librdkafka resolves them itself, but only after a retry
+        timer on some brokers (0.1 s for a committed offset, 0.5 s for the beginning, before
+        the first event), a stall at every assignment. One round trip each here; a start whose
+        lookup fails stays logical (librdkafka resolves it as before)."""
+        out = dict(starts)
+        consumer = self.consumer
+        stored = [tp for tp, o in out.items() if o == ck.OFFSET_STORED]
+        if stored and self.group_id is not None:  # a private group has committed nothing
+            try:
+                got = consumer.committed([ck.TopicPartition(tp.topic, tp.partition) for tp in stored],
+                                         timeout=self.LOOKUP_TIMEOUT)
+            except ck.KafkaException as exc:
+                log.debug("committed offsets lookup failed: %s", exc)
+                stored = []
+            else:
+                for p in got:
+                    if p.error is None and p.offset >= 0:
+                        out[TopicPartition(p.topic, p.partition)] = p.offset
+        reset = str(self.config.get("auto.offset.reset", "largest")).lower()
+        end = {"earliest": False, "smallest": False, "beginning": False, "latest": True, "largest": True,
+               "end": True}.get(reset)
+        for tp, o in out.items():
+            if o == ck.OFFSET_BEGINNING or (o == ck.OFFSET_STORED and end is not None and tp in stored):
+                try:
+                    marks = consumer.get_watermark_offsets(ck.TopicPartition(tp.topic, tp.partition),
+                                                           timeout=self.LOOKUP_TIMEOUT)
+                except ck.KafkaException as exc:
+                    log.debug("watermarks lookup of %s failed: %s", tp, exc)
+                    continue
+                if marks is not None and min(marks) >= 0:  # None: timed out
+                    out[tp] = marks[1] if (o == ck.OFFSET_STORED and end) else marks[0]
+        return out
 
     def _on_assign(self, consumer: Any, partitions: list) -> None:
         self._assign({TopicPartition(p.topic, p.partition) for p in partitions})

@@ -176,3 +176,46 @@ def test_rollback_before_the_first_checkpoint_returns_to_the_given_model(bootstr
     merged, offsets = merge_checkpoints(tmp_path / "ckpt")
     assert merged.n_seen == len(events)  # not 600 + a's partition again
     assert_same_model(merged, clean_pass(events, "categorical"))
+
+
+def test_confluent_source_starts_at_looked_up_offsets(bootstrap, names):
+    """A start the broker must resolve (committed offset, log beginning) is looked up before
+    the assignment (librdkafka would only after a retry timer): the committed offset, else
+    the auto.offset.reset end; a concrete start is kept; a failed lookup leaves it logical."""
+    ck = pytest.importorskip("confluent_kafka")
+    from kafka import TopicPartition
+
+    from streamnb.kafka.broker import free_port
+    from streamnb.kafka.source_confluent import ConfluentSource
+
+    create(bootstrap, names.topic)
+    produce(bootstrap, names.topic, [(f"k{i}", {"i": i}) for i in range(5)])
+    tp = TopicPartition(names.topic, 0)
+    source = ConfluentSource(bootstrap, [names.topic], names.group, partitions=[0])
+    source.connect(threading.Event(), timeout=30)
+    try:
+        assert source._offsets({tp: ck.OFFSET_BEGINNING}) == {tp: 0}
+        assert source._offsets({tp: ck.OFFSET_STORED}) == {tp: 0}  # nothing committed: earliest
+        assert source._offsets({tp: 3}) == {tp: 3}
+        assert source.commit({tp: 4})
+        assert source._offsets({tp: ck.OFFSET_STORED}) == {tp: 4}
+        source.config["auto.offset.reset"] = "latest"  # read by the lookup only
+        assert source._offsets({tp: ck.OFFSET_STORED}) == {tp: 4}  # committed: not the reset
+    finally:
+        source.close()
+    private = ConfluentSource(bootstrap, [names.topic], None, partitions=[0], config={"auto.offset.reset": "latest"})
+    private.connect(threading.Event(), timeout=30)
+    try:
+        # a private group has committed nothing: the reset, the end as the broker says it (the
+        # log end on Kafka; on Tansu the base offset of the last batch + 1, see KAFKA_NOTES)
+        end = private.consumer.get_watermark_offsets(ck.TopicPartition(names.topic, 0), timeout=10)[1]
+        assert private._offsets({tp: ck.OFFSET_STORED}) == {tp: end}
+    finally:
+        private.close()
+    dead = ConfluentSource(f"127.0.0.1:{free_port()}", [names.topic], names.group, partitions=[0])
+    dead.consumer, dead.LOOKUP_TIMEOUT = ck.Consumer(dead.config), 0.3
+    try:
+        starts = {tp: ck.OFFSET_STORED, TopicPartition(names.topic, 1): ck.OFFSET_BEGINNING}
+        assert dead._offsets(starts) == starts
+    finally:
+        dead.consumer.close()

@@ -198,12 +198,16 @@ class MultinomialPart(Part):
                 cols = self.tokens.remember_columns(names, cols)  # the next batch's lookup
         if dense and np.isnan(v).any():
             v = np.nan_to_num(v)
-        known = np.flatnonzero(cols >= 0)
         n_classes = len(self.classes)
         Y = np.zeros((len(k), n_classes))
         Y[np.arange(len(k)), k] = w
-        sums = np.asarray(v.T @ Y).T[:, known]  # [classes, known columns]
-        self.counts.raw("n")[:n_classes, cols[known]] += sums
+        sums = np.ascontiguousarray(np.asarray(v.T @ Y).T)  # [classes, columns], row by row below
+        if not (cols >= 0).all():
+            known = np.flatnonzero(cols >= 0)
+            sums, cols = np.ascontiguousarray(sums[:, known]), cols[known]
+        counts = self.counts.raw("n")
+        for c in range(n_classes):
+            counts[c, cols] += sums[c]
         self.totals.raw("n")[:n_classes] += sums.sum(axis=1)
 
     def _log_p(self, ids: np.ndarray) -> np.ndarray:

@@ -100,8 +100,12 @@ class Index:
         if add:
             get = self._ids.get
             ids = [get(k) for k in keys]
-            if None in ids:
-                ids = [self.add(k) if i is None else i for k, i in zip(keys, ids)]
+            if None in ids:  # the new keys, once each, in the order met; then every id
+                for k in dict.fromkeys(k for k, i in zip(keys, ids) if i is None):
+                    self.add(k)
+                ids = [get(k) for k in keys]
+                if None in ids:  # a key not equal to itself (NaN): as add() gives it
+                    ids = [self.add(k) if i is None else i for k, i in zip(keys, ids)]
             return np.array(ids, dtype=np.intp)
         return np.fromiter(map(self._ids.get, keys, repeat(-1)), dtype=np.intp, count=len(keys))
 

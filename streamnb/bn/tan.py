@@ -349,6 +349,11 @@ class TANClassifier(TreeAugmentedNB):
     edge weighs much more than it is worth to the classifier. The same holds for a numeric
     parent (the residual variance of a line through two clusters). Casting such a feature
     ``"categorical"`` avoids it (crx with A11 categorical: 0.783 against 0.757 in 5-fold CV).
+    More generally a Gaussian fits a zero-inflated, heavy-tailed column badly (crx's A11, a
+    count, and A15, an income), and a Gaussian per parent value fits it on fewer events: every
+    naive Bayes loses on such columns, TAN more. On crx without A11 and A15 (5-fold CV, same
+    folds) TAN scores 0.855 against GaussianNB's 0.851 and MixedNB's 0.842; with them 0.757
+    against 0.793 and 0.775.
 
     Parameters
     ----------

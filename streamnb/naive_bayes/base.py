@@ -187,7 +187,7 @@ class Part:
         state = self.__dict__.copy()
         state.pop("_views", None)  # memoryviews are neither copied nor pickled
         state.pop("_views_key", None)
-        state.pop("_step", None)
+        state.pop("_kernel", None)
         return state
 
     #: When this part takes whole raw events for a learner with other parts too: the other

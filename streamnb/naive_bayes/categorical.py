@@ -132,42 +132,38 @@ class CategoricalPart(Part):
                                         *self._fast_args()) is not None
 
     def joint_fast(self, x: dict) -> list | None:
-        native = kernels.native
-        if (native is None or not (self.alpha > 0 and self.epsilon == 0)
-                or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)):
-            return None
-        nv = self._values_per_feature()
-        cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        return native.categorical_joint(x, self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1,
-                                        len(self.classes.keys), self.alpha, self.unseen == "smooth",
-                                        *self._fast_args())
-
-    #: categorical_step's leading arguments, with the state they were taken for: (statistics'
-    #: generations and sizes, the views' key, arguments). One comparison per event.
-    _step: tuple = ((), (), ())
+        args = self._kernel_args(x)
+        return None if args is None else kernels.native.categorical_joint(x, *args)  # type: ignore[union-attr]
 
     def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
-        native = kernels.native
-        if (native is None or not (self.alpha > 0 and self.epsilon == 0)
+        args = self._kernel_args(x)
+        if args is None:
+            return None
+        return kernels.native.categorical_step(x, *args, k, w, *prior)  # type: ignore[union-attr]
+
+    #: The scoring kernels' arguments after the event, with the state they were taken for:
+    #: (statistics' generations and sizes, the views' key, arguments). One comparison per event.
+    _kernel: tuple = ((), (), ())
+
+    def _kernel_args(self, x: dict) -> tuple | None:
+        """``categorical_joint``'s arguments after ``x`` (``categorical_step``'s before ``k``);
+        None if ``x`` takes the Python path."""
+        if (kernels.native is None or not (self.alpha > 0 and self.epsilon == 0)
                 or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)):
             return None
-        at, views_key, args = self._step
-        if views_key is not self._views_key or at != self._step_state():
-            args = self._step_args()
-        return native.categorical_step(x, *args, k, w, *prior)
-
-    def _step_state(self) -> tuple:
-        return (len(self.classes.keys), self.counts.generation, self.totals.generation, len(self.cells.keys),
-                self.cells.epoch)
-
-    def _step_args(self) -> tuple:
-        """categorical_step's arguments up to ``strings_only``, remembered for this state."""
+        at, views_key, args = self._kernel
+        if views_key is self._views_key and at == self._kernel_state():
+            return args
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         args = (self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1, len(self.classes.keys),
                 self.alpha, self.unseen == "smooth", *self._fast_args())
-        self._step = (self._step_state(), self._views_key, args)
+        self._kernel = (self._kernel_state(), self._views_key, args)
         return args
+
+    def _kernel_state(self) -> tuple:
+        return (len(self.classes.keys), self.counts.generation, self.totals.generation, len(self.cells.keys),
+                self.cells.epoch)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

@@ -97,23 +97,25 @@ class MultinomialPart(Part):
         return native.multinomial_learn(x, self.tokens._ids, cv, c0, c1, tv, t0, k, w) is not None
 
     def joint_fast(self, x: dict) -> list | None:
-        native = kernels.native
-        if native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
-            return None
-        cv, (c0, c1), tv, (t0,) = self._scalar()
-        return native.multinomial_joint(x, self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys),
-                                        self.alpha, len(self.tokens.keys))
+        args = self._kernel_args()
+        return None if args is None else kernels.native.multinomial_joint(x, *args)  # type: ignore[union-attr]
 
     def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
-        native = kernels.native
-        if native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
+        args = self._kernel_args()
+        if args is None:
             return None
-        cv, (c0, c1), tv, (t0,) = self._scalar()
-        got = native.multinomial_step(x, self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys),
-                                      self.alpha, len(self.tokens.keys), k, w, *prior)
+        got = kernels.native.multinomial_step(x, *args, k, w, *prior)  # type: ignore[union-attr]
         if got is not None and got[1]:
             self._table = None
         return got
+
+    def _kernel_args(self) -> tuple | None:
+        """``multinomial_joint``'s arguments after the event (``multinomial_step``'s before
+        ``k``); None where this part's settings have no kernel."""
+        if kernels.native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
+            return None
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        return self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys), self.alpha, len(self.tokens.keys)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared

@@ -321,7 +321,8 @@ static int get_prior(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_
         return -1;
     }
     if (get_view(args[at], &pr->v) || get_index(args[at + 1], &pr->step)) return -1;
-    if (k < 0 || k >= C || k * pr->step >= pr->v.n || pr->step < 0) {
+    /* every class inside the counts, checked before the part changes anything */
+    if (k < 0 || k >= C || pr->step < 0 || (C > 0 && (C - 1) * pr->step >= pr->v.n)) {
         PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
         return -1;
     }

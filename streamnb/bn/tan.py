@@ -486,8 +486,8 @@ class TANClassifier(TreeAugmentedNB):
         """As :meth:`~streamnb.naive_bayes.base.BaseNB.learn_many`. A batch with numeric
         columns is learned row by row (each row's co-moments, and the structure recomputed
         where ``learn_one`` would, between rows): the same model as ``learn_one``, at its cost."""
-        frames = self._split_frame(X) if isinstance(X, pd.DataFrame) else None
-        if frames is None or not frames["gaussian"].shape[1]:
+        X = self._batch(X, columns)  # a DataFrame (else InvalidEventError)
+        if not self._split_frame(X)["gaussian"].shape[1]:
             return super().learn_many(X, y, w, columns=columns)
         rows, labels, weights = self._batch_rows(X, y, w)
         for x, label, weight in zip(rows, labels, weights):

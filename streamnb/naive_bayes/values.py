@@ -63,6 +63,9 @@ def check_frame_arg(X: object) -> None:
     :class:`SparseBatch`."""
     if not isinstance(X, (pd.DataFrame, SparseBatch)):
         raise InvalidEventError(f"expected a pandas DataFrame of events, got {type(X).__name__} {_short(X)}")
+    if isinstance(X, pd.DataFrame) and not X.columns.is_unique:  # an event has one value per feature
+        repeated = list(dict.fromkeys(X.columns[X.columns.duplicated()]))
+        raise InvalidEventError(f"the column names repeat: {_short(repeated)} (one column per feature)")
 
 
 def is_missing(value: object) -> bool:

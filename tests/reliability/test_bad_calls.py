@@ -65,6 +65,23 @@ def test_a_batch_that_is_not_a_frame_is_refused(name, X):
         model.predict_proba_many(X)
 
 
+@pytest.mark.parametrize("name", BATCH_LEARNERS)
+@pytest.mark.parametrize("values", [[[1, 2], [3, 0]], [["u", "v"], ["w", "u"]], [[1.5, "v"], [0.5, "w"]]], ids=repr)
+def test_a_batch_whose_column_names_repeat_is_refused_and_changes_nothing(name, values):
+    """A frame with two columns of one name has no event equivalent (a dict has one value per
+    key): refused, whatever the learner or the columns' kinds, before anything is learned."""
+    from streamnb import persistence
+
+    model = LEARNERS[name]()
+    before = persistence.dumps(model)
+    X = pd.DataFrame(values, columns=["a", "a"])
+    with pytest.raises(StreamnbError, match="column names repeat"):
+        model.learn_many(X, pd.Series(["spam", "ham"]))
+    with pytest.raises(StreamnbError, match="column names repeat"):
+        model.predict_proba_many(X)
+    assert persistence.dumps(model) == before
+
+
 @pytest.mark.parametrize("name", sorted(LEARNERS))
 def test_an_empty_model_answers(name):
     model = LEARNERS[name]()

@@ -14,9 +14,8 @@ from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, MAX_NUMERIC, PRIOR, Lin
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
-from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import Part
-from streamnb.naive_bayes.values import check_labels, is_missing
+from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
 from streamnb.structure import Structure, class_chow_liu, top_features
@@ -506,12 +505,8 @@ class TANClassifier(TreeAugmentedNB):
     def _batch_rows(self, X: pd.DataFrame, y: Any, w: Any) -> tuple[list, list, np.ndarray]:
         """A batch as checked rows (missing cells left out), labels and weights; raises before
         anything is learned if any row is rejected."""
-        if y is not None and len(X) != len(y):
-            raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
-        labels = check_labels(y) if y is not None else []
-        weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),)).copy()
-        if not np.isfinite(weights).all() or (weights < 0).any():
-            raise InvalidEventError("weights must be finite and non-negative")
+        labels = check_labels(batch_labels(y, len(X))) if y is not None else []
+        weights = batch_weights(w, len(X))
         rows = [{f: v for f, v in r.items() if not is_missing(v)} for r in X.to_dict("records")]
         for x in rows:
             self._split(x)  # validates, touches nothing

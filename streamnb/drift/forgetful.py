@@ -37,7 +37,7 @@ import pandas as pd
 
 from streamnb.drift.base import DriftWrapper
 from streamnb.exceptions import InvalidEventError
-from streamnb.naive_bayes.values import check_frame_arg
+from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame_arg
 
 __all__ = ["Forgetful"]
 
@@ -185,6 +185,7 @@ class Forgetful(DriftWrapper):
         column); the statistics equal those of learning the rows in turn."""
         check_frame_arg(X)
         n = len(X)
+        y, weights = batch_labels(y, n), batch_weights(w, n)
         if not n:
             return
         if self.clock is None:
@@ -193,7 +194,6 @@ class Forgetful(DriftWrapper):
             if self.clock not in X.columns:
                 raise InvalidEventError("missing the clock feature", self.clock)
             t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=np.float64)
-        weights = np.broadcast_to(np.asarray(w, dtype=float), (n,))
         frame = self._features_frame(X)
         start = 0
         while start < n:

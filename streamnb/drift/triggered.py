@@ -22,13 +22,12 @@ import copy
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from river import base, drift
 
 from streamnb.drift.base import DriftWrapper, has_relearn
 from streamnb.exceptions import StreamnbError
-from streamnb.naive_bayes.values import check_frame_arg
+from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame_arg
 
 __all__ = ["DriftTriggered"]
 
@@ -141,7 +140,7 @@ class DriftTriggered(DriftWrapper):
         exactly :meth:`learn_one` row by row, and no faster. All or nothing: if a row is
         rejected, the wrapper (model and detector) is put back as it was before the batch."""
         check_frame_arg(X)
-        weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),))
+        y, weights = batch_labels(y, len(X)), batch_weights(w, len(X))
         before = copy.deepcopy(self.__dict__)
         try:
             for x, yy, ww in zip(X.to_dict("records"), y.tolist(), weights.tolist()):

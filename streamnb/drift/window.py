@@ -23,11 +23,10 @@ from collections import deque
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from streamnb.drift.base import DriftWrapper, has_relearn
-from streamnb.naive_bayes.values import check_frame_arg
+from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame_arg
 
 __all__ = ["Windowed"]
 
@@ -114,12 +113,11 @@ class Windowed(DriftWrapper):
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
         """Learn a batch, split at block boundaries: equal to learning the rows in turn."""
         check_frame_arg(X)
-        weights = np.asarray(w, dtype=float)
+        y, weights = batch_labels(y, len(X)), batch_weights(w, len(X))
         start = 0
         while start < len(X):
             stop = start + min(self._room(), len(X) - start)
-            part = (X.iloc[start:stop], y.iloc[start:stop],
-                    weights if weights.ndim == 0 else weights[start:stop])
+            part = (X.iloc[start:stop], y.iloc[start:stop], weights[start:stop])
             self._blocks[-1].learn_many(*part, **kwargs)
             if self._merged is not None:
                 self._merged.learn_many(*part, **kwargs)

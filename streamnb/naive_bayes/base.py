@@ -22,6 +22,8 @@ from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import (
     PLAIN_LABELS,
     SparseBatch,
+    batch_labels,
+    batch_weights,
     check_event,
     check_frame_arg,
     check_label,
@@ -629,14 +631,11 @@ class BaseNB(base.MiniBatchClassifier):
         are given as ``columns`` (e.g. a vectorizer's vocabulary).
         """
         X = self._batch(X, columns)
-        if len(X) != len(y):
-            raise InvalidEventError(f"X has {len(X)} rows but y has {len(y)}")
+        y = batch_labels(y, len(X))
         if not len(X):
             return
         labels = check_labels(y)
-        weights = np.broadcast_to(np.asarray(w, dtype=float), (len(X),)).copy()
-        if not np.isfinite(weights).all() or (weights < 0).any():
-            raise InvalidEventError("weights must be finite and non-negative")
+        weights = batch_weights(w, len(X))
         frames = self._split_frame(X)
         for name, part in self._parts.items():
             part.check_frame(frames[name])

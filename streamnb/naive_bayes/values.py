@@ -18,6 +18,8 @@ __all__ = [
     "MAX_ABS",
     "check_event",
     "check_frame_arg",
+    "batch_labels",
+    "batch_weights",
     "is_missing",
     "numeric_items",
     "frame_values",
@@ -66,6 +68,43 @@ def check_frame_arg(X: object) -> None:
     if isinstance(X, pd.DataFrame) and not X.columns.is_unique:  # an event has one value per feature
         repeated = list(dict.fromkeys(X.columns[X.columns.duplicated()]))
         raise InvalidEventError(f"the column names repeat: {_short(repeated)} (one column per feature)")
+
+
+def batch_labels(y: Any, n: int) -> pd.Series:
+    """The labels of a batch of ``n`` rows as a Series (``y`` a Series, or a sequence of one
+    label per row); raise :class:`InvalidEventError` otherwise. The labels themselves are
+    checked by :func:`check_labels`."""
+    if isinstance(y, pd.Series):
+        series = y
+    elif y is None or isinstance(y, (str, bytes, Mapping, pd.DataFrame)) or not hasattr(y, "__len__"):
+        raise InvalidEventError(f"expected the batch's labels, one per row (a pandas Series or a sequence), "
+                                f"got {type(y).__name__} {_short(y)}")
+    else:
+        series = pd.Series(list(y), dtype=object)
+    if len(series) != n:
+        raise InvalidEventError(f"X has {n} rows but y has {len(series)}")
+    return series
+
+
+def batch_weights(w: Any, n: int) -> np.ndarray:
+    """The weights of a batch of ``n`` rows as a new float array: ``w`` a number (every row's)
+    or a sequence of ``n`` numbers, each finite and non-negative; raise
+    :class:`InvalidEventError` otherwise.
+
+    >>> batch_weights(2, 3).tolist(), batch_weights([1, 0.5], 2).tolist()
+    ([2.0, 2.0, 2.0], [1.0, 0.5])
+    """
+    try:
+        weights = np.array(w, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEventError(f"expected numbers as weights, got {type(w).__name__} {_short(w)}") from exc
+    if weights.ndim == 0:
+        weights = np.full(n, float(weights))
+    elif weights.shape != (n,):
+        raise InvalidEventError(f"expected one weight per row ({n}), got an array of shape {weights.shape}")
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise InvalidEventError("weights must be finite and non-negative")
+    return weights
 
 
 def is_missing(value: object) -> bool:

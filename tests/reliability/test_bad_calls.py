@@ -27,6 +27,9 @@ LEARNERS = {
 
 NOT_EVENTS = [None, "some text", 5, ["a", 1], b"bytes"]
 
+#: learners of numbers only (the others take string categories, or strings as tokens)
+NUMERIC = {"GaussianNB", "MultinomialNB", "BernoulliNB", "ComplementNB"}
+
 
 def test_every_exported_learner_is_covered():
     exported = {
@@ -79,6 +82,32 @@ def test_a_batch_whose_column_names_repeat_is_refused_and_changes_nothing(name, 
         model.learn_many(X, pd.Series(["spam", "ham"]))
     with pytest.raises(StreamnbError, match="column names repeat"):
         model.predict_proba_many(X)
+    assert persistence.dumps(model) == before
+
+
+BAD_LABELS_AND_WEIGHTS = {
+    "no labels": (None, 1.0),
+    "labels as a frame": (pd.DataFrame({"y": ["spam", "ham"]}), 1.0),
+    "labels as a string": ("sh", 1.0),
+    "too few labels": (["spam"], 1.0),
+    "too many weights": (["spam", "ham"], [1.0, 1.0, 1.0]),
+    "weights in two dimensions": (["spam", "ham"], [[1.0, 1.0], [1.0, 1.0]]),
+    "weights as text": (["spam", "ham"], "heavy"),
+    "a negative weight": (["spam", "ham"], [1.0, -1.0]),
+    "a complex weight": (["spam", "ham"], 1j),
+}
+
+
+@pytest.mark.parametrize("name", BATCH_LEARNERS)
+@pytest.mark.parametrize("case", sorted(BAD_LABELS_AND_WEIGHTS))
+def test_a_batch_with_bad_labels_or_weights_is_refused_and_changes_nothing(name, case):
+    from streamnb import persistence
+
+    y, w = BAD_LABELS_AND_WEIGHTS[case]
+    model = LEARNERS[name]()
+    before = persistence.dumps(model)
+    with pytest.raises(StreamnbError):
+        model.learn_many(pd.DataFrame({"a": ["u", "v"]} if name not in NUMERIC else {"a": [1, 2]}), y, w)
     assert persistence.dumps(model) == before
 
 

@@ -203,7 +203,7 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
         raise
     except (
         zipfile.BadZipFile, zlib.error, NotImplementedError, KeyError, ValueError, OSError, EOFError,
-        RecursionError, TypeError,
+        RecursionError, TypeError, RuntimeError,  # RuntimeError: a member flagged as encrypted
     ) as exc:  # fmt: skip
         raise StateError(f"corrupt model archive: {exc}") from exc
     if doc.get("sha256") != _digest(arrays):

@@ -85,6 +85,21 @@ def test_corruption_is_detected_or_harmless():
         persistence.loads(good[: len(good) // 3])
 
 
+def test_a_member_flagged_as_encrypted_is_a_state_error():
+    """zipfile refuses an encrypted member with a RuntimeError: a corrupt archive all the same."""
+    good = persistence.dumps(model())
+    start = 0
+    flagged = 0
+    while (at := good.find(b"PK\x01\x02", start)) >= 0:  # each central directory record
+        data = bytearray(good)
+        data[at + 8] |= 0x01  # general purpose flags, bit 0: encrypted
+        with pytest.raises(streamnb.StateError, match="corrupt"):
+            persistence.loads(bytes(data))
+        flagged += 1
+        start = at + 4
+    assert flagged >= 2  # model.json and the arrays
+
+
 def _rewrite(doc_change) -> bytes:
     return _rewrite_doc(model(), doc_change)
 

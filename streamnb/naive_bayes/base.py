@@ -393,16 +393,12 @@ class BaseNB(base.MiniBatchClassifier):
         The cost is that of the event (its features, times the classes where a part needs
         it), never that of the model: only the cells of the event are touched.
         """
-        wholes = self._wholes
-        if (wholes and type(x) is dict and type(y) in PLAIN_LABELS
-                and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
-            k = self._classes._ids.get(y)
-            if k is not None:
-                w = float(w)
-                for whole in wholes:
-                    if whole.learn_fast(x, k, w):  # the compiled path
-                        self._counted_fast(whole, k, w)
-                        return
+        if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
+            k, w = fast
+            for whole in self._wholes:
+                if whole.learn_fast(x, k, w):  # the compiled path
+                    self._counted_fast(whole, k, w)
+                    return
         if type(x) is not dict:
             check_event(x)
         if type(y) not in PLAIN_LABELS:
@@ -433,27 +429,34 @@ class BaseNB(base.MiniBatchClassifier):
         before it is learned, what a prequential loop (and the Kafka service) does per event.
         The same results and errors as the two calls; on the compiled path the event is read
         once (:meth:`Part.step_fast`)."""
-        wholes = self._wholes
-        if (wholes and type(x) is dict and type(y) in PLAIN_LABELS
-                and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
-            k = self._classes._ids.get(y)
-            if k is not None:
-                w = float(w)
-                counts, (step,) = self._class_view()
-                for whole in wholes:
-                    got = whole.step_fast(x, k, w, (counts, step))
-                    if got is None:
-                        continue
-                    values, learned, finished = got
-                    proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
-                    if learned:
-                        self._counted_fast(whole, k, w, finished)
-                    else:
-                        self.learn_one(x, y, w)
-                    return proba
+        if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
+            k, w = fast
+            counts, (step,) = self._class_view()
+            for whole in self._wholes:
+                got = whole.step_fast(x, k, w, (counts, step))
+                if got is None:
+                    continue
+                values, learned, finished = got
+                proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
+                if learned:
+                    self._counted_fast(whole, k, w, finished)
+                else:
+                    self.learn_one(x, y, w)
+                return proba
         proba = self.predict_proba_one(x)
         self.learn_one(x, y, w)
         return proba
+
+    def _fast_class(self, y: Any, w: Any) -> tuple[int, float] | None:
+        """``(class id, weight)`` if an event (a dict) of label ``y`` and weight ``w`` may take
+        the compiled path: a part takes whole events, ``y`` is a plain label already known,
+        ``w`` a positive finite float; else None."""
+        if (self._wholes and type(y) in PLAIN_LABELS
+                and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
+            k = self._classes._ids.get(y)
+            if k is not None:
+                return k, float(w)
+        return None
 
     def _counted_fast(self, part: Part, k: int, w: float, counted: bool = False) -> None:
         """What learning an event of class ``k`` and weight ``w`` does besides, once ``part``

@@ -1,5 +1,5 @@
-"""TAN with numeric features in the tree (issue 14): accuracy against naive Bayes, stability of
-the structure on a stationary stream, adaptation after a planted change, and cost.
+"""TAN with numeric features in the tree (issue 14): accuracy and log-loss against naive Bayes,
+stability of the structure on a stationary stream, adaptation after a planted change, and cost.
 
 Run: ``.venv/bin/python benchmarks/bench_tree_numeric.py`` (about 1 minute on 2 cores),
 ``--quick`` for a smoke run (fewer sets, shorter streams, about 15 s), ``--only accuracy`` (or
@@ -25,10 +25,14 @@ Nothing is asserted: figures and targets are printed.
    Each fold is learned with ``learn_many`` on the training DataFrame (TAN learns a frame with
    numeric columns row by row, as ``learn_one``, recomputing its structure every
    ``relearn_every`` = 100 events); the tree learners then ``relearn()`` once, and every model
-   predicts the test fold with ``predict_many``. TAN uses its defaults (``edge_penalty="chi2"``,
-   ``swap_margin=0.05``). ``d`` is TAN's accuracy minus the best naive Bayes's (the better of
-   GaussianNB and MixedNB on that set), ``se`` the standard deviation of the 5 per-fold
-   differences over sqrt(5); a win or loss "beyond noise" is ``|d| > 2 se``.
+   predicts the test fold with ``predict_many`` and ``predict_proba_many``. TAN uses its
+   defaults (``edge_penalty="chi2"``, ``swap_margin=0.05``). Two tables, the same rows:
+   accuracy, and log-loss (the mean of ``-log P(true class)`` in nats, a probability below
+   :data:`FLOOR` counted as :data:`FLOOR`), which scores the probabilities rather than the
+   decisions at their largest. ``d`` is TAN's score against the best naive Bayes's (the better
+   of GaussianNB and MixedNB on that set and metric), signed so that ``d > 0`` is a win for TAN
+   in both tables; ``se`` the standard deviation of the 5 per-fold differences over sqrt(5); a
+   win or loss "beyond noise" is ``|d| > 2 se``.
 
 2. **Stability.** A stationary stream from a fixed linear-Gaussian tree over 10 numeric
    features and 2 classes (:data:`TREE_A`: strong edges, two weak ones near the detection limit,
@@ -83,6 +87,9 @@ EXTRA_MIXED_SETS = ["cleve", "colic", "hypothyroid", "breast", "labor"]
 EXTRA_SETS = EXTRA_MIXED_SETS + ["glass2", "spambase"]
 #: The parts of the benchmark (``--only``).
 PARTS = ("accuracy", "stability", "change", "cost")
+#: Log-loss: a probability of the true class below this counts as this (as scikit-learn's
+#: ``log_loss`` clipped): one confident mistake costs at most ``-log(FLOOR)`` = 34.5 nats.
+FLOOR = 1e-15
 #: On a mixed set, an integer column with at most this many distinct values is categorical.
 MAX_CATEGORICAL_VALUES = 10
 
@@ -133,8 +140,14 @@ def column_kinds(X: pd.DataFrame, mixed: bool) -> dict:
     return out
 
 
-def fold_accuracies(X: pd.DataFrame, y: pd.Series, makers: dict) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {name: [] for name in makers}
+Scores = dict[str, list[float]]
+
+
+def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict) -> tuple[Scores, Scores]:
+    """Per model, the accuracy and the log-loss (nats per event) of each fold."""
+    acc: Scores = {name: [] for name in makers}
+    loss: Scores = {name: [] for name in makers}
+    labels = list(y.unique())
     for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
         Xtr, ytr, Xte, yte = X.iloc[train], y.iloc[train], X.iloc[test], y.iloc[test].to_numpy()
         for name, make in makers.items():
@@ -143,24 +156,55 @@ def fold_accuracies(X: pd.DataFrame, y: pd.Series, makers: dict) -> dict[str, li
             if hasattr(model, "relearn"):
                 model.relearn()
             pred = model.predict_many(Xte).to_numpy()
-            out[name].append(float(np.mean(pred == yte)))
-    return out
+            acc[name].append(float(np.mean(pred == yte)))
+            proba = model.predict_proba_many(Xte).reindex(columns=labels, fill_value=0.0)
+            p_true = proba.to_numpy()[np.arange(len(yte)), [labels.index(v) for v in yte]]
+            loss[name].append(float(-np.mean(np.log(np.maximum(p_true, FLOOR)))))
+    return acc, loss
+
+
+#: The comparisons of each table: (row name in the tally, model, its baseline; None: the better
+#: naive Bayes of the two on that set and metric).
+COMPARISONS = (("TAN", "TAN", None), ("TAN num", "TAN num", None),
+               ("TAN vs MixedNB (same kinds)", "TAN", "MixedNB"))
+
+
+def compare(scores: Scores, higher: bool, tally: dict) -> list[tuple[float, float]]:
+    """``(d, se)`` of each comparison (d > 0: TAN better, whatever the metric); counts it in
+    ``tally`` (wins, losses, wins beyond 2 se, losses beyond 2 se)."""
+    sign = 1.0 if higher else -1.0
+    mean = {m: sign * float(np.mean(a)) for m, a in scores.items()}
+    best = max(("GaussNB", "MixedNB"), key=lambda m: mean[m])
+    cells = []
+    for row, model, base in COMPARISONS:
+        diff = sign * (np.array(scores[model]) - np.array(scores[base or best]))
+        d, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
+        cells.append((d, se))
+        t = tally[row]
+        t[0] += d > 0
+        t[1] += d < 0
+        t[2] += d > 2 * se
+        t[3] += d < -2 * se
+    return cells
 
 
 def accuracy(names: list[str]) -> None:
-    print("\n## 1. Accuracy: stratified 5-fold CV (random_state=0, same folds), learn_many, relearn() once, "
-          "predict_many\n")
+    print("\n## 1. Accuracy and log-loss: stratified 5-fold CV (random_state=0, same folds), learn_many, "
+          "relearn() once, predict_many and predict_proba_many\n")
     print("kinds: on a mixed set an integer column with <= 10 distinct values is categorical; numeric sets all "
           "gaussian")
-    print("d = TAN - best NB (mean over folds), se = sd of the 5 per-fold differences / sqrt(5); d Mix = TAN - "
-          "MixedNB (the naive Bayes with TAN's kinds: TAN with no edge)\n")
+    print("d = TAN - best NB (mean over folds; for log-loss best NB - TAN, so d > 0 is a win for TAN in both "
+          "tables), se = sd of the 5 per-fold differences / sqrt(5); d Mix = TAN against MixedNB (the naive "
+          "Bayes with TAN's kinds: TAN with no edge)")
+    print(f"log-loss: mean -log P(true class) in nats, a probability below {FLOOR:g} counted as {FLOOR:g}\n")
     head = (f"{'dataset':<14}{'kind':<6}{'rows':>6}{'feat':>5}{'cat':>4}{'GaussNB':>9}{'MixedNB':>9}"
             f"{'TAN':>8}{'TAN num':>9}{'d TAN':>9}{'se':>7}{'d num':>9}{'se':>7}{'d Mix':>9}{'se':>7}{'edges':>7}"
             f"{'secs':>6}")
     print(head)
     print("-" * len(head))
-    # wins, losses, wins > 2se, losses > 2se
-    tally = {"TAN": [0, 0, 0, 0], "TAN num": [0, 0, 0, 0], "TAN vs MixedNB (same kinds)": [0, 0, 0, 0]}
+    tallies = {metric: {row: [0, 0, 0, 0] for row, _, _ in COMPARISONS}
+               for metric in ("accuracy", "log-loss")}
+    loss_rows = []
     skipped = []
     for name in names:
         path = DATA / "uci_pmlb" / f"{name}.tsv.gz"
@@ -180,34 +224,35 @@ def accuracy(names: list[str]) -> None:
         }
         if mixed:
             makers["TAN num"] = lambda: TANClassifier(kinds=numeric)
-        acc = fold_accuracies(X, y, makers)
-        if not mixed:
-            acc["TAN num"] = acc["TAN"]  # the same model: every column is gaussian
+        acc, loss = fold_scores(X, y, makers)
+        if not mixed:  # the same model: every column is gaussian
+            acc["TAN num"], loss["TAN num"] = acc["TAN"], loss["TAN"]
         # edges of TAN learned on the whole set (for information)
         whole = TANClassifier(kinds=kinds)
         whole.learn_many(X, y)
         whole.relearn()
         n_edges = len(whole.structure().edges)
-        mean = {m: float(np.mean(a)) for m, a in acc.items()}
-        best = max(("GaussNB", "MixedNB"), key=lambda m: mean[m])
-        cells = []
-        for m, base in (("TAN", best), ("TAN num", best), ("TAN vs MixedNB (same kinds)", "MixedNB")):
-            diff = np.array(acc[m.split(" vs ")[0]]) - np.array(acc[base])
-            d, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(len(diff)))
-            cells.append((d, se))
-            t = tally[m]
-            t[0] += d > 0
-            t[1] += d < 0
-            t[2] += d > 2 * se
-            t[3] += d < -2 * se
         n_cat = sum(k == "categorical" for k in kinds.values())
-        print(f"{name:<14}{'mixed' if mixed else 'num':<6}{len(df):>6}{X.shape[1]:>5}{n_cat:>4}"
-              f"{mean['GaussNB']:>9.4f}{mean['MixedNB']:>9.4f}{mean['TAN']:>8.4f}{mean['TAN num']:>9.4f}"
-              f"{cells[0][0]:>+9.4f}{cells[0][1]:>7.4f}{cells[1][0]:>+9.4f}{cells[1][1]:>7.4f}"
-              f"{cells[2][0]:>+9.4f}{cells[2][1]:>7.4f}{n_edges:>7}{time.perf_counter() - t0:>6.0f}", flush=True)
-    print()
-    for m, (w, lo, w2, l2) in tally.items():
-        print(f"{m if ' vs ' in m else m + ' vs best NB'}: {w} wins, {lo} losses (beyond 2 se: {w2} wins, {l2} losses)")
+        lead = f"{name:<14}{'mixed' if mixed else 'num':<6}{len(df):>6}{X.shape[1]:>5}{n_cat:>4}"
+        for scores, metric, fmt in ((acc, "accuracy", ".4f"), (loss, "log-loss", ".3f")):
+            cells = compare(scores, metric == "accuracy", tallies[metric])
+            mean = {m: float(np.mean(a)) for m, a in scores.items()}
+            line = (lead + "".join(f"{mean[m]:>{w}{fmt}}" for m, w in
+                                   (("GaussNB", 9), ("MixedNB", 9), ("TAN", 8), ("TAN num", 9)))
+                    + "".join(f"{d:>+9{fmt}}{se:>7{fmt}}" for d, se in cells) + f"{n_edges:>7}")
+            if metric == "accuracy":
+                print(f"{line}{time.perf_counter() - t0:>6.0f}", flush=True)
+            else:
+                loss_rows.append(line)
+    print("\nlog-loss (nats per event; lower is better, d > 0: TAN lower)\n")
+    print(head[:-6])
+    print("-" * (len(head) - 6))
+    print("\n".join(loss_rows))
+    for metric, tally in tallies.items():
+        print(f"\n{metric}:")
+        for m, (w, lo, w2, l2) in tally.items():
+            print(f"  {m if ' vs ' in m else m + ' vs best NB'}: {w} wins, {lo} losses "
+                  f"(beyond 2 se: {w2} wins, {l2} losses)")
     if skipped:
         print(f"skipped (file absent): {', '.join(skipped)}")
     print("(edges: TAN's edges learned on the whole set, for information)")

@@ -352,7 +352,9 @@ class TANClassifier(TreeAugmentedNB):
     count, and A15, an income), and a Gaussian per parent value fits it on fewer events: every
     naive Bayes loses on such columns, TAN more. On crx without A11 and A15 (5-fold CV, same
     folds) TAN scores 0.855 against GaussianNB's 0.851 and MixedNB's 0.842; with them 0.757
-    against 0.793 and 0.775.
+    against 0.793 and 0.775. That loss is in the decisions, not in the ranking or the
+    probabilities: on the same folds, with every column, TAN's log-loss is 0.887 nats per event
+    against 1.162 and 1.118, its ROC AUC 0.902 against 0.888 and 0.895.
 
     Parameters
     ----------

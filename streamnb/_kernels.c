@@ -455,14 +455,21 @@ static int get_welford(PyObject *const *args, welford_t *a) {
     return 1;
 }
 
+static int welford_cells(const welford_t *a, const event_t *e, Py_ssize_t from);
+
 /* Read the event of ``a`` into ``e`` (initialized) and check every cell it touches before
  * anything changes: 1, 0 not plain or a feature without its ``spread`` entry yet (the Python
  * path), -1 error. */
 static int welford_read(const welford_t *a, event_t *e) {
     int ok = read_numeric_except(a->x, a->ids, a->exclude, 0, 1, e);
     if (ok <= 0) return ok;
+    return welford_cells(a, e, 0);
+}
+
+/* welford_read's check of the cells of the entries of ``e`` from ``from`` on. */
+static int welford_cells(const welford_t *a, const event_t *e, Py_ssize_t from) {
     Py_ssize_t base = a->k * a->n0, n_spread = PyList_GET_SIZE(a->spread);
-    for (Py_ssize_t f = 0; f < e->n; f++) {
+    for (Py_ssize_t f = from; f < e->n; f++) {
         Py_ssize_t j = e->id[f], i = base + j * a->n1, q = j * a->p1;
         IN(a->N, i);
         IN(a->M, i);
@@ -1363,24 +1370,98 @@ static PyObject *comoment_add(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_TRUE;
 }
 
+/* The log slots of TAN's numeric features (streamnb.bn.scales): ``scales`` is None (no log
+ * slots) or bytes (or a bytearray), one per feature id: 0 no log slot (or the id is a log
+ * slot), 1 the feature has its log slot at id + 1 and stands on its linear scale, 2 it stands
+ * on its log scale. */
+static int get_scales(PyObject *obj, const char **s, Py_ssize_t *n) {
+    *s = NULL;
+    *n = 0;
+    if (obj == Py_None) return 0;
+    if (PyByteArray_Check(obj)) {
+        *s = PyByteArray_AS_STRING(obj);
+        *n = PyByteArray_GET_SIZE(obj);
+        return 0;
+    }
+    if (!PyBytes_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "expected bytes or a bytearray (scales)");
+        return -1;
+    }
+    *s = PyBytes_AS_STRING(obj);
+    *n = PyBytes_GET_SIZE(obj);
+    return 0;
+}
+
+/* Learning: after the read entries of ``e`` (room for twice as many), each value >= 0 of a
+ * feature with a log slot as (id + 1, log1p(value)), in the order read: LinearGaussianPart's
+ * _with_logs. 1, or 0 if a feature is newer than ``s`` (the Python path). */
+static int add_log_slots(event_t *e, const char *s, Py_ssize_t ns) {
+    if (s == NULL) return 1;
+    Py_ssize_t n = e->n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t j = e->id[i];
+        if (j >= ns) return 0;
+        if (s[j] && e->x[i] >= 0) {
+            e->id[e->n] = j + 1;
+            e->x[e->n] = log1p(e->x[i]);
+            e->n++;
+        }
+    }
+    return 1;
+}
+
+/* Predicting: each feature on its log scale read as its log slot, (id + 1, log1p(value)), with
+ * ``jac`` log1p(value) (the log of the transform's derivative's inverse), or dropped if its
+ * value is below 0 (outside that scale); ``jac`` 0 for the others: LinearGaussianPart._on_scales.
+ * 1, or 0 if a feature is newer than ``s`` (the Python path). */
+static int use_log_slots(event_t *e, const char *s, Py_ssize_t ns, double *jac) {
+    Py_ssize_t d = 0;
+    for (Py_ssize_t i = 0; i < e->n; i++) {
+        Py_ssize_t j = e->id[i];
+        double v = e->x[i];
+        double t = 0.0;
+        if (s != NULL) {
+            if (j >= ns) return 0;
+            if (s[j] == 2) {
+                if (!(v >= 0)) continue;
+                j += 1;
+                v = t = log1p(v);
+            }
+        }
+        e->id[d] = j;
+        e->x[d] = v;
+        jac[d] = t;
+        d++;
+    }
+    e->n = d;
+    return 1;
+}
+
 /* lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude,
- *          limit, CN, CM, CS, CC) -> (top, top_id) | None
+ *          limit, CN, CM, CS, CC, scales) -> (top, top_id) | None
  * LinearGaussianPart.learn_one for an event of plain numbers whose features are all known, in
- * one call: gaussian_learn's update (welford_update), then comoment_add's co-moments
- * (comoment_update). None, touching nothing, otherwise. */
+ * one call: the event with its log slots (add_log_slots), gaussian_learn's update
+ * (welford_update), then comoment_add's co-moments (comoment_update). None, touching nothing,
+ * otherwise. */
 static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(22);
+    CHECK_NARGS(23);
     welford_t a;
     table_t CN, CM, CS, CC;
-    Py_ssize_t limit;
+    Py_ssize_t limit, ns;
+    const char *scales;
     int ok = get_welford(args, &a);
     if (ok < 0 || get_index(args[17], &limit) || get_table(args[18], 3, &CN) || get_table(args[19], 3, &CM) ||
-        get_table(args[20], 3, &CS) || get_table(args[21], 3, &CC))
+        get_table(args[20], 3, &CS) || get_table(args[21], 3, &CC) || get_scales(args[22], &scales, &ns))
         return NULL;
     if (ok == 0) Py_RETURN_NONE;
     event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(a.x))) return NULL;
+    if (event_init(&e, 2 * PyDict_GET_SIZE(a.x))) return NULL;
     ok = welford_read(&a, &e);
+    if (ok > 0) {
+        Py_ssize_t read = e.n;
+        ok = add_log_slots(&e, scales, ns);
+        if (ok > 0) ok = welford_cells(&a, &e, read);
+    }
     if (ok > 0) {
         Py_ssize_t cmax = -1;
         for (Py_ssize_t f = 0; f < e.n; f++)
@@ -1417,26 +1498,29 @@ static int lg_root(Py_ssize_t k, Py_ssize_t j, double eps, const table_t *W[3], 
     return 0;
 }
 
-/* lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes)
+/* lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes, scales)
  *     -> list | None
  * LinearGaussianPart.joint_one through terms_one, for an event of plain numbers in which every
  * known feature has its parent observed (nothing to integrate out) and no categorical parent:
  * per class the exact sum (math.fsum) of log N(x_j; a + b x_p, s2) over the features with a
  * numeric parent p (the least-squares line of x_j on x_p and its shrunk residual variance) and
  * log N(x_j; mean, var) over the roots. ``parents``: per feature id, -1 (the class only), -2 (a
- * categorical parent) or the parent's id. W*: Welford (view, n0, n1), P*: pooled (view, 0, p1),
- * C*: co-moments (view, s0, s1, s2). */
+ * categorical parent) or the parent's id, by slot (a feature on its log scale is its log slot,
+ * use_log_slots, whose term is the log density of x: that of log1p(x) less log1p(x)). W*:
+ * Welford (view, n0, n1), P*: pooled (view, 0, p1), C*: co-moments (view, s0, s1, s2). */
 static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(16);
+    CHECK_NARGS(17);
     PyObject *x = args[0], *ids = args[1], *parents = args[2], *exclude = args[3];
     table_t WN, WM, WS, PN, PM, PS, CN, CM, CS, CC;
     double eps;
-    Py_ssize_t Cn;
+    Py_ssize_t Cn, ns;
+    const char *scales;
     if (check_dict(x, "event") || check_dict(ids, "ids") || (exclude != Py_None && check_dict(exclude, "exclude")) ||
         get_table(args[4], 2, &WN) || get_table(args[5], 2, &WM) || get_table(args[6], 2, &WS) ||
         get_table(args[7], 2, &PN) || get_table(args[8], 2, &PM) || get_table(args[9], 2, &PS) ||
         get_table(args[10], 3, &CN) || get_table(args[11], 3, &CM) || get_table(args[12], 3, &CS) ||
-        get_table(args[13], 3, &CC) || get_double(args[14], &eps) || get_index(args[15], &Cn))
+        get_table(args[13], 3, &CC) || get_double(args[14], &eps) || get_index(args[15], &Cn) ||
+        get_scales(args[16], &scales, &ns))
         return NULL;
     if (!PyList_Check(parents)) {
         PyErr_SetString(PyExc_TypeError, "expected a list (parents)");
@@ -1447,19 +1531,21 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
     event_t e;
     if (event_init(&e, size)) return NULL;
     Py_ssize_t small_par[SMALL];
-    double small_parx[SMALL], small_terms[SMALL];
+    double small_parx[SMALL], small_terms[SMALL], small_jac[SMALL];
     int heap = size > SMALL;
     Py_ssize_t *par = heap ? PyMem_Malloc(size * sizeof(Py_ssize_t)) : small_par;
     double *parx = heap ? PyMem_Malloc(size * sizeof(double)) : small_parx;
     double *terms = heap ? PyMem_Malloc(size * sizeof(double)) : small_terms;
+    double *jac = heap ? PyMem_Malloc(size * sizeof(double)) : small_jac;
     PyObject *result = NULL;
     int ok = 1;
-    if (par == NULL || parx == NULL || terms == NULL) {
+    if (par == NULL || parx == NULL || terms == NULL || jac == NULL) {
         PyErr_NoMemory();
         ok = -1;
         goto done;
     }
     ok = read_numeric_except(x, ids, exclude, 0, 0, &e);
+    if (ok > 0) ok = use_log_slots(&e, scales, ns, jac);
     if (ok <= 0) goto done;
     Py_ssize_t amax = 0, cmax = -1; /* the largest id, and the largest id of a pair (j, p) */
     for (Py_ssize_t i = 0; i < e.n; i++) { /* each feature's parent: observed, or the class */
@@ -1532,7 +1618,7 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 }
             }
             double dv = e.x[i] - mean;
-            terms[i] = -0.5 * (LOG_2PI + log(var) + dv * dv / var);
+            terms[i] = -0.5 * (LOG_2PI + log(var) + dv * dv / var) - jac[i];
         }
         out[k] = fsum(terms, e.n);
     }
@@ -1542,6 +1628,7 @@ done:
         PyMem_Free(par);
         PyMem_Free(parx);
         PyMem_Free(terms);
+        PyMem_Free(jac);
     }
     event_free(&e);
     if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
@@ -1649,9 +1736,10 @@ static PyMethodDef methods[] = {
     {"comoment_add", (PyCFunction)(void (*)(void))comoment_add, METH_FASTCALL,
      "comoment_add(x, ids, k, w, limit, CN, CM, CS, CC)"},
     {"lg_learn", (PyCFunction)(void (*)(void))lg_learn, METH_FASTCALL,
-     "lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude, limit, CN, CM, CS, CC)"},
+     "lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude, limit, CN, CM, CS, CC, "
+     "scales)"},
     {"lg_joint", (PyCFunction)(void (*)(void))lg_joint, METH_FASTCALL,
-     "lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes)"},
+     "lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes, scales)"},
     {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,
      "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)"},
     {NULL, NULL, 0, NULL},

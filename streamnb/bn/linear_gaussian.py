@@ -48,14 +48,22 @@ import numpy as np
 import pandas as pd
 
 from streamnb import kernels
+from streamnb.bn.scales import is_log_key, log_features, log_key
+from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.gaussian import GaussianPart
-from streamnb.naive_bayes.values import frame_values
+from streamnb.naive_bayes.values import first_seen, frame_values
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
 from streamnb.structure.chow_liu import canonical, edge_prices
 
 __all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_prices", "gaussian_pair_weights"]
+
+
+def _refuse_log_keys(keys: list) -> None:
+    """No event may name a log slot (:mod:`streamnb.bn.scales`)."""
+    if any(map(is_log_key, keys)):
+        raise InvalidEventError(f"a feature may not be named like a log slot: {next(filter(is_log_key, keys))!r}")
 
 #: Pseudo-events of the shrinkage of correlations and residual variances (see the module text).
 PRIOR = 1.0
@@ -120,39 +128,159 @@ class LinearGaussianPart(GaussianPart):
         As :class:`~streamnb.naive_bayes.gaussian.GaussianPart` (``ddof`` 0).
     max_numeric
         Most numeric features in the structure: the first ``max_numeric`` features met have
-        co-moments (memory ``32 C max_numeric**2`` bytes); later ones are Gaussian leaves with
-        the class as only parent (None: no bound).
+        co-moments (memory ``32 C max_numeric**2`` bytes, four times that with log slots);
+        later ones are Gaussian leaves with the class as only parent (None: no bound).
+    log_slots
+        Whether every numeric feature has a log slot, so that it may stand on its log scale
+        (:mod:`streamnb.bn.scales`): the slot's key follows the feature's in :attr:`features`
+        (it is registered with it), and it learns ``log1p(x)`` of each value ``x >= 0``. The
+        structure names features, never slots; :meth:`set_structure` says which features stand
+        on their log scale (:attr:`on_log`), and each of them is read, learned from and scored
+        through its log slot.
     """
 
     def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float,
-                 max_numeric: int | None = MAX_NUMERIC) -> None:
+                 max_numeric: int | None = MAX_NUMERIC, log_slots: bool = False) -> None:
         super().__init__(classes, class_counts, var_smoothing, 0)
         self.max_numeric = max_numeric
-        self.co = CoMoments([classes, self.features], max_features=max_numeric)
+        self.log_slots = log_slots
+        self.co = CoMoments([classes, self.features], max_features=self.slot_limit)
         self.structure = Structure({}, {}, True)
+        #: The features standing on their log scale (set with the structure).
+        self.on_log: frozenset = frozenset()
+        self._log_ids: frozenset = frozenset()  # their log slots' ids
+        self._modes = bytearray()  # per id, what the compiled path reads (see _kernels.c get_scales)
+        self._modes_key: tuple = ()
         self._tree_cache: tuple | None = None
         self._dense: tuple | None = None
 
+    @property
+    def slot_limit(self) -> int | None:
+        """Most slots with co-moments: ``max_numeric`` features, with their log slots if any."""
+        if self.max_numeric is None:
+            return None
+        return 2 * self.max_numeric if self.log_slots else self.max_numeric
+
+    # -- scales ----------------------------------------------------------------------------
+    def _register(self, keys: list) -> None:
+        """Register the new features of ``keys``, each with its log slot right after it."""
+        ids, spread = self.features._ids, self._spreads()
+        new = [f for f in keys if f not in ids]
+        if not new:
+            return
+        _refuse_log_keys(new)
+        for f in dict.fromkeys(new):
+            self.features.add(f)
+            self.features.add(log_key(f))
+            spread += [0.0, 0.0]
+        self.welford.fit()
+        self.pooled.fit()
+
+    def _with_logs(self, keys: list, values: list) -> tuple[list, list]:
+        """An event to learn: its features, then the log slot of each value >= 0, in order."""
+        logs = [(log_key(f), math.log1p(v)) for f, v in zip(keys, values) if v >= 0]
+        if not logs:
+            return keys, values
+        return keys + [f for f, _ in logs], values + [v for _, v in logs]
+
+    def _on_scales(self, keys: list, values: list) -> tuple[list, list]:
+        """An event to score: each feature on its log scale as its log slot and ``log1p`` of
+        its value, dropped if the value is below 0 (outside that scale)."""
+        on = self.on_log
+        if not on or on.isdisjoint(keys):
+            return keys, values
+        k2, v2 = [], []
+        for f, v in zip(keys, values):
+            if f in on:
+                if not v >= 0:
+                    continue
+                f, v = log_key(f), math.log1p(v)
+            k2.append(f)
+            v2.append(v)
+        return k2, v2
+
+    def slot(self, feature: Any) -> int:
+        """The id of the slot ``feature`` stands for (-1: not a numeric feature here)."""
+        return self.features.get(log_key(feature) if feature in self.on_log else feature)
+
+    def name_of(self, j: int) -> Any:
+        """The feature slot ``j`` stands for."""
+        key = self.features.keys[j]
+        return key[1] if is_log_key(key) else key
+
+    def user_features(self) -> list:
+        """The numeric features (not their log slots), in order of arrival."""
+        keys = self.features.keys
+        return [f for f in keys if not is_log_key(f)] if self.log_slots else list(keys)
+
+    def _scales(self) -> bytearray | None:
+        """Per id, for the compiled path: 0 no log slot, 1 one at id + 1 (linear scale), 2 on
+        its log scale. Extended as features arrive, rewritten when the scales change."""
+        if not self.log_slots:
+            return None
+        keys, modes = self.features.keys, self._modes
+        key = (self.features.epoch, self.on_log)
+        if key != self._modes_key:
+            del modes[:]
+            self._modes_key = key
+        if len(modes) != len(keys):
+            start = max(len(modes) - 1, 0)  # the last one may have had no slot after it yet
+            del modes[start:]
+            on = self.on_log
+            for j in range(start, len(keys)):
+                f = keys[j]
+                has = j + 1 < len(keys) and keys[j + 1] == log_key(f) and not is_log_key(f)
+                modes.append((2 if f in on else 1) if has else 0)
+        return modes
+
+    def choose_scales(self) -> frozenset:
+        """The features that stand on their log scale after a recompute
+        (:func:`~streamnb.bn.scales.log_features`)."""
+        modes = self._scales()
+        if not modes:
+            return frozenset()
+        keys = self.features.keys
+        limit = self.slot_limit
+        js = np.array([j for j, m in enumerate(modes) if m and (limit is None or (j < limit) == (j + 1 < limit))],
+                      dtype=np.intp)
+        if not len(js):
+            return frozenset()
+        ts = js + 1
+        n, m2, mean = (self.welford.view(f) for f in ("n", "m2", "mean"))
+        pn = self.pooled.view("n")[0]
+        now = np.array([keys[j] in self.on_log for j in js.tolist()], dtype=bool)
+        chosen = log_features(n[:, js], m2[:, js], n[:, ts], mean[:, ts], m2[:, ts], pn[js], pn[ts], self._eps(), now)
+        return frozenset(keys[j] for j in js[chosen].tolist())
+
     # -- structure -------------------------------------------------------------------------
-    def set_structure(self, structure: Structure) -> None:
+    def set_structure(self, structure: Structure, on_log: frozenset | None = None) -> None:
         """Use ``structure`` (learned by the learner over every feature; the parents of the
-        numeric features are read from it)."""
+        numeric features are read from it) and, if given, stand the features ``on_log`` on
+        their log scale (the others on their linear one)."""
         self.structure = structure
+        if on_log is not None and on_log != self.on_log:
+            self.on_log = frozenset(on_log)
+            self._log_ids = frozenset(self.features.get(log_key(f)) for f in on_log)
         self._tree_cache = self._dense = None
 
-    def pair_weights(self, penalty: str | None) -> tuple[list, np.ndarray, np.ndarray]:
+    def pair_weights(self, penalty: str | None, on_log: frozenset | None = None) -> tuple[list, np.ndarray, np.ndarray]:
         """The numeric features counted so far (canonical order), their ``[F, F]`` edge
-        weights less their price (:func:`gaussian_pair_weights`), and the prices."""
+        weights less their price (:func:`gaussian_pair_weights`), and the prices; each
+        feature in ``on_log`` (default: :attr:`on_log`) on its log scale."""
+        on_log = self.on_log if on_log is None else on_log
         co = self.co
         n, m2, c = co.view("n"), co.view("m2"), co.view("c")
         counted = np.diagonal(n, axis1=1, axis2=2).sum(axis=0) > 0
         keys = self.features.keys
-        key = (self.features.epoch, len(keys), n.shape, counted.tobytes())
+        key = (self.features.epoch, len(keys), n.shape, counted.tobytes(), on_log)
         cached = self._pair_order
         if cached is None or cached[0] != key:  # the order changes only with the features counted
-            order = sorted(np.flatnonzero(counted).tolist(), key=lambda i: canonical(keys[i]))
-            ix = None if order == list(range(n.shape[1])) else np.ix_(np.arange(n.shape[0]), order, order)
-            cached = self._pair_order = (key, [keys[i] for i in order], ix)
+            get = self.features.get
+            features = [i for i in np.flatnonzero(counted).tolist() if not is_log_key(keys[i])]
+            features.sort(key=lambda i: canonical(keys[i]))
+            order = np.array([get(log_key(keys[i])) if keys[i] in on_log else i for i in features], dtype=np.intp)
+            ix = None if order.tolist() == list(range(n.shape[1])) else np.ix_(np.arange(n.shape[0]), order, order)
+            cached = self._pair_order = (key, [keys[i] for i in features], ix)
         _, names, ix = cached
         if ix is None:  # every feature, in canonical order already: the arrays as they are
             n, m2, c = np.ascontiguousarray(n), np.ascontiguousarray(m2), np.ascontiguousarray(c)
@@ -172,7 +300,7 @@ class LinearGaussianPart(GaussianPart):
             return cached
         parents = [-1] * size
         children: list[list[int]] = [[] for _ in range(size)]
-        get = self.features.get
+        get = self.slot
         for child, parent in self.structure.parents.items():
             cid = get(child)
             if cid < 0 or parent is None:
@@ -196,7 +324,20 @@ class LinearGaussianPart(GaussianPart):
         return state
 
     # -- learning --------------------------------------------------------------------------
+    def prepare(self, x: Mapping) -> tuple[list, list]:
+        keys, values = super().prepare(x)
+        if self.log_slots:
+            _refuse_log_keys(keys)
+        return keys, values
+
+    def with_logs(self, prepared: tuple[list, list]) -> tuple[list, list]:
+        """``prepared`` as learned: with the log slots of its values >= 0 (if this part has them)."""
+        return self._with_logs(*prepared) if self.log_slots and prepared[0] else prepared
+
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        if self.log_slots and prepared[0]:
+            self._register(prepared[0])
+            prepared = self._with_logs(*prepared)
         super().learn_one(prepared, k, w)
         keys, values = prepared
         if keys and w > 0:
@@ -214,7 +355,8 @@ class LinearGaussianPart(GaussianPart):
         _, welford, pooled, co, _, limit = self._fast_views()
         other = self.fast_exclude
         got = native.lg_learn(x, self.features._ids, *welford, k, w, *pooled, spread, self._top, self._top_id,
-                              None if other is None else other.features._ids, limit, *co)  # type: ignore[attr-defined]
+                              None if other is None else other.features._ids,  # type: ignore[attr-defined]
+                              limit, *co, self._scales())
         if got is None:
             return False
         self._top, self._top_id = got
@@ -227,12 +369,12 @@ class LinearGaussianPart(GaussianPart):
         if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return None
         parents, _, edges = self._tree()
-        if not edges:
+        if not edges and not self.on_log:
             return super().joint_fast(x)
         key, _, _, _, tables, _ = self._fast_views()
         other = self.fast_exclude
         return native.lg_joint(x, self.features._ids, parents, None if other is None else other.features._ids,  # type: ignore[attr-defined]
-                               *tables, self._eps(), key[0])
+                               *tables, self._eps(), key[0], self._scales())
 
     def _fast_views(self) -> tuple:
         """What the compiled path reads and writes, retaken only when the arrays moved (a new
@@ -272,6 +414,13 @@ class LinearGaussianPart(GaussianPart):
     _co_views: tuple | None = None
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        if self.log_slots and X.shape[1]:
+            v = frame_values(X)
+            names = list(X.columns)
+            self._register([names[j] for j in first_seen(v == v)])
+            with np.errstate(invalid="ignore"):
+                logs = np.where(v >= 0, np.log1p(np.where(v >= 0, v, 0.0)), np.nan)
+            X = pd.concat([X, pd.DataFrame(logs, index=X.index, columns=[log_key(f) for f in names])], axis=1)
         super().learn_frame(X, k, w)
         cols = self.features.lookup(list(X.columns))
         known = cols >= 0
@@ -287,7 +436,8 @@ class LinearGaussianPart(GaussianPart):
         if key not in saved:  # a state from before the numeric tree: no co-moments yet
             welford = saved[f"{name}.welford"]
             classes, features = welford["axes"]
-            f = len(features) if self.max_numeric is None else min(len(features), self.max_numeric)
+            limit = self.slot_limit
+            f = len(features) if limit is None else min(len(features), limit)
             shape = (len(classes), f, f)
             saved[key] = {
                 "type": "CoMoments", "version": CoMoments.version, "axes": [classes, features, features],
@@ -354,6 +504,7 @@ class LinearGaussianPart(GaussianPart):
         n_c = len(self.classes.keys)
         out: dict = {}
         tops: list[int] = []
+        logs = self._log_ids
         for j, x in obs.items():
             p = parents[j]
             if p == -2:  # a categorical parent: the categorical part has this term
@@ -377,7 +528,7 @@ class LinearGaussianPart(GaussianPart):
                     a, b, var = self._line(k, j, p, eps, wf, co)
                     mean = a + b * obs[p]
                 d = x - mean
-                row.append(-0.5 * (_LOG_2PI + _log(var) + d * d / var))
+                row.append(-0.5 * (_LOG_2PI + _log(var) + d * d / var) - (x if j in logs else 0.0))
             out[j] = row
         for t in tops:
             row = []
@@ -407,7 +558,7 @@ class LinearGaussianPart(GaussianPart):
                 d = obs[c] - a
                 K += b * b / r
                 h += b * d / r
-                g += -0.5 * (_LOG_2PI + _log(r)) - d * d / (2.0 * r)
+                g += -0.5 * (_LOG_2PI + _log(r)) - d * d / (2.0 * r) - (obs[c] if c in self._log_ids else 0.0)
                 found = True
                 continue
             sub = self._lambda(k, c, obs, children, eps, wf, co)
@@ -422,7 +573,10 @@ class LinearGaussianPart(GaussianPart):
         return (K, h, g) if found else None
 
     def _observed(self, prepared: tuple[list, list]) -> dict:
-        keys, values = prepared
+        """``{slot id: value}`` of an event to score (features on their scales)."""
+        return self._ids_of(*self._on_scales(*prepared))
+
+    def _ids_of(self, keys: list, values: list) -> dict:
         get = self.features._ids.get
         obs = {}
         for key, x in zip(keys, values):
@@ -478,28 +632,42 @@ class LinearGaussianPart(GaussianPart):
         return (-0.5 * (len(values) * _LOG_2PI + ll)).tolist()
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
-        if not self._tree()[2] or not prepared[0]:
-            return super().joint_one(prepared)
-        keys, values = prepared
+        keys, values = self._on_scales(*prepared)
+        if (not self._tree()[2] and not self.on_log) or not keys:
+            return super().joint_one((keys, values))
         if keys == self.features.keys and len(keys) * len(self.classes.keys) >= _DENSE_CELLS:
             out = self._tree_joint_dense(values)
             if out is not None:
                 return out
-        terms = self.terms_one(self._observed(prepared))
+        terms = self.terms_one(self._ids_of(keys, values))
         if not terms:
             return [0.0] * len(self.classes.keys)
         return [math.fsum(col) for col in zip(*terms.values())]
 
     def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
-        if not self._tree()[2]:
+        if not self._tree()[2] and not self.on_log:
             return super().log_likelihoods(prepared)
         terms = self.terms_one(self._observed(prepared))
-        names = self.features.keys
         ids = sorted(terms)
-        return [names[j] for j in ids], np.array([terms[j] for j in ids]).reshape(len(ids), len(self.classes))
+        return [self.name_of(j) for j in ids], np.array([terms[j] for j in ids]).reshape(len(ids), len(self.classes))
 
     # -- many events -----------------------------------------------------------------------
     def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
+        on = [f for f in X.columns if f in self.on_log]
+        if on:  # features on their log scale: their log slots, log1p of their values (none below 0)
+            X = X.copy()
+            for f in on:
+                v = frame_values(X[[f]])[:, 0]
+                with np.errstate(invalid="ignore"):
+                    X[f] = np.where(v >= 0, np.log1p(np.where(v >= 0, v, 0.0)), np.nan)
+            X = X.rename(columns={f: log_key(f) for f in on})
+            out = self._log_likelihood_frame(X)
+            if not self._tree()[2]:  # GaussianPart's terms: the change of variables added here
+                out -= np.nansum(frame_values(X[[log_key(f) for f in on]]), axis=1)[:, None]
+            return out
+        return self._log_likelihood_frame(X)
+
+    def _log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
         parents, _, edges = self._tree()
         if not edges:
             return super().log_likelihood_frame(X)
@@ -536,6 +704,8 @@ class LinearGaussianPart(GaussianPart):
                         mean = a + b * v[rows, pos[p]]
                     d = x - mean
                     out[rows, k] += -0.5 * (_LOG_2PI + math.log(var) + d * d / var)
+                    if j in self._log_ids:  # the change of variables
+                        out[rows, k] -= x
         names = [self.features.keys[j] for j in cols.tolist()]
         for r in np.flatnonzero(~complete).tolist():  # missing values: summed out, row by row
             seen = ~np.isnan(v[r])

@@ -13,15 +13,18 @@ from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, MAX_NUMERIC, PRIOR, LinearGaussianPart
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
+from streamnb.bn.scales import SCALES, log_key
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
+from streamnb.stats.index import decode_key, encode_key
 from streamnb.structure import Structure, class_chow_liu, top_features
 from streamnb.structure.chow_liu import (
     EDGE_PENALTIES,
     _canonical_cells,
+    canonical,
     edge_prices,
     favour_incumbents,
     forest_structure,
@@ -47,6 +50,7 @@ class _TANPart(TreePart):
         self.edge_penalty = edge_penalty
         self.swap_margin = swap_margin
         self._scored: tuple = ()
+        self._on_log: frozenset = frozenset()  # the numeric features' log scales, as last chosen
         self.numeric: LinearGaussianPart | None = None
         #: Per class, categorical cell and numeric feature: Welford statistics (when joined).
         self.cross: CellMoments | None = None
@@ -57,7 +61,7 @@ class _TANPart(TreePart):
     def join(self, numeric: LinearGaussianPart) -> None:
         """Learn one structure over these features and ``numeric``'s."""
         self.numeric = numeric
-        self.cross = CellMoments([self.classes, self.cells, numeric.features], max_features=numeric.max_numeric)
+        self.cross = CellMoments([self.classes, self.cells, numeric.features], max_features=numeric.slot_limit)
 
     def stats(self) -> dict:
         out: dict = dict(super().stats())
@@ -81,8 +85,9 @@ class _TANPart(TreePart):
         current = self.structures.get(None)
         incumbents = self.edge_penalty is not None and current is not None and bool(current.edges)
         num_names: list = []
+        on_log = self._on_log = self.numeric.choose_scales() if self.numeric is not None else frozenset()
         if self.numeric is not None and self.numeric.features.keys:
-            num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty)
+            num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty, on_log)
         s: Structure | None = Structure({}, {}, True)
         if self.pairs.cells.keys:
             feats = top_features(self.pairs, self.max_tree_features)
@@ -97,7 +102,7 @@ class _TANPart(TreePart):
             w, price, names = w_num, price_num, list(num_names)
             categorical = [False] * len(num_names)
         elif num_names:
-            cross, price_cross = self.cross_weights(names, num_names)
+            cross, price_cross = self.cross_weights(names, num_names, on_log)
             w = np.block([[w, cross], [cross.T, w_num]])
             price = np.block([[price, price_cross], [np.swapaxes(price_cross, 1, 2), price_num]])
             names = names + num_names
@@ -114,19 +119,19 @@ class _TANPart(TreePart):
         self._scored = (w, names, raw)
         return {None: with_rest(s, self.pairs)}
 
-    def cross_weights(self, cat_names: list, num_names: list) -> tuple[np.ndarray, np.ndarray]:
+    def cross_weights(self, cat_names: list, num_names: list, on_log: frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray]:
         """``[categorical, numeric]`` edge weights less their price: ``I(X_i; X_j | Y)`` with
-        ``X_j`` Gaussian given the class and each value of ``X_i``, in nats,
-        ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the events where both were
-        observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are (:data:`PRIOR`); priced for
-        its ``2 C (|X_i| - 1)`` parameters (a mean and a variance per further value); and
-        those prices."""
+        ``X_j`` Gaussian given the class and each value of ``X_i`` (on its log scale if it is
+        in ``on_log``), in nats, ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the
+        events where both were observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are
+        (:data:`PRIOR`); priced for its ``2 C (|X_i| - 1)`` parameters (a mean and a variance
+        per further value); and those prices."""
         assert self.cross is not None and self.numeric is not None
         out = np.zeros((len(cat_names), len(num_names)))
         if not len(cat_names):
             return out, np.zeros((2, *out.shape))
         n, mean, m2 = (self.cross.view(f) for f in ("n", "mean", "m2"))
-        cols = self.numeric.features.lookup(num_names)
+        cols = self.numeric.features.lookup([log_key(f) if f in on_log else f for f in num_names])
         n, mean, m2 = n[:, :, cols], mean[:, :, cols], m2[:, :, cols]
         pos = {f: i for i, f in enumerate(cat_names)}
         cf = self.pairs.cell_features()
@@ -160,17 +165,33 @@ class _TANPart(TreePart):
         return hold(old, new, weights, names, self.swap_margin, raw)
 
     def relearn(self) -> None:
+        before = self.numeric.on_log if self.numeric is not None else frozenset()
         super().relearn()
-        self._share()
+        self._share(self._on_log)
+        changed = before ^ self._on_log
+        if changed:  # a change of scale is a change of the model: in the history too
+            scales = {f: ("log1p" if f in self._on_log else "linear") for f in sorted(changed, key=canonical)}
+            last = self.history[-1] if self.history else None
+            if last is not None and last["event"] == self.n_learned and "scales" not in last:
+                last["scales"] = scales  # this recompute changed edges too
+            else:
+                self.history.append({"event": self.n_learned, "added": [], "removed": [], "scales": scales})
+
+    def extra_state(self) -> dict[str, Any]:
+        state = super().extra_state()
+        if self.numeric is not None and self.numeric.on_log:
+            state["on_log"] = [encode_key(f) for f in sorted(self.numeric.on_log, key=canonical)]
+        return state
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         super().load_extra_state(state)
-        self._share()
+        self._share(frozenset(decode_key(f) for f in state.get("on_log", [])))
 
-    def _share(self) -> None:
+    def _share(self, on_log: frozenset) -> None:
         self._kids = None
+        self._on_log = on_log
         if self.numeric is not None:
-            self.numeric.set_structure(self.structures.get(None, Structure({}, {}, True)))
+            self.numeric.set_structure(self.structures.get(None, Structure({}, {}, True)), on_log)
 
     # -- numeric children of categorical parents ----------------------------------------------
     def joins_numbers(self) -> bool:
@@ -184,7 +205,7 @@ class _TANPart(TreePart):
         out = []
         if num is not None:
             for child, parent in self.structures.get(None, Structure({})).parents.items():
-                c = num.features.get(child)
+                c = num.slot(child)
                 if c >= 0 and parent is not None and num.features.get(parent) < 0:
                     out.append((c, parent))
             self._kids = (len(num.features.keys), out)
@@ -193,7 +214,7 @@ class _TANPart(TreePart):
     def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
         if self.cross is None or len(prepared) < 3 or not prepared[2][0]:
             return
-        keys, values = prepared[2]
+        keys, values = self.numeric.with_logs(prepared[2])  # type: ignore[union-attr]
         self.cross.update_ids(k, np.array(cells, dtype=np.intp), self.numeric.features.lookup(keys),  # type: ignore[union-attr]
                               np.array(values, dtype=float), w)
 
@@ -223,6 +244,7 @@ class _TANPart(TreePart):
         logs: dict = {}  # missing parent -> per class, log evidence per value
         for c, parent in kids:
             has = c in nobs
+            jac = nobs[c] if has and c in num._log_ids else 0.0  # the change of variables
             lams = None if has else [num.evidence(k, c, nobs) for k in range(n_c)]
             if lams is not None and all(lam is None for lam in lams):
                 continue  # missing, nothing observed below: sums to 1
@@ -240,12 +262,12 @@ class _TANPart(TreePart):
                         row.append(0.0)
                     elif has:
                         d = nobs[c] - g[0]
-                        row.append(-0.5 * (_LOG_2PI + math.log(g[1]) + d * d / g[1]))
+                        row.append(-0.5 * (_LOG_2PI + math.log(g[1]) + d * d / g[1]) - jac)
                     else:
                         row.append(_integral(g[0], g[1], lams[k]))  # type: ignore[index]
                 rows.append(row)
             if u_obs >= 0:
-                terms[("numeric", num.features.keys[c])] = [r[0] for r in rows]
+                terms[("numeric", num.name_of(c))] = [r[0] for r in rows]
             else:
                 acc = logs.setdefault(p, [[0.0] * len(cells) for _ in range(n_c)])
                 for k in range(n_c):
@@ -433,10 +455,14 @@ class TANClassifier(TreeAugmentedNB):
         edge_penalty: str | None = "chi2",
         swap_margin: float = 0.05,
         max_numeric: int = MAX_NUMERIC,
+        scales: str = "auto",
     ) -> None:
         if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
             raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
+        if scales not in SCALES:
+            raise ValueError(f"scales must be one of {SCALES}, got {scales!r}")
         self.max_numeric = max_numeric
+        self.scales = scales
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.max_tree_features = max_tree_features
@@ -455,7 +481,8 @@ class TANClassifier(TreeAugmentedNB):
                         self.swap_margin)
 
     def _make_numeric_part(self) -> Part:
-        return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric)
+        return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric,
+                                  log_slots=self.scales == "auto")
 
     def _make_parts(self) -> dict[str, Part]:
         parts = super()._make_parts()
@@ -467,10 +494,17 @@ class TANClassifier(TreeAugmentedNB):
         (conditional mutual information in nats, less the edge's price)."""
         return self._part.structures.get(None, Structure({}, {}, True))
 
+    def numeric_scales(self) -> dict:
+        """``{numeric feature: "linear" | "log1p"}``: the scale each numeric feature stands on
+        (see ``scales``; all linear before the first recompute and with ``scales="linear"``)."""
+        numeric = self._parts["gaussian"]
+        on = numeric.on_log  # type: ignore[attr-defined]
+        return {f: "log1p" if f in on else "linear" for f in numeric.user_features()}  # type: ignore[attr-defined]
+
     def to_dot(self, class_name: str = "class") -> str:
         """The current network (class, features and tree) as Graphviz text."""
         s = self.structure()
-        names = list(self._part.features.keys) + [f for f in self._parts["gaussian"].features.keys  # type: ignore[attr-defined]
+        names = list(self._part.features.keys) + [f for f in self._parts["gaussian"].user_features()  # type: ignore[attr-defined]
                                                    if f not in s.parents]
         parents = {**{f: None for f in names}, **s.parents}
         return Structure(parents, s.weights, True).to_dot(class_name)
@@ -518,6 +552,7 @@ class TANClassifier(TreeAugmentedNB):
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
         yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
         yield {"relearn_every": 20, "edge_penalty": None, "swap_margin": 0.0}
+        yield {"relearn_every": 10, "scales": "linear"}
 
 
 class ChowLiuClassifier(TreeAugmentedNB):

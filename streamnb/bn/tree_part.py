@@ -518,6 +518,8 @@ def _entry_to_state(e: dict) -> dict:
     }
     if "class" in e:
         out["class"] = encode_key(e["class"])
+    if "scales" in e:
+        out["scales"] = [[encode_key(f), scale] for f, scale in e["scales"].items()]
     return out
 
 
@@ -529,4 +531,6 @@ def _entry_from_state(e: dict) -> dict:
     }
     if "class" in e:
         out["class"] = decode_key(e["class"])
+    if "scales" in e:
+        out["scales"] = {decode_key(f): str(scale) for f, scale in e["scales"]}
     return out

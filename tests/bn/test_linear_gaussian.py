@@ -421,34 +421,38 @@ def only(rows: list, features: list) -> list:
     return [({f: x[f] for f in features}, y) for x, y in rows]
 
 
-def test_numeric_features_past_max_numeric_are_leaves_and_take_no_memory():
+@pytest.mark.parametrize("scales", ["auto", "linear"])
+def test_numeric_features_past_max_numeric_are_leaves_and_take_no_memory(scales):
     # sample() meets x0, x5, x1, x2 first: with room for four, x3 and x4 stay Gaussian leaves
-    model = learned(TANClassifier(relearn_every=0, max_numeric=4), sample(1500, seed=11))
+    slots = 2 if scales == "auto" else 1  # each feature and its log slot
+    model = learned(TANClassifier(relearn_every=0, max_numeric=4, scales=scales), sample(1500, seed=11))
     model.relearn()
     assert sorted(model.structure().edges) == [("x0", "x1"), ("x1", "x2")]
     part = model._parts["gaussian"]
-    assert part.co.shape == (2, 4, 4) and max(part.co.raw("n").shape[1:]) == 4
+    assert part.co.shape == (2, 4 * slots, 4 * slots) and max(part.co.raw("n").shape[1:]) == 4 * slots
     leaves = {"x3": 0.4, "x4": -1.0}
     nb = learned(streamnb.GaussianNB(), only(sample(1500, seed=11), ["x3", "x4"]))
     assert_close(model.predict_proba_one(leaves), nb.predict_proba_one(leaves), rel=1e-12)
-    wide = TANClassifier(max_numeric=16)
+    wide = TANClassifier(max_numeric=16, scales=scales)
     wide.learn_one({f"w{i}": float(i % 7) for i in range(50_000)}, "a")
     wide.learn_one({f"w{i}": float(i % 5) for i in range(50_000)}, "b")
-    assert wide._parts["gaussian"].co.shape == (2, 16, 16)
-    assert wide._parts["categorical"].cross.shape[2] == 16
+    assert wide._parts["gaussian"].co.shape == (2, 16 * slots, 16 * slots)
+    assert wide._parts["categorical"].cross.shape[2] == 16 * slots
 
 
-def test_a_merge_keeps_max_numeric_as_one_learner_would():
+@pytest.mark.parametrize("scales", ["auto", "linear"])
+def test_a_merge_keeps_max_numeric_as_one_learner_would(scales):
     rows = sample(800, seed=12)
     first, second = only(rows[:400], ["x0", "x1", "x2"]), only(rows[400:], ["x3", "x4", "x0"])
-    a = learned(TANClassifier(relearn_every=0, max_numeric=4), first)
-    b = learned(TANClassifier(relearn_every=0, max_numeric=4), second)
-    both = learned(TANClassifier(relearn_every=0, max_numeric=4), first + second)
+    a = learned(TANClassifier(relearn_every=0, max_numeric=4, scales=scales), first)
+    b = learned(TANClassifier(relearn_every=0, max_numeric=4, scales=scales), second)
+    both = learned(TANClassifier(relearn_every=0, max_numeric=4, scales=scales), first + second)
     a.merge(b)
     a.relearn()
     both.relearn()
     co_a, co_both = a._parts["gaussian"].co, both._parts["gaussian"].co
-    assert co_a.shape == co_both.shape == (2, 4, 4)
+    slots = 2 if scales == "auto" else 1
+    assert co_a.shape == co_both.shape == (2, 4 * slots, 4 * slots)
     for f in co_a.fields:
         np.testing.assert_allclose(co_a.view(f), co_both.view(f), rtol=1e-12, atol=1e-12)
     assert a.structure() == both.structure()

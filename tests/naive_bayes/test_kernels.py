@@ -142,7 +142,8 @@ def test_a_bailing_kernel_changes_nothing():
 
 def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
     """lg_learn (Welford and co-moments in one call) refuses what gaussian_learn refuses,
-    before touching either statistic; a cell outside the co-moments raises, also untouched."""
+    before touching either statistic, and an event with a feature newer than its scales (the
+    log slots, streamnb.bn.scales); a cell outside the co-moments raises, also untouched."""
     native = kernels.native
     model = streamnb.TANClassifier(relearn_every=0)
     model.learn_one({"a": 1.0, "b": 2.0}, "y")
@@ -151,16 +152,24 @@ def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
     part = model._parts["gaussian"]
     _, (N, M, S, n0, n1), (PN, PM, PS, p1), co, _, _ = part._fast_views()
     ids = part.features._ids
+    scales = part._scales()
+    assert list(scales) == [1, 0, 1, 0]  # a, its log slot, b, its log slot
+
+    def learn(x, w=1.0, limit=4, tables=co, modes=scales):
+        return native.lg_learn(x, ids, N, M, S, n0, n1, 0, w, PN, PM, PS, p1, part._spreads(), part._top,
+                               part._top_id, None, limit, *tables, modes)
+
     for bad in ({"a": 1.0, "new": 2.0}, {"a": 1.0, "b": None}, {"a": "x"}, {"a": float("inf")}, {1: 2.0}, {}):
-        assert native.lg_learn(bad, ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, part._spreads(),
-                               part._top, part._top_id, None, 2, *co) is None
-    assert native.lg_learn({"a": 1.0}, ids, N, M, S, n0, n1, 0, 0.0, PN, PM, PS, p1, part._spreads(),
-                           part._top, part._top_id, None, 2, *co) is None
+        assert learn(bad) is None
+    assert learn({"a": 1.0}, w=0.0) is None
+    assert learn({"a": 1.0, "b": 2.0}, modes=bytearray([1, 0])) is None  # b newer than the scales
     assert persistence.dumps(model) == before
     with pytest.raises(IndexError):
-        native.lg_learn({"a": 1.0, "b": 2.0}, ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, part._spreads(),
-                        part._top, part._top_id, None, 10**6, *[(t[0], 10**6, 10**6, 10**6) for t in co])
+        learn({"a": 1.0, "b": 2.0}, limit=10**6, tables=[(t[0], 10**6, 10**6, 10**6) for t in co])
+    with pytest.raises(TypeError, match="scales"):
+        learn({"a": 1.0, "b": 2.0}, modes=[1, 0, 1, 0])
     assert persistence.dumps(model) == before
+
 
 def test_posterior_equals_the_python_normalization():
     model = streamnb.MultinomialNB()

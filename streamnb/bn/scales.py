@@ -1,0 +1,82 @@
+"""The scale of each numeric feature in TAN's tree: ``x`` itself, or ``log(1 + x)``.
+
+A count or an amount (zero-inflated, heavy-tailed, never below 0: an income, a number of
+events, a duration) fits a Gaussian badly: a few large values inflate the variance, so the
+common small values read as evidence for the wrong class, and a Gaussian per parent value
+fits it on fewer events still. Such a feature is often Gaussian on a log scale. With
+``scales="auto"`` (:class:`~streamnb.TANClassifier`'s default) every numeric feature ``f`` has
+a second numeric slot, its **log slot** (key :func:`log_key`), learned from ``log1p(x_f)`` for
+every value ``x_f >= 0``: the same statistics as any numeric feature (Welford per class,
+co-moments with every other slot, Welford per categorical value), so either scale of either
+feature of a pair is at hand, exactly, for every edge weight and CPT.
+
+**The choice** (:func:`log_features`, at every structure recompute): a feature whose every
+value so far was ``>= 0`` (its log slot has the weight of the feature itself) takes the scale
+under which its class-conditional Gaussians give the data the higher likelihood. Both are
+densities of ``x``: on the log scale ``log p(x | y) = log N(log1p(x); m_y, v_y) - log1p(x)``
+(the change of variables), so
+
+``L_log - L_lin = sum_y n_y [log v_y(x) - log v_y(log1p x)] / 2 - sum log1p(x)``
+
+from the statistics alone (the variances with the Gaussian part's ``eps``; the last sum is
+``sum_y n_y mean_y(log1p x)``). Both scales have the same parameters, so no price; to keep the
+model still on a stationary stream a feature changes scale only when the other one is ahead
+by :data:`SWITCH_NATS` (a likelihood ratio of about 225). A feature never leaves the linear
+scale before the first recompute, and a value below 0 sends it back for good (it is no longer a
+count or an amount).
+
+On the log scale a feature's term is the log density of ``x`` (that of ``log1p(x)`` less
+``log1p(x)``), a value below 0 is outside the model and summed out like a missing value, and a
+missing feature is integrated over its log scale (the same Gaussian integrals).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LOG_SLOT", "SCALES", "SWITCH_NATS", "is_log_key", "log_key", "log_features"]
+
+#: The values of ``TANClassifier(scales=...)``.
+SCALES = ("auto", "linear")
+
+#: The first item of a log slot's key: no event can name a slot (a key starting so is refused).
+LOG_SLOT = "\x00log1p"
+
+#: Log-likelihood (nats) the other scale of a feature must be ahead by to take over: half the
+#: 0.999 quantile of chi-squared with one degree of freedom, the level of an edge's price.
+SWITCH_NATS = 5.4138
+
+
+def log_key(feature: Any) -> tuple:
+    """The key of ``feature``'s log slot."""
+    return (LOG_SLOT, feature)
+
+
+def is_log_key(key: Any) -> bool:
+    """Whether ``key`` names a log slot (no event may use it)."""
+    return type(key) is tuple and len(key) == 2 and key[0] == LOG_SLOT
+
+
+def log_features(n: np.ndarray, m2: np.ndarray, log_n: np.ndarray, log_mean: np.ndarray, log_m2: np.ndarray,
+                 total: np.ndarray, log_total: np.ndarray, eps: float, now_log: np.ndarray) -> np.ndarray:
+    """Which features stand on their log scale after a recompute (a boolean per feature).
+
+    ``n, m2`` ``[classes, features]``: the Welford weight and M2 of each feature's values per
+    class; ``log_n, log_mean, log_m2``: the same of its log slot; ``total``, ``log_total``: the
+    pooled weight of the feature and of its log slot; ``eps``: the variance smoothing;
+    ``now_log``: the current choice. See the module text.
+
+    >>> n = np.array([[50.0], [50.0]]); m2 = np.array([[5000.0], [80000.0]])   # variances 100, 1600
+    >>> ln, lmean, lm2 = n, np.array([[2.0], [3.0]]), np.array([[10.0], [12.0]])
+    >>> log_features(n, m2, ln, lmean, lm2, n.sum(0), ln.sum(0), 0.0, np.array([False])).tolist()
+    [True]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lin = np.where(n > 0, n * np.log(np.maximum(m2 / np.where(n > 0, n, 1.0) + eps, 1e-300)), 0.0)
+        log = np.where(log_n > 0, log_n * np.log(np.maximum(log_m2 / np.where(log_n > 0, log_n, 1.0) + eps, 1e-300)),
+                       0.0)
+    gain = 0.5 * (lin.sum(axis=0) - log.sum(axis=0)) - (log_n * log_mean).sum(axis=0)
+    counts = (total > 0) & (log_total >= total * (1.0 - 1e-12))  # no value below 0 so far
+    return counts & np.where(now_log, gain > -SWITCH_NATS, gain > SWITCH_NATS)

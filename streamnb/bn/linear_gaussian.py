@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb import kernels
-from streamnb.bn.scales import is_log_key, log_features, log_key
+from streamnb.bn.scales import is_log_key, log_features, log_gains, log_key
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import first_seen, frame_values
@@ -148,7 +148,7 @@ class LinearGaussianPart(GaussianPart):
         self.structure = Structure({}, {}, True)
         #: The features standing on their log scale (set with the structure).
         self.on_log: frozenset = frozenset()
-        self._log_ids: frozenset = frozenset()  # their log slots' ids
+        self._log_ids: tuple = ((), frozenset())  # (key, the ids of their log slots)
         self._modes = bytearray()  # per id, what the compiled path reads (see _kernels.c get_scales)
         self._modes_key: tuple = ()
         self._tree_cache: tuple | None = None
@@ -249,7 +249,8 @@ class LinearGaussianPart(GaussianPart):
         n, m2, mean = (self.welford.view(f) for f in ("n", "m2", "mean"))
         pn = self.pooled.view("n")[0]
         now = np.array([keys[j] in self.on_log for j in js.tolist()], dtype=bool)
-        chosen = log_features(n[:, js], m2[:, js], n[:, ts], mean[:, ts], m2[:, ts], pn[js], pn[ts], self._eps(), now)
+        gains = log_gains(n[:, js], m2[:, js], n[:, ts], mean[:, ts], m2[:, ts], self._eps())
+        chosen = log_features(gains, pn[js], pn[ts], now)
         return frozenset(keys[j] for j in js[chosen].tolist())
 
     # -- structure -------------------------------------------------------------------------
@@ -260,8 +261,16 @@ class LinearGaussianPart(GaussianPart):
         self.structure = structure
         if on_log is not None and on_log != self.on_log:
             self.on_log = frozenset(on_log)
-            self._log_ids = frozenset(self.features.get(log_key(f)) for f in on_log)
         self._tree_cache = self._dense = None
+
+    def log_ids(self) -> frozenset:
+        """The ids of the log slots of the features on their log scale."""
+        key = (self.features.epoch, len(self.features.keys), self.on_log)
+        cached = self._log_ids
+        if cached[0] != key:
+            get = self.features.get
+            cached = self._log_ids = (key, frozenset(get(log_key(f)) for f in self.on_log))
+        return cached[1]
 
     def pair_weights(self, penalty: str | None, on_log: frozenset | None = None) -> tuple[list, np.ndarray, np.ndarray]:
         """The numeric features counted so far (canonical order), their ``[F, F]`` edge
@@ -504,7 +513,7 @@ class LinearGaussianPart(GaussianPart):
         n_c = len(self.classes.keys)
         out: dict = {}
         tops: list[int] = []
-        logs = self._log_ids
+        logs = self.log_ids()
         for j, x in obs.items():
             p = parents[j]
             if p == -2:  # a categorical parent: the categorical part has this term
@@ -558,7 +567,7 @@ class LinearGaussianPart(GaussianPart):
                 d = obs[c] - a
                 K += b * b / r
                 h += b * d / r
-                g += -0.5 * (_LOG_2PI + _log(r)) - d * d / (2.0 * r) - (obs[c] if c in self._log_ids else 0.0)
+                g += -0.5 * (_LOG_2PI + _log(r)) - d * d / (2.0 * r) - (obs[c] if c in self.log_ids() else 0.0)
                 found = True
                 continue
             sub = self._lambda(k, c, obs, children, eps, wf, co)
@@ -704,7 +713,7 @@ class LinearGaussianPart(GaussianPart):
                         mean = a + b * v[rows, pos[p]]
                     d = x - mean
                     out[rows, k] += -0.5 * (_LOG_2PI + math.log(var) + d * d / var)
-                    if j in self._log_ids:  # the change of variables
+                    if j in self.log_ids():  # the change of variables
                         out[rows, k] -= x
         names = [self.features.keys[j] for j in cols.tolist()]
         for r in np.flatnonzero(~complete).tolist():  # missing values: summed out, row by row

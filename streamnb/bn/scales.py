@@ -10,7 +10,7 @@ every value ``x_f >= 0``: the same statistics as any numeric feature (Welford pe
 co-moments with every other slot, Welford per categorical value), so either scale of either
 feature of a pair is at hand, exactly, for every edge weight and CPT.
 
-**The choice** (:func:`log_features`, at every structure recompute): a feature whose every
+**The choice** (:func:`log_gains`, :func:`log_features`, at every structure recompute): a feature whose every
 value so far was ``>= 0`` (its log slot has the weight of the feature itself) takes the scale
 under which its class-conditional Gaussians give the data the higher likelihood. Both are
 densities of ``x``: on the log scale ``log p(x | y) = log N(log1p(x); m_y, v_y) - log1p(x)``
@@ -18,8 +18,8 @@ densities of ``x``: on the log scale ``log p(x | y) = log N(log1p(x); m_y, v_y) 
 
 ``L_log - L_lin = sum_y n_y [log v_y(x) - log v_y(log1p x)] / 2 - sum log1p(x)``
 
-from the statistics alone (the variances with the Gaussian part's ``eps``; the last sum is
-``sum_y n_y mean_y(log1p x)``). Both scales have the same parameters, so no price; to keep the
+from the statistics alone (:func:`log_gains`: the variances there are the model's, with the
+Gaussian part's ``eps``, which adds a term; the last sum is ``sum_y n_y mean_y(log1p x)``). Both scales have the same parameters, so no price; to keep the
 model still on a stationary stream a feature changes scale only when the other one is ahead
 by :data:`SWITCH_NATS` (a likelihood ratio of about 225). A feature never leaves the linear
 scale before the first recompute, and a value below 0 sends it back for good (it is no longer a
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LOG_SLOT", "SCALES", "SWITCH_NATS", "is_log_key", "log_key", "log_features"]
+__all__ = ["LOG_SLOT", "SCALES", "SWITCH_NATS", "is_log_key", "log_features", "log_gains", "log_key"]
 
 #: The values of ``TANClassifier(scales=...)``.
 SCALES = ("auto", "linear")
@@ -59,24 +59,35 @@ def is_log_key(key: Any) -> bool:
     return type(key) is tuple and len(key) == 2 and key[0] == LOG_SLOT
 
 
-def log_features(n: np.ndarray, m2: np.ndarray, log_n: np.ndarray, log_mean: np.ndarray, log_m2: np.ndarray,
-                 total: np.ndarray, log_total: np.ndarray, eps: float, now_log: np.ndarray) -> np.ndarray:
-    """Which features stand on their log scale after a recompute (a boolean per feature).
+def log_gains(n: np.ndarray, m2: np.ndarray, log_n: np.ndarray, log_mean: np.ndarray, log_m2: np.ndarray,
+              eps: float) -> np.ndarray:
+    """Per feature, ``L_log - L_lin`` in nats: the log-likelihood of its values under its
+    class Gaussians on the log scale (a density of ``x``) less that on the linear scale.
 
     ``n, m2`` ``[classes, features]``: the Welford weight and M2 of each feature's values per
-    class; ``log_n, log_mean, log_m2``: the same of its log slot; ``total``, ``log_total``: the
-    pooled weight of the feature and of its log slot; ``eps``: the variance smoothing;
-    ``now_log``: the current choice. See the module text.
+    class; ``log_n, log_mean, log_m2``: the same of its log slot; ``eps``: the variance
+    smoothing added to every variance. The values of class ``y`` have, under ``N(mean_y, v_y +
+    eps)``, the log-likelihood ``-n_y [log(2 pi) + log(v_y + eps) + v_y / (v_y + eps)] / 2``
+    (``v_y = m2 / n``); on the log scale less ``sum log1p(x) = sum_y n_y mean_y(log1p x)``.
 
     >>> n = np.array([[50.0], [50.0]]); m2 = np.array([[5000.0], [80000.0]])   # variances 100, 1600
-    >>> ln, lmean, lm2 = n, np.array([[2.0], [3.0]]), np.array([[10.0], [12.0]])
-    >>> log_features(n, m2, ln, lmean, lm2, n.sum(0), ln.sum(0), 0.0, np.array([False])).tolist()
-    [True]
+    >>> lmean, lm2 = np.array([[2.0], [3.0]]), np.array([[10.0], [12.0]])      # 0.2, 0.24
+    >>> g = 25 * (np.log(100) + np.log(1600) - np.log(0.2) - np.log(0.24)) - (50 * 2 + 50 * 3)
+    >>> bool(np.isclose(log_gains(n, m2, n, lmean, lm2, 0.0)[0], g, rtol=1e-12))
+    True
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lin = np.where(n > 0, n * np.log(np.maximum(m2 / np.where(n > 0, n, 1.0) + eps, 1e-300)), 0.0)
-        log = np.where(log_n > 0, log_n * np.log(np.maximum(log_m2 / np.where(log_n > 0, log_n, 1.0) + eps, 1e-300)),
-                       0.0)
-    gain = 0.5 * (lin.sum(axis=0) - log.sum(axis=0)) - (log_n * log_mean).sum(axis=0)
-    counts = (total > 0) & (log_total >= total * (1.0 - 1e-12))  # no value below 0 so far
-    return counts & np.where(now_log, gain > -SWITCH_NATS, gain > SWITCH_NATS)
+    def fit(n: np.ndarray, m2: np.ndarray) -> np.ndarray:  # n [log(v + eps) + v / (v + eps)], summed
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = m2 / np.where(n > 0, n, 1.0)
+            s = np.maximum(v + eps, 1e-300)
+            return np.where(n > 0, n * (np.log(s) + v / s), 0.0).sum(axis=0)
+
+    return 0.5 * (fit(n, m2) - fit(log_n, log_m2)) - (log_n * log_mean).sum(axis=0)
+
+
+def log_features(gains: np.ndarray, total: np.ndarray, log_total: np.ndarray, now_log: np.ndarray) -> np.ndarray:
+    """Which features stand on their log scale after a recompute (a boolean per feature), from
+    their :func:`log_gains`, the pooled weight of each feature and of its log slot (equal: no
+    value below 0 so far) and the current choice ``now_log``: see the module text."""
+    counts = (total > 0) & (log_total >= total * (1.0 - 1e-12))
+    return counts & np.where(now_log, gains > -SWITCH_NATS, gains > SWITCH_NATS)

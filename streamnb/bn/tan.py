@@ -244,7 +244,7 @@ class _TANPart(TreePart):
         logs: dict = {}  # missing parent -> per class, log evidence per value
         for c, parent in kids:
             has = c in nobs
-            jac = nobs[c] if has and c in num._log_ids else 0.0  # the change of variables
+            jac = nobs[c] if has and c in num.log_ids() else 0.0  # the change of variables
             lams = None if has else [num.evidence(k, c, nobs) for k in range(n_c)]
             if lams is not None and all(lam is None for lam in lams):
                 continue  # missing, nothing observed below: sums to 1

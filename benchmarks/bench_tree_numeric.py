@@ -292,9 +292,10 @@ def inner(model):
 
 
 def stream_changes(make, rows: list, y: list, warm: int, block: int,
-                   truth: set | None = None) -> tuple[list, list, set, int]:
-    """Per block after ``warm``: (history entries, edges added + removed); the final edges; and
-    the changes after ``warm`` that move away from ``truth`` (add a false edge or remove a true one)."""
+                   truth: set | None = None) -> tuple[list, list, set, int, object]:
+    """Per block after ``warm``: (history entries, edges added + removed); the final edges; the
+    changes after ``warm`` that move away from ``truth`` (add a false edge or remove a true
+    one); the learner."""
     model = make()
     seen: dict[int, dict] = {}  # history by event (the learner keeps only the last 256 changes)
     for i, (x, c) in enumerate(zip(rows, y), 1):
@@ -309,7 +310,7 @@ def stream_changes(make, rows: list, y: list, warm: int, block: int,
         return truth is not None and bool((added - removed - truth) or (removed - added) & truth)
     away = sum(1 for c in changes for e in c if moves_away(e))
     return ([len(c) for c in changes], [sum(len(e["added"]) + len(e["removed"]) for e in c) for c in changes],
-            undirected(inner(model).structure().edges), away)
+            undirected(inner(model).structure().edges), away, model)
 
 
 def truth_edges(tree: dict) -> set:
@@ -319,10 +320,17 @@ def truth_edges(tree: dict) -> set:
 def stability(n: int, warm: int, block: int, seed: int = 1) -> None:
     rng = np.random.default_rng(seed)
     x, y = sample_tree(TREE_A, n, rng)
-    rows, labels = as_rows(x, list(TREE_A)), y.tolist()
     truth = truth_edges(TREE_A)
     print(f"\n## 2. Stability: stationary stream, {n:,} events of TREE_A (10 numeric features, 2 classes), "
           f"learn_one, relearn_every=100\n")
+    stability_table(as_rows(x, list(TREE_A)), y.tolist(), n, warm, block, truth)
+    print(f"\nThe same events with every feature exp(x) (log-normal, > 0: each log slot learns every value and "
+          f"the scales are chosen at every recompute; a change of scale is a history entry too)\n")
+    stability_table(as_rows(np.exp(x), list(TREE_A)), y.tolist(), n, warm, block, truth, scales=True)
+
+
+def stability_table(rows: list, labels: list, n: int, warm: int, block: int, truth: set,
+                    scales: bool = False) -> None:
     print("TREE_A edges (parent-child: rho): " + ", ".join(
         f"{p}-{c}: {r}" for c, (p, r) in TREE_A.items() if p is not None) + "; f8, f9 independent")
     print(f"per block of {block:,} events after a warm-up of {warm:,}: structure changes (history entries) "
@@ -334,6 +342,8 @@ def stability(n: int, warm: int, block: int, seed: int = 1) -> None:
         "(d) (b) in Forgetful(half_life=5000)": lambda: Forgetful(TANClassifier(), half_life=5000),
         "(e) chi2, swap_margin=0 (penalty alone)": lambda: TANClassifier(swap_margin=0.0),
     }
+    if scales:
+        learners = {name: make for name, make in learners.items() if name[1] in "bd"}
     starts = list(range(warm, n, block))
     head = f"{'learner':<40}" + "".join(f"{f'{s // 1000}-{(s + block) // 1000}k':>11}" for s in starts) + \
         f"{'total':>11}{'away':>6}{'final: true/missing/extra':>28}"
@@ -341,11 +351,16 @@ def stability(n: int, warm: int, block: int, seed: int = 1) -> None:
     print("-" * len(head))
     for name, make in learners.items():
         t0 = time.perf_counter()
-        changes, moved, final, away = stream_changes(make, rows, labels, warm, block, truth)
+        changes, moved, final, away, model = stream_changes(make, rows, labels, warm, block, truth)
         cells = "".join(f"{f'{c} / {m}':>11}" for c, m in zip(changes, moved))
         found = f"{len(final & truth)}/{len(truth - final)}/{len(final - truth)}"
         print(f"{name:<40}{cells}{f'{sum(changes)} / {sum(moved)}':>11}{away:>6}{found:>28}"
               f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+        if scales:
+            moves = [e for e in inner(model).history if "scales" in e]
+            on_log = sum(s == "log1p" for s in inner(model).numeric_scales().values())
+            print(f"{'':<40}scale changes: {len(moves)}, the last at event "
+                  f"{moves[-1]['event'] if moves else '-'}; final: {on_log} of 10 features on the log scale")
         missing = sorted("-".join(sorted(e)) for e in truth - final)
         extra = sorted("-".join(sorted(e)) for e in final - truth)
         if missing or extra:
@@ -429,12 +444,22 @@ def cost(n_events: int, relearn_events: int, repeats: int, seed: int = 3) -> Non
               f"2 classes, {n_events:,} events, fresh model, best of {repeats}\n")
         res = {}
         for name, make in [("GaussianNB", GaussianNB), ("TAN (defaults, relearn_every=100)", TANClassifier),
-                           ("TAN (relearn_every=0, for information)", lambda: TANClassifier(relearn_every=0))]:
+                           ("TAN (relearn_every=0, for information)", lambda: TANClassifier(relearn_every=0)),
+                           ("TAN (scales='linear', for information)", lambda: TANClassifier(scales="linear"))]:
             res[name] = prequential_us(make, rows, labels, repeats)
             print(f"{name:<42}{res[name]:>9.1f} us/event   x{res[name] / res['GaussianNB']:.2f} of GaussianNB",
                   flush=True)
         ratio = res["TAN (defaults, relearn_every=100)"] / res["GaussianNB"]
         print(f"target TAN <= 3x GaussianNB: {'PASS' if ratio <= 3 else 'MISS'} ({ratio:.2f}x)")
+        # the chain's values are signed, so each log slot stops learning at its feature's first value
+        # below 0; on values > 0 every log slot learns every event: twice the slots, four times the pairs
+        rows = as_rows(np.exp(x), list(tree))
+        print("\nThe same events with every feature exp(x) (log-normal, > 0: every log slot learns; for information)")
+        for name, make in [("GaussianNB", GaussianNB), ("TAN (defaults, relearn_every=100)", TANClassifier),
+                           ("TAN (scales='linear')", lambda: TANClassifier(scales="linear"))]:
+            res[name] = prequential_us(make, rows, labels, repeats)
+            print(f"{name:<42}{res[name]:>9.1f} us/event   x{res[name] / res['GaussianNB']:.2f} of GaussianNB",
+                  flush=True)
 
         tree = chain(100)
         SHIFT = {f: 0.3 for f in tree}

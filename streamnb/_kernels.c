@@ -1393,18 +1393,28 @@ static int get_scales(PyObject *obj, const char **s, Py_ssize_t *n) {
 }
 
 /* Learning: after the read entries of ``e`` (room for twice as many), each value >= 0 of a
- * feature with a log slot as (id + 1, log1p(value)), in the order read: LinearGaussianPart's
- * _with_logs. 1, or 0 if a feature is newer than ``s`` (the Python path). */
-static int add_log_slots(event_t *e, const char *s, Py_ssize_t ns) {
+ * feature with a log slot as (id + 1, log1p(value)), in the order read, while the slot has the
+ * feature's pooled weight (no value below 0 yet; after one the slot holds nothing and learns
+ * nothing, its feature never leaves the linear scale): LinearGaussianPart._with_logs. 1, or 0
+ * (the Python path) if a feature is newer than ``s``, its slot is outside the pooled
+ * statistics, or its first value below 0 is here (the Python path empties the slot). */
+static int add_log_slots(event_t *e, const char *s, Py_ssize_t ns, const welford_t *a) {
     if (s == NULL) return 1;
     Py_ssize_t n = e->n;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t j = e->id[i];
         if (j >= ns) return 0;
-        if (s[j] && e->x[i] >= 0) {
+        if (!s[j]) continue;
+        Py_ssize_t q = (j + 1) * a->p1;
+        if (q >= a->PN.n) return 0;
+        double slot = a->PN.p[q], feature = a->PN.p[j * a->p1];
+        if (slot < feature) continue; /* emptied: a value below 0 came before */
+        if (e->x[i] >= 0) {
             e->id[e->n] = j + 1;
             e->x[e->n] = log1p(e->x[i]);
             e->n++;
+        } else if (feature > 0) {
+            return 0;
         }
     }
     return 1;
@@ -1459,7 +1469,7 @@ static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t narg
     ok = welford_read(&a, &e);
     if (ok > 0) {
         Py_ssize_t read = e.n;
-        ok = add_log_slots(&e, scales, ns);
+        ok = add_log_slots(&e, scales, ns, &a);
         if (ok > 0) ok = welford_cells(&a, &e, read);
     }
     if (ok > 0) {

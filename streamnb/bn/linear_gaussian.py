@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 
 from streamnb import kernels
-from streamnb.bn.scales import is_log_key, log_features, log_gains, log_key
+from streamnb.bn.scales import is_log_key, log_features, log_gains, log_key, unsigned
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.gaussian import GaussianPart
-from streamnb.naive_bayes.values import first_seen, frame_values
+from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
@@ -151,6 +151,7 @@ class LinearGaussianPart(GaussianPart):
         self._log_ids: tuple = ((), frozenset())  # (key, the ids of their log slots)
         self._modes = bytearray()  # per id, what the compiled path reads (see _kernels.c get_scales)
         self._modes_key: tuple = ()
+        self._with_slots: tuple = ((), np.zeros(0, dtype=np.intp))  # (key, ids of features with a log slot)
         self._tree_cache: tuple | None = None
         self._dense: tuple | None = None
 
@@ -177,11 +178,67 @@ class LinearGaussianPart(GaussianPart):
         self.pooled.fit()
 
     def _with_logs(self, keys: list, values: list) -> tuple[list, list]:
-        """An event to learn: its features, then the log slot of each value >= 0, in order."""
-        logs = [(log_key(f), math.log1p(v)) for f, v in zip(keys, values) if v >= 0]
+        """An event to learn (its features registered): its features, then the log slot of
+        each value >= 0, in order, while the slot has its feature's pooled weight (a value
+        below 0 empties it for good, :meth:`_retire`: the feature never leaves its linear
+        scale)."""
+        views = self._scalar()
+        ids, PN, p1 = self.features._ids, views[4], views[7][1]  # the pooled weights
+        logs = [(log_key(f), math.log1p(v)) for f, v in zip(keys, values)
+                if v >= 0 and not PN[(ids[f] + 1) * p1] < PN[ids[f] * p1]]
         if not logs:
             return keys, values
         return keys + [f for f, _ in logs], values + [v for _, v in logs]
+
+    #: Statistics with the numeric features as an axis besides this part's own (the categorical
+    #: part's per-value Welford statistics): a log slot emptied is emptied there too.
+    followers: tuple = ()
+
+    def _retire(self, slots: list) -> None:
+        """Empty the log ``slots`` (of features that had a value below 0) in every statistic,
+        so that one learner, a merge and a window hold the same (nothing) whatever came when."""
+        if not slots:
+            return
+        ids = np.array(slots, dtype=np.intp)
+        for stat in (self.welford, self.pooled, self.co, *self.followers):
+            stat.fit()
+            for field in stat.fields:
+                arr = stat.raw(field)
+                for axis, index in enumerate(stat.axes):
+                    if index is self.features:
+                        inside = ids[ids < arr.shape[axis]]
+                        arr[(slice(None),) * axis + (inside,)] = 0.0
+        spread = self._spreads()
+        for t in slots:
+            spread[t] = 0.0
+            if t == self._top_id:
+                self._top = None
+        self._derived = None
+        self._pair_order = None
+
+    def _first_below_zero(self, keys: list, values: list) -> list:
+        """The log slots of the features whose first value below 0 is in this event."""
+        views = self._scalar()
+        ids, PN, p1 = self.features._ids, views[4], views[7][1]
+        out = []
+        for f, v in zip(keys, values):
+            if v < 0:
+                j = ids[f]
+                if PN[j * p1] > 0 and not PN[(j + 1) * p1] < PN[j * p1]:
+                    out.append(j + 1)
+        return out
+
+    def _signed(self) -> list:
+        """The log slots holding something although their feature had a value below 0 (after a
+        merge): the slots :meth:`_retire` empties."""
+        modes = self._scales()
+        if not modes:
+            return []
+        js = np.array([j for j, m in enumerate(modes) if m], dtype=np.intp)
+        if not len(js):
+            return []
+        pn = self.pooled.view("n")[0]
+        return (js[(pn[js + 1] > 0) & ~unsigned(pn[js], pn[js + 1])] + 1).tolist()
 
     def _on_scales(self, keys: list, values: list) -> tuple[list, list]:
         """An event to score: each feature on its log scale as its log slot and ``log1p`` of
@@ -235,22 +292,27 @@ class LinearGaussianPart(GaussianPart):
 
     def choose_scales(self) -> frozenset:
         """The features that stand on their log scale after a recompute
-        (:func:`~streamnb.bn.scales.log_features`)."""
+        (:mod:`streamnb.bn.scales`: :func:`~streamnb.bn.scales.unsigned` features, by their
+        :func:`~streamnb.bn.scales.log_gains`)."""
         modes = self._scales()
         if not modes:
             return frozenset()
         keys = self.features.keys
-        limit = self.slot_limit
-        js = np.array([j for j, m in enumerate(modes) if m and (limit is None or (j < limit) == (j + 1 < limit))],
-                      dtype=np.intp)
+        key = (self.features.epoch, len(keys))
+        if self._with_slots[0] != key:  # the features with a log slot (both with co-moments or neither)
+            limit = self.slot_limit
+            self._with_slots = (key, np.array([j for j, m in enumerate(modes) if m and (
+                limit is None or (j < limit) == (j + 1 < limit))], dtype=np.intp))
+        js = self._with_slots[1]
+        pn = self.pooled.view("n")[0]
+        js = js[unsigned(pn[js], pn[js + 1])]
         if not len(js):
             return frozenset()
         ts = js + 1
         n, m2, mean = (self.welford.view(f) for f in ("n", "m2", "mean"))
-        pn = self.pooled.view("n")[0]
         now = np.array([keys[j] in self.on_log for j in js.tolist()], dtype=bool)
         gains = log_gains(n[:, js], m2[:, js], n[:, ts], mean[:, ts], m2[:, ts], self._eps())
-        chosen = log_features(gains, pn[js], pn[ts], now)
+        chosen = log_features(gains, now)
         return frozenset(keys[j] for j in js[chosen].tolist())
 
     # -- structure -------------------------------------------------------------------------
@@ -324,6 +386,8 @@ class LinearGaussianPart(GaussianPart):
     def changed(self) -> None:
         super().changed()
         self._tree_cache = self._dense = self._lg_views = None
+        if self.log_slots:  # a merge may join a feature's value below 0 with another's log slot
+            self._retire(self._signed())
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -346,6 +410,7 @@ class LinearGaussianPart(GaussianPart):
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         if self.log_slots and prepared[0]:
             self._register(prepared[0])
+            self._retire(self._first_below_zero(*prepared))
             prepared = self._with_logs(*prepared)
         super().learn_one(prepared, k, w)
         keys, values = prepared
@@ -423,13 +488,7 @@ class LinearGaussianPart(GaussianPart):
     _co_views: tuple | None = None
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
-        if self.log_slots and X.shape[1]:
-            v = frame_values(X)
-            names = list(X.columns)
-            self._register([names[j] for j in first_seen(v == v)])
-            with np.errstate(invalid="ignore"):
-                logs = np.where(v >= 0, np.log1p(np.where(v >= 0, v, 0.0)), np.nan)
-            X = pd.concat([X, pd.DataFrame(logs, index=X.index, columns=[log_key(f) for f in names])], axis=1)
+        # (TAN learns a frame of numbers row by row; a feature first met here has no log slot)
         super().learn_frame(X, k, w)
         cols = self.features.lookup(list(X.columns))
         known = cols >= 0

@@ -6,9 +6,11 @@ common small values read as evidence for the wrong class, and a Gaussian per par
 fits it on fewer events still. Such a feature is often Gaussian on a log scale. With
 ``scales="auto"`` (:class:`~streamnb.TANClassifier`'s default) every numeric feature ``f`` has
 a second numeric slot, its **log slot** (key :func:`log_key`), learned from ``log1p(x_f)`` for
-every value ``x_f >= 0``: the same statistics as any numeric feature (Welford per class,
-co-moments with every other slot, Welford per categorical value), so either scale of either
-feature of a pair is at hand, exactly, for every edge weight and CPT.
+every value ``x_f >= 0`` until the first value below 0: the same statistics as any numeric
+feature (Welford per class, co-moments with every other slot, Welford per categorical value),
+so either scale of either feature of a pair is at hand, exactly, for every edge weight and
+CPT. (After a value below 0 the slot learns nothing more: that feature stays linear, and a
+stream of signed features costs little more than without log slots.)
 
 **The choice** (:func:`log_gains`, :func:`log_features`, at every structure recompute): a feature whose every
 value so far was ``>= 0`` (its log slot has the weight of the feature itself) takes the scale
@@ -36,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LOG_SLOT", "SCALES", "SWITCH_NATS", "is_log_key", "log_features", "log_gains", "log_key"]
+__all__ = ["LOG_SLOT", "SCALES", "SWITCH_NATS", "is_log_key", "log_features", "log_gains", "log_key", "unsigned"]
 
 #: The values of ``TANClassifier(scales=...)``.
 SCALES = ("auto", "linear")
@@ -85,9 +87,12 @@ def log_gains(n: np.ndarray, m2: np.ndarray, log_n: np.ndarray, log_mean: np.nda
     return 0.5 * (fit(n, m2) - fit(log_n, log_m2)) - (log_n * log_mean).sum(axis=0)
 
 
-def log_features(gains: np.ndarray, total: np.ndarray, log_total: np.ndarray, now_log: np.ndarray) -> np.ndarray:
-    """Which features stand on their log scale after a recompute (a boolean per feature), from
-    their :func:`log_gains`, the pooled weight of each feature and of its log slot (equal: no
-    value below 0 so far) and the current choice ``now_log``: see the module text."""
-    counts = (total > 0) & (log_total >= total * (1.0 - 1e-12))
-    return counts & np.where(now_log, gains > -SWITCH_NATS, gains > SWITCH_NATS)
+def unsigned(total: np.ndarray, log_total: np.ndarray) -> np.ndarray:
+    """Which features had no value below 0 so far: their log slot has their pooled weight."""
+    return (total > 0) & (log_total >= total * (1.0 - 1e-12))
+
+
+def log_features(gains: np.ndarray, now_log: np.ndarray) -> np.ndarray:
+    """Which of the :func:`unsigned` features stand on their log scale after a recompute, from
+    their :func:`log_gains` and the current choice ``now_log`` (see the module text)."""
+    return np.where(now_log, gains > -SWITCH_NATS, gains > SWITCH_NATS)

@@ -62,6 +62,7 @@ class _TANPart(TreePart):
         """Learn one structure over these features and ``numeric``'s."""
         self.numeric = numeric
         self.cross = CellMoments([self.classes, self.cells, numeric.features], max_features=numeric.slot_limit)
+        numeric.followers = (self.cross,)
 
     def stats(self) -> dict:
         out: dict = dict(super().stats())
@@ -362,19 +363,22 @@ class TANClassifier(TreeAugmentedNB):
     missing categorical parent is summed out with its numeric children's densities as evidence,
     a missing numeric one by Gaussian integrals: exact, whatever is missing.
 
-    A known limit of these Gaussians: a zero-inflated or heavy-tailed column (a count, an
-    amount) fits a Gaussian badly, and a Gaussian per parent value fits it on fewer events. In a
-    cell where the column takes one value (an amount that is 0 whenever a flag is off) the
-    variance is the pseudo-event's alone, ``v_y / (n + 1)``, so the ratio of the class
-    variances acts as evidence the cell does not hold; in the other cells a few large values
-    inflate the variance, so common small values read as evidence for the wrong class. On the
-    UCI crx set (A11, a count that is 0 whenever the flag A10 is, and A15, an income; 5-fold CV,
-    same folds) TAN scores 0.757 against GaussianNB's 0.793 and MixedNB's 0.775, although its
-    log-loss (0.887 nats per event against 1.162 and 1.118) and ROC AUC (0.902 against 0.888
-    and 0.895) are the best of the three: the loss is in the decisions. Such a column is
-    Gaussian on a log scale: with ``log1p`` of A11 and A15 upstream (for every model; in a River
-    pipeline, a ``compose.FuncTransformer``) TAN scores 0.845 against 0.848 and 0.835. Casting
-    A11 ``"categorical"`` also helps (0.783).
+    **Counts and amounts on a log scale** (``scales="auto"``, :mod:`streamnb.bn.scales`). A
+    zero-inflated, heavy-tailed feature (a count, an amount, a duration) fits a Gaussian badly,
+    and a Gaussian per parent value fits it on fewer events still: a few large values inflate
+    the variances, so common small values read as evidence for the wrong class. Every numeric
+    feature therefore also has a log slot learning ``log1p(x)`` (the same statistics: Welford per
+    class, co-moments with every other slot, Welford per categorical value), and at every
+    recompute each feature whose values were all ``>= 0`` stands on the scale whose class
+    Gaussians give its values the higher likelihood (a density of ``x`` on both: the change of
+    variables counted), by :data:`~streamnb.bn.scales.SWITCH_NATS` to change. The edge weights,
+    CPTs and terms of a feature on its log scale are those of ``log1p(x)`` (its term less
+    ``log1p(x)``): exact, as on the linear scale. ``numeric_scales()`` says which; a change of
+    scale is a :attr:`history` entry (``"scales"``). A value below 0 sends the feature back to
+    its linear scale for good (its log slot is emptied and learns nothing more), and a value
+    below 0 to score for a feature on its log scale is outside it: summed out like a missing
+    value. On the UCI crx set (5-fold CV, same folds; A11 a count, A15 an income) TAN scores
+    0.861 against GaussianNB's 0.793 and MixedNB's 0.775 (0.757 on linear scales only).
 
     Parameters
     ----------
@@ -395,10 +399,10 @@ class TANClassifier(TreeAugmentedNB):
         the cap, as one learner on this stream then the other's would (see :meth:`merge`).
     max_numeric
         Most numeric features in the structure (256): the first ones met have per-class
-        co-moments (``32 C max_numeric**2`` bytes, 2 MB per class at 256) and per-value
-        Welford statistics; later ones are Gaussian leaves with the class as only parent, so
-        a very wide numeric event cannot exhaust memory. Merges keep the bound as one learner
-        would (features numbered first-come).
+        co-moments (``32 C max_numeric**2`` bytes, 2 MB per class at 256; four times that with
+        their log slots) and per-value Welford statistics; later ones are Gaussian leaves with
+        the class as only parent, so a very wide numeric event cannot exhaust memory. Merges
+        keep the bound as one learner would (features numbered first-come).
     cmi_alpha
         Pseudo-count of the CMI estimate (0: plug-in, as Friedman et al. and bnclassify).
     kinds, var_smoothing
@@ -409,6 +413,10 @@ class TANClassifier(TreeAugmentedNB):
     swap_margin
         Gain a change of structure needs, relative to the weight of the edges it adds and
         removes (0: always take the new structure).
+    scales
+        ``"auto"`` (default): each numeric feature stands on its linear or its ``log1p``
+        scale, see above; ``"linear"``: every numeric feature on its linear scale, no log
+        slots (half the numeric statistics' memory, a quarter of their co-moments).
 
     Examples
     --------

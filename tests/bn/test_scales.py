@@ -19,6 +19,7 @@ from streamnb import kernels, persistence
 from streamnb.bn import TANClassifier
 from streamnb.bn.scales import LOG_SLOT, SWITCH_NATS, log_key
 from streamnb.exceptions import InvalidEventError
+from tests.drift.helpers import assert_stats_close
 from tests.bn.test_linear_gaussian import (
     assert_close,
     brute_force_mixed,
@@ -182,13 +183,16 @@ def test_a_log_scale_child_of_a_categorical_parent_equals_brute_force():
 
 # -- one model, whatever the path ------------------------------------------------------------------
 def drifting(n: int, seed: int) -> list:
-    """amounts() with holes, and ``delta`` turned into an amount for a while (then below 0 again)."""
+    """amounts() with holes, ``delta`` turned into an amount for a while (then below 0 again),
+    and ``late``, an amount until the middle of the stream, then around 0."""
     rng = np.random.default_rng(seed)
     out = []
     for i, (x, y) in enumerate(amounts(n, seed)):
         x = {f: v for f, v in x.items() if rng.random() > 0.1}
         if "delta" in x and n // 4 < i < n // 2:
             x["delta"] = math.exp(x["delta"])
+        z = float(rng.normal(y, 1.0))
+        x["late"] = math.exp(z) if i < n // 2 else z
         out.append((x, y))
     return out
 
@@ -219,12 +223,17 @@ def test_batches_merges_states_and_decay_keep_the_scales():
         X, y = frame(rows[i : i + 300])
         many.learn_many(X, pd.Series(y))
     assert one.history == many.history and one.numeric_scales() == many.numeric_scales()
-    a = learned(TANClassifier(relearn_every=0), rows[:700])
-    b = learned(TANClassifier(relearn_every=0), rows[700:])
+    a = learned(TANClassifier(relearn_every=0), rows[:700])  # late: an amount all along
+    b = learned(TANClassifier(relearn_every=0), rows[700:])  # late: below 0 after 100 events
     both = learned(TANClassifier(relearn_every=0), rows)
+    first = learned(TANClassifier(relearn_every=0), rows[:700])
+    first.relearn()
+    assert "late" in on_log(first)  # in the first half alone, late stands on its log scale
     a.merge(b)
+    assert_stats_close(a.to_state()["stats"], both.to_state()["stats"])  # late's log slot emptied, as one learner's
     a.relearn()
     both.relearn()
+    assert "late" not in on_log(a)
     assert a.numeric_scales() == both.numeric_scales() and a.structure().edges == both.structure().edges
     back = persistence.loads(persistence.dumps(one))
     assert back.history == one.history and back.numeric_scales() == one.numeric_scales()

@@ -20,7 +20,11 @@ Nothing is asserted: figures and targets are printed.
      categorical if its values are integers and it has at most 10 distinct values in the whole
      file, numeric otherwise; on a numeric set every column is ``"gaussian"`` (so there MixedNB
      is GaussianNB and ``TAN`` is ``TAN num``);
-   - ``TANClassifier`` with every column ``"gaussian"`` (``TAN num``).
+   - ``TANClassifier`` with every column ``"gaussian"`` (``TAN num``);
+   - ``TAN lin``: TAN with the kinds and ``scales="linear"`` (no log scale: the TAN of before);
+   - ``Mix@TAN``: MixedNB with the kinds on the scales the fold's TAN chose (``log1p`` of the
+     columns TAN has on their log scale): TAN with no edge, so ``d tree`` = TAN - Mix@TAN is
+     what the tree adds at equal kinds and scales.
 
    Each fold is learned with ``learn_many`` on the training DataFrame (TAN learns a frame with
    numeric columns row by row, as ``learn_one``, recomputing its structure every
@@ -30,14 +34,16 @@ Nothing is asserted: figures and targets are printed.
    accuracy, and log-loss (the mean of ``-log P(true class)`` in nats, a probability below
    :data:`FLOOR` counted as :data:`FLOOR`), which scores the probabilities rather than the
    decisions at their largest. ``d`` is TAN's score against the best naive Bayes's (the better
-   of GaussianNB and MixedNB on that set and metric), signed so that ``d > 0`` is a win for TAN
-   in both tables; ``se`` the standard deviation of the 5 per-fold differences over sqrt(5); a
-   win or loss "beyond noise" is ``|d| > 2 se``.
+   of GaussianNB and MixedNB, their defaults, on that set and metric), signed so that ``d > 0``
+   is a win for TAN in both tables; ``d num`` the same for TAN num, ``d Mix`` TAN against
+   MixedNB (same kinds), ``d tree`` against Mix@TAN; ``se`` the standard deviation of the 5
+   per-fold differences over sqrt(5); a win or loss "beyond noise" is ``|d| > 2 se``.
 
 2. **Stability.** A stationary stream from a fixed linear-Gaussian tree over 10 numeric
    features and 2 classes (:data:`TREE_A`: strong edges, two weak ones near the detection limit,
    two independent features; each feature has unit variance within a class, its correlation
-   with its parent is the listed ``rho`` in both classes, and the class shifts its mean),
+   with its parent is the listed ``rho`` in both classes, and the class shifts its mean; then
+   the same events with every feature ``exp(x)``, log-normal, for the scales to choose),
    learned with ``learn_one``. After a warm-up of 10,000 events, per block of 10,000 events:
    the structure changes (entries of ``history``) and the edges added plus removed, for (a)
    ``edge_penalty=None, swap_margin=0`` (Friedman's spanning tree, the old behaviour), (b) the
@@ -53,7 +59,9 @@ Nothing is asserted: figures and targets are printed.
    on 20 numeric features (a chain of linear Gaussians), 2 classes, 20,000 events from a fresh
    model: microseconds per event for GaussianNB and TAN (defaults, so including a structure
    recompute every 100 events), best of 3 runs, garbage collector paused; the ratio (target
-   <= 3x). Then one ``relearn()`` with 100 numeric features after 5,000 events
+   <= 3x). The chain's values are signed (each log slot stops learning at its feature's first
+   value below 0); the same events with every feature ``exp(x)`` (every log slot learns every
+   value) are timed too, for information. Then one ``relearn()`` with 100 numeric features after 5,000 events
    (``relearn_every=0`` while learning), best of 5 (target <= 50 ms).
 """
 
@@ -143,16 +151,35 @@ def column_kinds(X: pd.DataFrame, mixed: bool) -> dict:
 Scores = dict[str, list[float]]
 
 
+def on_scales(X: pd.DataFrame, tan: TANClassifier) -> pd.DataFrame:
+    """``X`` with ``log1p`` of the features ``tan`` has on their log scale (a value below 0 missing)."""
+    logs = [f for f, s in tan.numeric_scales().items() if s == "log1p" and f in X.columns]
+    if not logs:
+        return X
+    X = X.copy()
+    for f in logs:
+        v = X[f].to_numpy(dtype=float)
+        X[f] = np.log1p(np.where(v >= 0, v, np.nan))
+    return X
+
+
 def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict) -> tuple[Scores, Scores]:
-    """Per model, the accuracy and the log-loss (nats per event) of each fold."""
+    """Per model, the accuracy and the log-loss (nats per event) of each fold. A maker named
+    :data:`ON_TAN_SCALES` learns and predicts the fold on the scales the fold's TAN chose."""
     acc: Scores = {name: [] for name in makers}
     loss: Scores = {name: [] for name in makers}
     labels = list(y.unique())
     for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
         Xtr, ytr, Xte, yte = X.iloc[train], y.iloc[train], X.iloc[test], y.iloc[test].to_numpy()
+        tan = None
         for name, make in makers.items():
             model = make()
+            if name == ON_TAN_SCALES:
+                assert tan is not None
+                Xtr, Xte = on_scales(X.iloc[train], tan), on_scales(X.iloc[test], tan)
             model.learn_many(Xtr, ytr)
+            if name == "TAN":
+                tan = model
             if hasattr(model, "relearn"):
                 model.relearn()
             pred = model.predict_many(Xte).to_numpy()
@@ -160,13 +187,19 @@ def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict) -> tuple[Scores, Sc
             proba = model.predict_proba_many(Xte).reindex(columns=labels, fill_value=0.0)
             p_true = proba.to_numpy()[np.arange(len(yte)), [labels.index(v) for v in yte]]
             loss[name].append(float(-np.mean(np.log(np.maximum(p_true, FLOOR)))))
+            if name == ON_TAN_SCALES:
+                Xtr, Xte = X.iloc[train], X.iloc[test]
     return acc, loss
 
 
+#: MixedNB with TAN's kinds, on the scales the fold's TAN chose: TAN with no edge.
+ON_TAN_SCALES = "Mix@TAN"
+
 #: The comparisons of each table: (row name in the tally, model, its baseline; None: the better
-#: naive Bayes of the two on that set and metric).
+#: naive Bayes of the two defaults on that set and metric).
 COMPARISONS = (("TAN", "TAN", None), ("TAN num", "TAN num", None),
-               ("TAN vs MixedNB (same kinds)", "TAN", "MixedNB"))
+               ("TAN vs MixedNB (same kinds)", "TAN", "MixedNB"),
+               ("TAN vs MixedNB on TAN's kinds and scales (the tree alone)", "TAN", ON_TAN_SCALES))
 
 
 def compare(scores: Scores, higher: bool, tally: dict) -> list[tuple[float, float]]:
@@ -193,13 +226,16 @@ def accuracy(names: list[str]) -> None:
           "relearn() once, predict_many and predict_proba_many\n")
     print("kinds: on a mixed set an integer column with <= 10 distinct values is categorical; numeric sets all "
           "gaussian")
-    print("d = TAN - best NB (mean over folds; for log-loss best NB - TAN, so d > 0 is a win for TAN in both "
-          "tables), se = sd of the 5 per-fold differences / sqrt(5); d Mix = TAN against MixedNB (the naive "
-          "Bayes with TAN's kinds: TAN with no edge)")
+    print("models: GaussianNB and MixedNB (defaults; MixedNB with the kinds), Mix@TAN = MixedNB on the scales the "
+          "fold's TAN chose (log1p of the features TAN has on their log scale: TAN with no edge), TAN lin = TAN "
+          "with scales='linear', TAN (defaults, the kinds), TAN num (defaults, every column gaussian)")
+    print("d = TAN - best NB (the better of GaussianNB and MixedNB; mean over folds; for log-loss best NB - TAN, so "
+          "d > 0 is a win for TAN in both tables), se = sd of the 5 per-fold differences / sqrt(5); d num: TAN num "
+          "- best NB; d Mix = TAN - MixedNB (same kinds); d tree = TAN - Mix@TAN (same kinds and scales)")
     print(f"log-loss: mean -log P(true class) in nats, a probability below {FLOOR:g} counted as {FLOOR:g}\n")
     head = (f"{'dataset':<14}{'kind':<6}{'rows':>6}{'feat':>5}{'cat':>4}{'GaussNB':>9}{'MixedNB':>9}"
-            f"{'TAN':>8}{'TAN num':>9}{'d TAN':>9}{'se':>7}{'d num':>9}{'se':>7}{'d Mix':>9}{'se':>7}{'edges':>7}"
-            f"{'secs':>6}")
+            f"{'Mix@TAN':>9}{'TAN lin':>9}{'TAN':>8}{'TAN num':>9}{'d TAN':>9}{'se':>7}{'d num':>9}{'se':>7}"
+            f"{'d Mix':>9}{'se':>7}{'d tree':>9}{'se':>7}{'edges':>7}{'secs':>6}")
     print(head)
     print("-" * len(head))
     tallies = {metric: {row: [0, 0, 0, 0] for row, _, _ in COMPARISONS}
@@ -221,6 +257,8 @@ def accuracy(names: list[str]) -> None:
             "GaussNB": GaussianNB,
             "MixedNB": lambda: MixedNB(kinds=kinds),
             "TAN": lambda: TANClassifier(kinds=kinds),
+            ON_TAN_SCALES: lambda: MixedNB(kinds=kinds),
+            "TAN lin": lambda: TANClassifier(kinds=kinds, scales="linear"),
         }
         if mixed:
             makers["TAN num"] = lambda: TANClassifier(kinds=numeric)
@@ -238,7 +276,8 @@ def accuracy(names: list[str]) -> None:
             cells = compare(scores, metric == "accuracy", tallies[metric])
             mean = {m: float(np.mean(a)) for m, a in scores.items()}
             line = (lead + "".join(f"{mean[m]:>{w}{fmt}}" for m, w in
-                                   (("GaussNB", 9), ("MixedNB", 9), ("TAN", 8), ("TAN num", 9)))
+                                   (("GaussNB", 9), ("MixedNB", 9), (ON_TAN_SCALES, 9), ("TAN lin", 9), ("TAN", 8),
+                                    ("TAN num", 9)))
                     + "".join(f"{d:>+9{fmt}}{se:>7{fmt}}" for d, se in cells) + f"{n_edges:>7}")
             if metric == "accuracy":
                 print(f"{line}{time.perf_counter() - t0:>6.0f}", flush=True)

@@ -62,7 +62,7 @@ __all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_prices",
 
 def _refuse_log_keys(keys: list) -> None:
     """No event may name a log slot (:mod:`streamnb.bn.scales`)."""
-    if any(map(is_log_key, keys)):
+    if tuple in set(map(type, keys)) and any(map(is_log_key, keys)):
         raise InvalidEventError(f"a feature may not be named like a log slot: {next(filter(is_log_key, keys))!r}")
 
 #: Pseudo-events of the shrinkage of correlations and residual variances (see the module text).
@@ -150,7 +150,7 @@ class LinearGaussianPart(GaussianPart):
         self.on_log: frozenset = frozenset()
         self._log_ids: tuple = ((), frozenset())  # (key, the ids of their log slots)
         self._modes = bytearray()  # per id, what the compiled path reads (see _kernels.c get_scales)
-        self._modes_key: tuple = ()
+        self._modes_key = -1  # the features' epoch the modes were taken at
         self._with_slots: tuple = ((), np.zeros(0, dtype=np.intp))  # (key, ids of features with a log slot)
         self._tree_cache: tuple | None = None
         self._dense: tuple | None = None
@@ -273,13 +273,15 @@ class LinearGaussianPart(GaussianPart):
     def _scales(self) -> bytearray | None:
         """Per id, for the compiled path: 0 no log slot, 1 one at id + 1 (linear scale), 2 on
         its log scale. Extended as features arrive, rewritten when the scales change."""
+        modes = self._modes
+        if len(modes) == len(self.features.keys) and self._modes_key == self.features.epoch:
+            return modes if self.log_slots else None
         if not self.log_slots:
             return None
-        keys, modes = self.features.keys, self._modes
-        key = (self.features.epoch, self.on_log)
-        if key != self._modes_key:
+        keys = self.features.keys
+        if self._modes_key != self.features.epoch:
             del modes[:]
-            self._modes_key = key
+            self._modes_key = self.features.epoch
         if len(modes) != len(keys):
             start = max(len(modes) - 1, 0)  # the last one may have had no slot after it yet
             del modes[start:]
@@ -323,6 +325,7 @@ class LinearGaussianPart(GaussianPart):
         self.structure = structure
         if on_log is not None and on_log != self.on_log:
             self.on_log = frozenset(on_log)
+            del self._modes[:]
         self._tree_cache = self._dense = None
 
     def log_ids(self) -> frozenset:
@@ -497,6 +500,16 @@ class LinearGaussianPart(GaussianPart):
 
     def stats(self) -> dict[str, Any]:
         return {**super().stats(), "comoments": self.co}
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """GaussianPart's tables, a log slot's column named ``"log1p(f)"`` (``("log1p", f)``
+        for a feature ``f`` that is not a string)."""
+        def name(key: Any) -> Any:
+            if not is_log_key(key):
+                return key
+            return f"log1p({key[1]})" if isinstance(key[1], str) else ("log1p", key[1])
+
+        return {k: t.rename(columns=name) for k, t in super().tables().items()}
 
     def complete_state(self, name: str, saved: dict) -> None:
         super().complete_state(name, saved)

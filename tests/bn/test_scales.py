@@ -99,6 +99,7 @@ def test_each_feature_takes_the_scale_of_the_higher_likelihood():
                 expected.add(f)
     assert expected == {"amount", "fee"} and on_log(model) == expected  # temp: a tie, kept linear
     assert model.history[-1]["scales"] == {"amount": "log1p", "fee": "log1p"}
+    assert {"amount", "log1p(amount)"} <= set(model.tables()["mean"].columns)
     assert ("amount", "fee") in model.structure().edges or ("fee", "amount") in model.structure().edges
 
 

@@ -94,8 +94,9 @@ def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty:
     True
     """
     m2t = np.swapaxes(m2, 1, 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho2 = np.where((m2 > 0) & (m2t > 0), c * c / (m2 * m2t), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        # (c / m2) (c / m2t): no overflow where m2 m2t would (|c| <= sqrt(m2 m2t))
+        rho2 = np.where((m2 > 0) & (m2t > 0), (c / m2) * (c / m2t), 0.0)
         rho2 = np.minimum(rho2, 1.0) * n / (n + PRIOR)
         per_class = -0.5 * np.log1p(-rho2)
         total = n.sum(axis=0)

@@ -485,10 +485,11 @@ fail:
 }
 
 /* GaussianPart.learn_one's update of a read, checked event: the Welford update of the class's
- * cells and of each feature's pooled cell (Chan's formula for one event), the feature's pooled
- * M2 / n written into ``spread``, and the running maximum of ``spread`` kept in ``a`` (has_top
- * 0: to be recounted). 0, or -1 out of memory (the cells learned so far stay learned). */
-static int welford_update(welford_t *a, const event_t *e) {
+ * cells and of each feature's pooled cell (Chan's formula for one event), and for the first
+ * ``tracked`` entries (the features; not the log slots after them) the feature's pooled M2 / n
+ * written into ``spread`` and the running maximum of ``spread`` kept in ``a`` (has_top 0: to
+ * be recounted). 0, or -1 out of memory (the cells learned so far stay learned). */
+static int welford_update(welford_t *a, const event_t *e, Py_ssize_t tracked) {
     Py_ssize_t base = a->k * a->n0;
     step_t cls = {a->w, 0.0, 0.0, 0.0, 0.0, 0}, pool = {a->w, 0.0, 0.0, 0.0, 0.0, 0};
     for (Py_ssize_t f = 0; f < e->n; f++) {
@@ -508,6 +509,7 @@ static int welford_update(welford_t *a, const event_t *e) {
         a->PM.p[i] += delta * pool.frac;
         double m2 = a->PS.p[i] = a->PS.p[i] + delta * delta * n_a * pool.frac;
         a->PN.p[i] = pool.n;
+        if (f >= tracked) continue;
         double s = m2 / pool.n;
         PyObject *sf = PyFloat_FromDouble(s);
         if (sf == NULL) return -1;
@@ -543,7 +545,7 @@ static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_
     event_t e;
     if (event_init(&e, PyDict_GET_SIZE(a.x))) return NULL;
     ok = welford_read(&a, &e);
-    if (ok > 0 && welford_update(&a, &e) < 0) ok = -1;
+    if (ok > 0 && welford_update(&a, &e, e.n) < 0) ok = -1;
     event_free(&e);
     if (ok < 0) return NULL;
     if (ok == 0) Py_RETURN_NONE;
@@ -1308,6 +1310,53 @@ static int comoment_update(event_t *e, Py_ssize_t k, double w, Py_ssize_t limit,
               !fits(C, k, amax, amax)))
         return -1;
     step_t st = {w, 0.0, 0.0, 0.0, 0.0, 0};
+    int same = 1; /* the four tables share their strides (they do: one shape): offsets once */
+    for (int q = 0; q < 3; q++)
+        same &= N->s[q] == M->s[q] && N->s[q] == S->s[q] && N->s[q] == C->s[q];
+    Py_ssize_t small_row[SMALL], small_col[SMALL]; /* cell (a, b) of class k: row[a] + col[b] */
+    Py_ssize_t *row = d <= SMALL ? small_row : PyMem_Malloc(d * sizeof(Py_ssize_t));
+    Py_ssize_t *col = d <= SMALL ? small_col : PyMem_Malloc(d * sizeof(Py_ssize_t));
+    if (row == NULL || col == NULL) { /* no room for the offsets: cell by cell below */
+        if (row != small_row) PyMem_Free(row);
+        if (col != small_col) PyMem_Free(col);
+        same = 0;
+    }
+    if (same) {
+        for (Py_ssize_t i = 0; i < d; i++) {
+            row[i] = k * N->s[0] + e->id[i] * N->s[1];
+            col[i] = e->id[i] * N->s[2];
+        }
+        double *Np = N->v.p, *Mp = M->v.p, *Sp = S->v.p, *Cp = C->v.p;
+        for (Py_ssize_t i = 0; i < d; i++) {
+            double xa = e->x[i];
+            for (Py_ssize_t j = i; j < d; j++) {
+                Py_ssize_t ab = row[i] + col[j];
+                chan_step(&st, Np[ab]);
+                double n = st.n, frac = st.frac, kk = st.kk;
+                if (j == i) {
+                    double da = xa - Mp[ab];
+                    Mp[ab] += da * frac;
+                    Sp[ab] += da * da * kk;
+                    Cp[ab] += da * da * kk;
+                    Np[ab] = n;
+                } else {
+                    Py_ssize_t ba = row[j] + col[i];
+                    double dab = xa - Mp[ab], dba = e->x[j] - Mp[ba];
+                    Mp[ab] += dab * frac;
+                    Mp[ba] += dba * frac;
+                    Sp[ab] += dab * dab * kk;
+                    Sp[ba] += dba * dba * kk;
+                    Cp[ab] += dab * dba * kk;
+                    Cp[ba] += dba * dab * kk;
+                    Np[ab] = n;
+                    Np[ba] = n;
+                }
+            }
+        }
+        if (row != small_row) PyMem_Free(row);
+        if (col != small_col) PyMem_Free(col);
+        return 0;
+    }
     for (Py_ssize_t i = 0; i < d; i++) {
         Py_ssize_t a = e->id[i];
         double xa = e->x[i];
@@ -1451,8 +1500,8 @@ static int use_log_slots(event_t *e, const char *s, Py_ssize_t ns, double *jac) 
  *          limit, CN, CM, CS, CC, scales) -> (top, top_id) | None
  * LinearGaussianPart.learn_one for an event of plain numbers whose features are all known, in
  * one call: the event with its log slots (add_log_slots), gaussian_learn's update
- * (welford_update), then comoment_add's co-moments (comoment_update). None, touching nothing,
- * otherwise. */
+ * (welford_update; the log slots' spread is not the variance smoothing's), then comoment_add's
+ * co-moments (comoment_update). None, touching nothing, otherwise. */
 static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     CHECK_NARGS(23);
     welford_t a;
@@ -1467,8 +1516,8 @@ static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t narg
     event_t e;
     if (event_init(&e, 2 * PyDict_GET_SIZE(a.x))) return NULL;
     ok = welford_read(&a, &e);
+    Py_ssize_t read = e.n;
     if (ok > 0) {
-        Py_ssize_t read = e.n;
         ok = add_log_slots(&e, scales, ns, &a);
         if (ok > 0) ok = welford_cells(&a, &e, read);
     }
@@ -1480,7 +1529,7 @@ static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t narg
                           !fits(&CS, a.k, cmax, cmax) || !fits(&CC, a.k, cmax, cmax)))
             ok = -1;
     }
-    if (ok > 0 && (welford_update(&a, &e) < 0 || comoment_update(&e, a.k, a.w, limit, &CN, &CM, &CS, &CC)))
+    if (ok > 0 && (welford_update(&a, &e, read) < 0 || comoment_update(&e, a.k, a.w, limit, &CN, &CM, &CS, &CC)))
         ok = -1; /* (the co-moment cells were checked above) */
     event_free(&e);
     if (ok < 0) return NULL;

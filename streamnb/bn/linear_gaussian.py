@@ -217,6 +217,16 @@ class LinearGaussianPart(GaussianPart):
         self._derived = None
         self._pair_order = None
 
+    def _spreads(self) -> list:
+        """GaussianPart's, 0 for every log slot: the variance smoothing is that of the features."""
+        if self._spread is None:
+            spread = super()._spreads()
+            if self.log_slots:
+                for j, key in enumerate(self.features.keys):
+                    if is_log_key(key):
+                        spread[j] = 0.0
+        return self._spread  # type: ignore[return-value]
+
     def _first_below_zero(self, keys: list, values: list) -> list:
         """The log slots of the features whose first value below 0 is in this event."""
         views = self._scalar()
@@ -411,12 +421,13 @@ class LinearGaussianPart(GaussianPart):
         """``prepared`` as learned: with the log slots of its values >= 0 (if this part has them)."""
         return self._with_logs(*prepared) if self.log_slots and prepared[0] else prepared
 
-    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
+        tracked = len(prepared[0])  # the features count for the variance smoothing, not their log slots
         if self.log_slots and prepared[0]:
             self._register(prepared[0])
             self._retire(self._first_below_zero(*prepared))
             prepared = self._with_logs(*prepared)
-        super().learn_one(prepared, k, w)
+        super().learn_one(prepared, k, w, tracked)
         keys, values = prepared
         if keys and w > 0:
             self.co.update_ids(k, self.features.lookup(keys), np.array(values, dtype=float), w)

@@ -10,22 +10,24 @@ every value ``x_f >= 0`` until the first value below 0: the same statistics as a
 feature (Welford per class, co-moments with every other slot, Welford per categorical value),
 so either scale of either feature of a pair is at hand, exactly, for every edge weight and
 CPT. (After a value below 0 the slot learns nothing more: that feature stays linear, and a
-stream of signed features costs little more than without log slots.)
+stream of signed features costs little more than without log slots.) The variance smoothing
+``eps`` stays that of the features (their largest pooled variance): log slots left out.
 
-**The choice** (:func:`log_gains`, :func:`log_features`, at every structure recompute): a feature whose every
-value so far was ``>= 0`` (its log slot has the weight of the feature itself) takes the scale
-under which its class-conditional Gaussians give the data the higher likelihood. Both are
+**The choice** (at every structure recompute): a feature whose every value so far was
+``>= 0`` (:func:`unsigned`: its log slot has the weight of the feature itself) takes the scale
+under which its class-conditional Gaussians give its values the higher likelihood. Both are
 densities of ``x``: on the log scale ``log p(x | y) = log N(log1p(x); m_y, v_y) - log1p(x)``
 (the change of variables), so
 
 ``L_log - L_lin = sum_y n_y [log v_y(x) - log v_y(log1p x)] / 2 - sum log1p(x)``
 
-from the statistics alone (:func:`log_gains`: the variances there are the model's, with the
-Gaussian part's ``eps``, which adds a term; the last sum is ``sum_y n_y mean_y(log1p x)``). Both scales have the same parameters, so no price; to keep the
-model still on a stationary stream a feature changes scale only when the other one is ahead
-by :data:`SWITCH_NATS` (a likelihood ratio of about 225). A feature never leaves the linear
-scale before the first recompute, and a value below 0 sends it back for good (it is no longer a
-count or an amount).
+from the statistics alone (:func:`log_gains`; the variances are the model's, with the Gaussian
+part's ``eps``, which adds a term; the last sum is ``sum_y n_y mean_y(log1p x)``). Both scales
+have the same parameters, so no price; to keep the model still on a stationary stream a
+feature changes scale only when the other one is ahead by :data:`SWITCH_NATS`, a likelihood
+ratio of about 225 (:func:`log_features`). A feature never leaves the linear scale before the
+first recompute, and a value below 0 sends it back for good (it is no longer a count or an
+amount).
 
 On the log scale a feature's term is the log density of ``x`` (that of ``log1p(x)`` less
 ``log1p(x)``), a value below 0 is outside the model and summed out like a missing value, and a

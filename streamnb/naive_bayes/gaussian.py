@@ -110,7 +110,9 @@ class GaussianPart(Part):
             self._top_id = spread.index(self._top) if spread else -1
         return self.var_smoothing * self._top
 
-    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
+        """One event; ``tracked``: how many of its first features count for the variance
+        smoothing (None: all)."""
         keys, values = prepared
         if not keys:
             return
@@ -126,7 +128,8 @@ class GaussianPart(Part):
         N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
         base = k * n0
         top, top_id = self._top, self._top_id
-        for key, x in zip(keys, values):
+        tracked = len(keys) if tracked is None else tracked
+        for f, (key, x) in enumerate(zip(keys, values)):
             j = ids[key]
             # chan(n, mean, m2, w, x, 0) for one event, as Welford.update_ids computes it
             i = base + j * n1
@@ -146,6 +149,8 @@ class GaussianPart(Part):
             PM[i] += delta * frac
             m2 = PS[i] = PS[i] + delta * delta * n_a * frac
             PN[i] = n
+            if f >= tracked:
+                continue
             s = spread[j] = m2 / n
             if top is not None:
                 if s >= top:

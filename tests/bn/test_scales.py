@@ -60,13 +60,9 @@ def oracle_gain(values: np.ndarray, y: np.ndarray, eps: float) -> float:
 
 
 def model_eps(rows: list, var_smoothing: float = 1e-9) -> float:
-    """GaussianPart's ``eps`` over every slot: the features and the log1p of their values >= 0."""
+    """GaussianPart's ``eps``: of the features (not of their log slots)."""
     X, _ = frame(rows)
-    spreads = []
-    for f in X.columns:
-        v = X[f].dropna().to_numpy()
-        spreads += [v.var(), np.log1p(v[v >= 0]).var() if (v >= 0).any() else 0.0]
-    return var_smoothing * max(spreads)
+    return var_smoothing * max(X[f].dropna().to_numpy().var() for f in X.columns)
 
 
 def on_log(model) -> set:

@@ -183,10 +183,11 @@ class LinearGaussianPart(GaussianPart):
         each value >= 0, in order, while the slot has its feature's pooled weight (a value
         below 0 empties it for good, :meth:`_retire`: the feature never leaves its linear
         scale)."""
-        views = self._scalar()
+        views, modes = self._scalar(), self._scales()
         ids, PN, p1 = self.features._ids, views[4], views[7][1]  # the pooled weights
+        assert modes is not None
         logs = [(log_key(f), math.log1p(v)) for f, v in zip(keys, values)
-                if v >= 0 and not PN[(ids[f] + 1) * p1] < PN[ids[f] * p1]]
+                if v >= 0 and modes[ids[f]] and not PN[(ids[f] + 1) * p1] < PN[ids[f] * p1]]
         if not logs:
             return keys, values
         return keys + [f for f, _ in logs], values + [v for _, v in logs]
@@ -229,13 +230,14 @@ class LinearGaussianPart(GaussianPart):
 
     def _first_below_zero(self, keys: list, values: list) -> list:
         """The log slots of the features whose first value below 0 is in this event."""
-        views = self._scalar()
+        views, modes = self._scalar(), self._scales()
         ids, PN, p1 = self.features._ids, views[4], views[7][1]
+        assert modes is not None
         out = []
         for f, v in zip(keys, values):
             if v < 0:
                 j = ids[f]
-                if PN[j * p1] > 0 and not PN[(j + 1) * p1] < PN[j * p1]:
+                if modes[j] and PN[j * p1] > 0 and not PN[(j + 1) * p1] < PN[j * p1]:
                     out.append(j + 1)
         return out
 

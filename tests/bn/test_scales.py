@@ -269,3 +269,31 @@ def test_linear_scales_keep_no_log_slot_and_signed_features_never_leave_it():
         assert auto.predict_proba_one(x) == linear.predict_proba_one(x)
     with pytest.raises(ValueError, match="scales"):
         TANClassifier(scales="log")
+
+
+def test_a_model_saved_before_log_slots_loads_and_gives_new_features_theirs():
+    """An archive of a TAN from before scales (no parameter, no log slot): its features stay
+    linear (no statistics of their logs), the features it meets later get log slots."""
+    import io
+    import json
+    import zipfile
+
+    old = learned(TANClassifier(relearn_every=50, scales="linear"), amounts(500))
+    archive = zipfile.ZipFile(io.BytesIO(persistence.dumps(old)))
+    doc = json.loads(archive.read("model.json"))
+    del doc["params"]["scales"]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for item in archive.infolist():
+            z.writestr(item, json.dumps(doc).encode() if item.filename == "model.json" else archive.read(item.filename))
+    model = persistence.loads(out.getvalue())
+    assert model.scales == "auto"
+    x = {"amount": 5.0, "fee": 3.0, "temp": 300.0, "delta": 0.1}
+    assert model.predict_proba_one(x) == old.predict_proba_one(x)
+    rng = np.random.default_rng(0)
+    for x, y in amounts(1000, seed=5):
+        model.learn_one({**x, "new": math.exp(float(rng.normal(y, 1.0)))}, y)
+    model.relearn()
+    keys = model._parts["gaussian"].features.keys
+    assert keys[:4] == ["amount", "fee", "temp", "delta"] and keys[4:] == ["new", log_key("new")]
+    assert on_log(model) == {"new"}

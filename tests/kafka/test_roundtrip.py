@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import urllib.error
@@ -81,13 +82,15 @@ def test_one_by_one_predictions_are_prequential(bootstrap, names, tmp_path, mode
 
 
 def sensors(n: int, seed: int = 0) -> list[tuple[str, dict]]:
-    """Readings of two coupled thermometers and a pressure gauge; y = failure."""
+    """Readings of two coupled thermometers, a pressure gauge and a current (log-normal); y =
+    failure."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
         y = int(rng.random() < 0.3)
         t_in = rng.gauss(60 + 8 * y, 5)
-        out.append((f"s{i}", {"t_in": t_in, "t_out": 0.9 * t_in + rng.gauss(0, 1), "bar": rng.gauss(1 + y, 1), "y": y}))
+        out.append((f"s{i}", {"t_in": t_in, "t_out": 0.9 * t_in + rng.gauss(0, 1), "bar": rng.gauss(1 + y, 1),
+                              "amps": math.exp(rng.gauss(1 + y, 1)), "y": y}))
     return out
 
 
@@ -105,6 +108,8 @@ def test_tan_on_numeric_events_puts_the_sensors_in_its_tree(bootstrap, names, tm
         expected.learn_one(x, e["y"])
     model = Checkpointer(tmp_path / "ckpt").load().model
     assert model.structure().edges == expected.structure().edges == [("t_in", "t_out")]
+    assert model.numeric_scales() == expected.numeric_scales()
+    assert model.numeric_scales()["amps"] == "log1p" and model.numeric_scales()["bar"] == "linear"
 
 
 @pytest.mark.parametrize("model", ["tan", "mixed"])

@@ -8,7 +8,10 @@ features; enumeration for a categorical parent; one learner for merges, batches 
 
 from __future__ import annotations
 
+import io
+import json
 import math
+import zipfile
 
 import numpy as np
 import pandas as pd
@@ -17,10 +20,12 @@ import scipy.stats
 
 from streamnb import kernels, persistence
 from streamnb.bn import TANClassifier
-from streamnb.bn.scales import LOG_SLOT, SWITCH_NATS, log_key
+from streamnb.bn.linear_gaussian import gaussian_pair_weights
+from streamnb.bn.scales import LOG_SLOT, SWITCH_NATS, log_gains, log_key
 from streamnb.exceptions import InvalidEventError
-from tests.drift.helpers import assert_stats_close
+from streamnb.structure.chow_liu import forest_structure
 from tests.bn.test_linear_gaussian import (
+    TREE,
     assert_close,
     brute_force_mixed,
     frame,
@@ -31,6 +36,7 @@ from tests.bn.test_linear_gaussian import (
     parents_of,
     sample,
 )
+from tests.drift.helpers import assert_stats_close
 
 persistence.register(TANClassifier)
 
@@ -81,8 +87,6 @@ def test_each_feature_takes_the_scale_of_the_higher_likelihood():
     ids = [part.features.get(f) for f in X.columns]
     logs = [part.features.get(log_key(f)) for f in X.columns]
     n, m2, mean = (part.welford.view(f) for f in ("n", "m2", "mean"))
-    from streamnb.bn.scales import log_gains
-
     gains = log_gains(n[:, ids], m2[:, ids], n[:, logs], mean[:, logs], m2[:, logs], part._eps())
     expected = set()
     for f, gain in zip(X.columns, gains):
@@ -130,6 +134,33 @@ def lognormal_tree(n: int, seed: int) -> list:
 
 def on_scales(x: dict, logs: set) -> dict:
     return {f: (math.log1p(v) if f in logs else v) for f, v in x.items()}
+
+
+def test_a_planted_tree_with_log_normal_features_is_found_exactly_with_their_scales():
+    model = learned(TANClassifier(relearn_every=500), lognormal_tree(3000, 0))
+    assert model.structure().skeleton() == {frozenset((c, p)) for c, (p, _, _) in TREE.items()}
+    assert on_log(model) == {"x1", "x2"}
+
+
+def test_edges_equal_a_batch_spanning_forest_over_the_same_weights_on_the_chosen_scales():
+    rows = lognormal_tree(800, 1)
+    model = learned(TANClassifier(relearn_every=0, swap_margin=0.0), rows)
+    model.relearn()
+    logs = on_log(model)
+    assert logs == {"x1", "x2"}
+    X, y = frame([(on_scales(x, logs), c) for x, c in rows])
+    names = sorted(X.columns)
+    n = np.zeros((2, 6, 6)); m2 = np.zeros((2, 6, 6)); c = np.zeros((2, 6, 6))
+    for k in range(2):
+        Z = X[names].to_numpy()[y == k]
+        d = Z - Z.mean(axis=0)
+        n[k] = len(Z)
+        m2[k] = (d * d).sum(axis=0)[:, None] * np.ones(6)[None, :]
+        c[k] = d.T @ d
+    expected = forest_structure(gaussian_pair_weights(n, m2, c, "chi2"), names, class_parent=True)
+    assert model.structure().edges == expected.edges
+    for e, v in expected.weights.items():
+        assert model.structure().weights[e] == pytest.approx(v, rel=1e-9)
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.15])
@@ -274,10 +305,6 @@ def test_linear_scales_keep_no_log_slot_and_signed_features_never_leave_it():
 def test_a_model_saved_before_log_slots_loads_and_gives_new_features_theirs():
     """An archive of a TAN from before scales (no parameter, no log slot): its features stay
     linear (no statistics of their logs), the features it meets later get log slots."""
-    import io
-    import json
-    import zipfile
-
     old = learned(TANClassifier(relearn_every=50, scales="linear"), amounts(500))
     archive = zipfile.ZipFile(io.BytesIO(persistence.dumps(old)))
     doc = json.loads(archive.read("model.json"))

@@ -25,6 +25,11 @@ feature without a parent is the Gaussian of :class:`~streamnb.GaussianNB` (same 
 numeric feature with a categorical parent is scored by the categorical part
 (:mod:`streamnb.bn.tan`), which sees the parent.
 
+**Scales** (``log_slots``, :mod:`streamnb.bn.scales`): each numeric feature may also have a log
+slot, a numeric feature of its own for these statistics, learning ``log1p`` of the feature's
+values; a feature on its log scale is read, weighed and scored through that slot, everything
+above holding for ``log1p(x)``, and its term is less ``log1p(x)`` (a density of ``x``).
+
 **Missing values** are summed out exactly: an observed feature whose parent is missing is
 evidence of the missing cluster above it, and the likelihood of that evidence is the Gaussian
 integral over the cluster, computed by one upward pass of canonical forms
@@ -64,6 +69,7 @@ def _refuse_log_keys(keys: list) -> None:
     """No event may name a log slot (:mod:`streamnb.bn.scales`)."""
     if tuple in set(map(type, keys)) and any(map(is_log_key, keys)):
         raise InvalidEventError(f"a feature may not be named like a log slot: {next(filter(is_log_key, keys))!r}")
+
 
 #: Pseudo-events of the shrinkage of correlations and residual variances (see the module text).
 PRIOR = 1.0
@@ -424,7 +430,8 @@ class LinearGaussianPart(GaussianPart):
         return self._with_logs(*prepared) if self.log_slots and prepared[0] else prepared
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
-        tracked = len(prepared[0])  # the features count for the variance smoothing, not their log slots
+        # the features count for the variance smoothing, not their log slots
+        tracked = len(prepared[0]) if tracked is None else tracked
         if self.log_slots and prepared[0]:
             self._register(prepared[0])
             self._retire(self._first_below_zero(*prepared))

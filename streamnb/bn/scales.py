@@ -81,10 +81,9 @@ def log_gains(n: np.ndarray, m2: np.ndarray, log_n: np.ndarray, log_mean: np.nda
     True
     """
     def fit(n: np.ndarray, m2: np.ndarray) -> np.ndarray:  # n [log(v + eps) + v / (v + eps)], summed
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = m2 / np.where(n > 0, n, 1.0)
-            s = np.maximum(v + eps, 1e-300)
-            return np.where(n > 0, n * (np.log(s) + v / s), 0.0).sum(axis=0)
+        v = m2 / np.maximum(n, 1e-300)  # (no weight: no M2, v = 0 and the term 0)
+        s = np.maximum(v + eps, 1e-300)
+        return (n * (np.log(s) + v / s)).sum(axis=0)
 
     return 0.5 * (fit(n, m2) - fit(log_n, log_m2)) - (log_n * log_mean).sum(axis=0)
 

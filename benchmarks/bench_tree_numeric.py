@@ -36,8 +36,9 @@ Nothing is asserted: figures and targets are printed.
    decisions at their largest. ``d`` is TAN's score against the best naive Bayes's (the better
    of GaussianNB and MixedNB, their defaults, on that set and metric), signed so that ``d > 0``
    is a win for TAN in both tables; ``d num`` the same for TAN num, ``d Mix`` TAN against
-   MixedNB (same kinds), ``d tree`` against Mix@TAN; ``se`` the standard deviation of the 5
-   per-fold differences over sqrt(5); a win or loss "beyond noise" is ``|d| > 2 se``.
+   MixedNB (same kinds), ``d tree`` against Mix@TAN, ``d scl`` against TAN lin; ``se`` the
+   standard deviation of the 5 per-fold differences over sqrt(5); a win or loss "beyond noise"
+   is ``|d| > 2 se``.
 
 2. **Stability.** A stationary stream from a fixed linear-Gaussian tree over 10 numeric
    features and 2 classes (:data:`TREE_A`: strong edges, two weak ones near the detection limit,
@@ -199,7 +200,8 @@ ON_TAN_SCALES = "Mix@TAN"
 #: naive Bayes of the two defaults on that set and metric).
 COMPARISONS = (("TAN", "TAN", None), ("TAN num", "TAN num", None),
                ("TAN vs MixedNB (same kinds)", "TAN", "MixedNB"),
-               ("TAN vs MixedNB on TAN's kinds and scales (the tree alone)", "TAN", ON_TAN_SCALES))
+               ("TAN vs MixedNB on TAN's kinds and scales (the tree alone)", "TAN", ON_TAN_SCALES),
+               ("TAN vs TAN lin (the scales alone)", "TAN", "TAN lin"))
 
 
 def compare(scores: Scores, higher: bool, tally: dict) -> list[tuple[float, float]]:
@@ -231,11 +233,12 @@ def accuracy(names: list[str]) -> None:
           "with scales='linear', TAN (defaults, the kinds), TAN num (defaults, every column gaussian)")
     print("d = TAN - best NB (the better of GaussianNB and MixedNB; mean over folds; for log-loss best NB - TAN, so "
           "d > 0 is a win for TAN in both tables), se = sd of the 5 per-fold differences / sqrt(5); d num: TAN num "
-          "- best NB; d Mix = TAN - MixedNB (same kinds); d tree = TAN - Mix@TAN (same kinds and scales)")
+          "- best NB; d Mix = TAN - MixedNB (same kinds); d tree = TAN - Mix@TAN (same kinds and scales); d scl = TAN "
+          "- TAN lin (the scales alone)")
     print(f"log-loss: mean -log P(true class) in nats, a probability below {FLOOR:g} counted as {FLOOR:g}\n")
     head = (f"{'dataset':<14}{'kind':<6}{'rows':>6}{'feat':>5}{'cat':>4}{'GaussNB':>9}{'MixedNB':>9}"
             f"{'Mix@TAN':>9}{'TAN lin':>9}{'TAN':>8}{'TAN num':>9}{'d TAN':>9}{'se':>7}{'d num':>9}{'se':>7}"
-            f"{'d Mix':>9}{'se':>7}{'d tree':>9}{'se':>7}{'edges':>7}{'secs':>6}")
+            f"{'d Mix':>9}{'se':>7}{'d tree':>9}{'se':>7}{'d scl':>9}{'se':>7}{'edges':>7}{'secs':>6}")
     print(head)
     print("-" * len(head))
     tallies = {metric: {row: [0, 0, 0, 0] for row, _, _ in COMPARISONS}

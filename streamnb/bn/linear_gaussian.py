@@ -247,17 +247,25 @@ class LinearGaussianPart(GaussianPart):
                     out.append(j + 1)
         return out
 
-    def _signed(self) -> list:
-        """The log slots holding something although their feature had a value below 0 (after a
-        merge): the slots :meth:`_retire` empties."""
+    def settle(self) -> None:
+        """After a merge: empty the log slots holding something although their feature had a
+        value below 0 (on the other side), as one learner's are (:meth:`_retire`)."""
+        js = self._slotted()
+        if len(js):
+            pn = self.pooled.view("n")[0]
+            self._retire((js[(pn[js + 1] > 0) & ~unsigned(pn[js], pn[js + 1])] + 1).tolist())
+
+    def _slotted(self) -> np.ndarray:
+        """The ids of the features with a log slot, both with co-moments or neither (cached)."""
         modes = self._scales()
         if not modes:
-            return []
-        js = np.array([j for j, m in enumerate(modes) if m], dtype=np.intp)
-        if not len(js):
-            return []
-        pn = self.pooled.view("n")[0]
-        return (js[(pn[js + 1] > 0) & ~unsigned(pn[js], pn[js + 1])] + 1).tolist()
+            return np.zeros(0, dtype=np.intp)
+        key = (self.features.epoch, len(self.features.keys))
+        if self._with_slots[0] != key:
+            limit = self.slot_limit
+            self._with_slots = (key, np.array([j for j, m in enumerate(modes) if m and (
+                limit is None or (j < limit) == (j + 1 < limit))], dtype=np.intp))
+        return self._with_slots[1]
 
     def _on_scales(self, keys: list, values: list) -> tuple[list, list]:
         """An event to score: each feature on its log scale as its log slot and ``log1p`` of
@@ -315,16 +323,10 @@ class LinearGaussianPart(GaussianPart):
         """The features that stand on their log scale after a recompute
         (:mod:`streamnb.bn.scales`: :func:`~streamnb.bn.scales.unsigned` features, by their
         :func:`~streamnb.bn.scales.log_gains`)."""
-        modes = self._scales()
-        if not modes:
+        js = self._slotted()
+        if not len(js):
             return frozenset()
         keys = self.features.keys
-        key = (self.features.epoch, len(keys))
-        if self._with_slots[0] != key:  # the features with a log slot (both with co-moments or neither)
-            limit = self.slot_limit
-            self._with_slots = (key, np.array([j for j, m in enumerate(modes) if m and (
-                limit is None or (j < limit) == (j + 1 < limit))], dtype=np.intp))
-        js = self._with_slots[1]
         pn = self.pooled.view("n")[0]
         js = js[unsigned(pn[js], pn[js + 1])]
         if not len(js):
@@ -408,8 +410,6 @@ class LinearGaussianPart(GaussianPart):
     def changed(self) -> None:
         super().changed()
         self._tree_cache = self._dense = self._lg_views = None
-        if self.log_slots:  # a merge may join a feature's value below 0 with another's log slot
-            self._retire(self._signed())
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()

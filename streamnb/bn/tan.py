@@ -15,7 +15,7 @@ from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.scales import SCALES, log_key
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
-from streamnb.naive_bayes.base import Part
+from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
@@ -501,6 +501,13 @@ class TANClassifier(TreeAugmentedNB):
         """The current forest over every feature: ``.edges`` (parent, child) pairs, ``.weights``
         (conditional mutual information in nats, less the edge's price)."""
         return self._part.structures.get(None, Structure({}, {}, True))
+
+    def merge(self, other: BaseNB) -> BaseNB:
+        """As :meth:`TreeAugmentedNB.merge`; a log slot whose feature had a value below 0 on
+        either side ends empty, as one learner's does (:mod:`streamnb.bn.scales`)."""
+        super().merge(other)
+        self._parts["gaussian"].settle()  # type: ignore[attr-defined]
+        return self
 
     def numeric_scales(self) -> dict:
         """``{numeric feature: "linear" | "log1p"}``: the scale each numeric feature stands on

@@ -189,11 +189,8 @@ class LinearGaussianPart(GaussianPart):
         each value >= 0, in order, while the slot has its feature's pooled weight (a value
         below 0 empties it for good, :meth:`_retire`: the feature never leaves its linear
         scale)."""
-        views, modes = self._scalar(), self._scales()
-        ids, PN, p1 = self.features._ids, views[4], views[7][1]  # the pooled weights
-        assert modes is not None
-        logs = [(log_key(f), math.log1p(v)) for f, v in zip(keys, values)
-                if v >= 0 and modes[ids[f]] and not PN[(ids[f] + 1) * p1] < PN[ids[f] * p1]]
+        ids, learning, _ = self._learning_slots()
+        logs = [(log_key(f), math.log1p(v)) for f, v in zip(keys, values) if v >= 0 and learning(ids[f])]
         if not logs:
             return keys, values
         return keys + [f for f, _ in logs], values + [v for _, v in logs]
@@ -236,16 +233,18 @@ class LinearGaussianPart(GaussianPart):
 
     def _first_below_zero(self, keys: list, values: list) -> list:
         """The log slots of the features whose first value below 0 is in this event."""
+        ids, learning, seen = self._learning_slots()
+        return [ids[f] + 1 for f, v in zip(keys, values) if v < 0 and learning(ids[f]) and seen(ids[f])]
+
+    def _learning_slots(self) -> tuple[dict, Any, Any]:
+        """``(ids, learning, seen)``: the features' ids; whether feature ``j`` has a log slot
+        still learning (its pooled weight, so no value below 0 yet); whether ``j`` has weight."""
         views, modes = self._scalar(), self._scales()
-        ids, PN, p1 = self.features._ids, views[4], views[7][1]
+        PN, p1 = views[4], views[7][1]  # the pooled weights
         assert modes is not None
-        out = []
-        for f, v in zip(keys, values):
-            if v < 0:
-                j = ids[f]
-                if modes[j] and PN[j * p1] > 0 and not PN[(j + 1) * p1] < PN[j * p1]:
-                    out.append(j + 1)
-        return out
+        return (self.features._ids,
+                lambda j: bool(modes[j]) and not PN[(j + 1) * p1] < PN[j * p1],
+                lambda j: PN[j * p1] > 0)
 
     def settle(self) -> None:
         """After a merge: empty the log slots holding something although their feature had a

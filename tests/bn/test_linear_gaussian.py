@@ -127,17 +127,23 @@ def test_edges_equal_a_batch_spanning_forest_over_the_same_weights():
     rows = sample(800, seed=1)
     model = learned(TANClassifier(relearn_every=0, swap_margin=0.0), rows)
     model.relearn()
+    assert_batch_forest(model, rows)
+
+
+def assert_batch_forest(model, rows: list) -> None:
+    """The model's edges and weights equal the maximum spanning forest (chi2 prices) over the
+    weights of co-moments counted from ``rows`` in one batch (every feature observed)."""
     X, y = frame(rows)
     names = sorted(X.columns)
-    n = np.zeros((2, 6, 6)); m2 = np.zeros((2, 6, 6)); c = np.zeros((2, 6, 6))
+    f = len(names)
+    n = np.zeros((2, f, f)); m2 = np.zeros((2, f, f)); c = np.zeros((2, f, f))
     for k in range(2):
         Z = X[names].to_numpy()[y == k]
         d = Z - Z.mean(axis=0)
         n[k] = len(Z)
-        m2[k] = (d * d).sum(axis=0)[:, None] * np.ones(6)[None, :]
+        m2[k] = (d * d).sum(axis=0)[:, None] * np.ones(f)[None, :]
         c[k] = d.T @ d
-    w = gaussian_pair_weights(n, m2, c, "chi2")
-    expected = forest_structure(w, names, class_parent=True)
+    expected = forest_structure(gaussian_pair_weights(n, m2, c, "chi2"), names, class_parent=True)
     assert model.structure().edges == expected.edges
     for e, v in expected.weights.items():
         assert model.structure().weights[e] == pytest.approx(v, rel=1e-9)

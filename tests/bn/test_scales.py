@@ -20,12 +20,11 @@ import scipy.stats
 
 from streamnb import kernels, persistence
 from streamnb.bn import TANClassifier
-from streamnb.bn.linear_gaussian import gaussian_pair_weights
 from streamnb.bn.scales import LOG_SLOT, SWITCH_NATS, log_gains, log_key
 from streamnb.exceptions import InvalidEventError
-from streamnb.structure.chow_liu import forest_structure
 from tests.bn.test_linear_gaussian import (
     TREE,
+    assert_batch_forest,
     assert_close,
     brute_force_mixed,
     frame,
@@ -148,19 +147,7 @@ def test_edges_equal_a_batch_spanning_forest_over_the_same_weights_on_the_chosen
     model.relearn()
     logs = on_log(model)
     assert logs == {"x1", "x2"}
-    X, y = frame([(on_scales(x, logs), c) for x, c in rows])
-    names = sorted(X.columns)
-    n = np.zeros((2, 6, 6)); m2 = np.zeros((2, 6, 6)); c = np.zeros((2, 6, 6))
-    for k in range(2):
-        Z = X[names].to_numpy()[y == k]
-        d = Z - Z.mean(axis=0)
-        n[k] = len(Z)
-        m2[k] = (d * d).sum(axis=0)[:, None] * np.ones(6)[None, :]
-        c[k] = d.T @ d
-    expected = forest_structure(gaussian_pair_weights(n, m2, c, "chi2"), names, class_parent=True)
-    assert model.structure().edges == expected.edges
-    for e, v in expected.weights.items():
-        assert model.structure().weights[e] == pytest.approx(v, rel=1e-9)
+    assert_batch_forest(model, [(on_scales(x, logs), c) for x, c in rows])
 
 
 @pytest.mark.parametrize("missing", [0.0, 0.15])

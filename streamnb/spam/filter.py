@@ -281,10 +281,6 @@ class SpamFilter(base.Classifier):
                     n_spam[i], n_ham[i] = n[1, j], n[0, j]
         return n_spam, n_ham
 
-    def _f(self, keys: list) -> np.ndarray:
-        """Robinson's ``f(w)`` of the tokens ``keys``."""
-        return self._robinson(*self._token_counts(keys))
-
     def spam_threshold(self) -> float:
         """The spam threshold on the verdict's ``logit`` now (see ``max_ham_rate``)."""
         if self._operating is None:
@@ -295,7 +291,16 @@ class SpamFilter(base.Classifier):
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == x:
             return memo[2]
-        f = self._f(self._present(x))
+        n_spam, n_ham = self._token_counts(self._present(x))
+        totals = self._messages.n
+        verdict = self._decide(n_spam, n_ham, float(totals[1]), float(totals[0]))
+        self._memo = (self._version, dict(x), verdict)
+        return verdict
+
+    def _decide(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float) -> Verdict:
+        """The verdict on a message whose tokens have the message counts ``n_spam, n_ham`` in
+        classes of ``total_spam, total_ham`` messages."""
+        f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
         f = f[significant(f, self.min_dev, self.max_discriminators)]
         S, H, indicator = fisher(f)
         logit = fisher_logit(f)
@@ -306,9 +311,29 @@ class SpamFilter(base.Classifier):
             label = HAM
         else:
             label = UNSURE
-        verdict = Verdict(label, indicator, S, H, len(f), logit, threshold)
-        self._memo = (self._version, dict(x), verdict)
-        return verdict
+        return Verdict(label, indicator, S, H, len(f), logit, threshold)
+
+    def classify_blend(self, x: Mapping, other: SpamFilter, weight: float) -> Verdict:
+        """The verdict on ``x`` from this filter's counts plus ``weight`` times ``other``'s.
+
+        Each token's message counts (and each class's message total) are this filter's plus
+        ``weight`` times ``other``'s, each filter reading the token as it would alone
+        (degenerate forms included); the thresholds are this filter's. Costs what ``x``
+        holds: nothing is merged. ``weight = 0`` gives :meth:`classify_one`'s verdict."""
+        if not isinstance(other, SpamFilter):
+            raise InvalidEventError(f"can only blend a SpamFilter with a SpamFilter, got {type(other).__name__}")
+        weight = check_weight(weight)
+        keys = self._present(x)
+        n_spam, n_ham = self._token_counts(keys)
+        o_spam, o_ham = other._token_counts(keys)
+        mine, theirs = self._messages.n, other._messages.n
+        return self._decide(n_spam + weight * o_spam, n_ham + weight * o_ham,
+                            float(mine[1] + weight * theirs[1]), float(mine[0] + weight * theirs[0]))  # fmt: skip
+
+    def predict_proba_blend(self, x: Mapping, other: SpamFilter, weight: float) -> dict:
+        """``predict_proba_one`` of the blend of :meth:`classify_blend`."""
+        indicator = self.classify_blend(x, other, weight).score
+        return {self.spam_label: indicator, self.ham_label: 1.0 - indicator}
 
     def classify_one(self, x: Mapping) -> Verdict:
         """The three-way verdict on ``x``."""

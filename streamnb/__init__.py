@@ -5,6 +5,7 @@ from streamnb.bn import AODE, BayesNetClassifier, ChowLiuClassifier, TANClassifi
 from streamnb.drift import DriftTriggered, Forgetful, Windowed
 from streamnb.exceptions import InvalidEventError, StateError, StreamnbError
 from streamnb.naive_bayes import BernoulliNB, CategoricalNB, ComplementNB, GaussianNB, MixedNB, MultinomialNB
+from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, Trainer
 from streamnb.text import Tokenizer
 
@@ -23,6 +24,7 @@ __all__ = [
     "InvalidEventError",
     "MixedNB",
     "MultinomialNB",
+    "PerKey",
     "SpamFilter",
     "StateError",
     "StreamnbError",

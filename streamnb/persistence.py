@@ -56,7 +56,7 @@ _BUILTINS = {
     "streamnb": [
         "CategoricalNB", "GaussianNB", "MultinomialNB", "BernoulliNB", "ComplementNB", "MixedNB",
         "TANClassifier", "ChowLiuClassifier", "AODE", "BayesNetClassifier",
-        "Forgetful", "Windowed", "DriftTriggered", "SpamFilter",
+        "Forgetful", "Windowed", "DriftTriggered", "SpamFilter", "PerKey",
     ],
     "river.drift": ["ADWIN", "KSWIN", "PageHinkley", "PeriodicTrigger", "DummyDriftDetector", "NoDrift"],
     "river.drift.binary": ["DDM", "EDDM", "FHDDM", "HDDMA", "HDDMW"],

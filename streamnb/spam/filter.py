@@ -359,6 +359,11 @@ class SpamFilter(base.Classifier):
         return {self.ham_label: float(n[0]), self.spam_label: float(n[1])}
 
     @property
+    def n_seen(self) -> float:
+        """Messages learned (weighted)."""
+        return float(self._messages.n.sum())
+
+    @property
     def n_tokens(self) -> int:
         """Size of the vocabulary."""
         return len(self._tokens)

@@ -34,6 +34,7 @@ FACTORIES = {
     "GaussianNB": lambda: streamnb.GaussianNB(),
     "MixedNB": lambda: streamnb.MixedNB(),
     "MultinomialNB": lambda: streamnb.MultinomialNB(max_features=50),
+    "PerKey": lambda: streamnb.PerKey(streamnb.SpamFilter(), by="f1"),
     "SpamFilter": lambda: streamnb.SpamFilter(),
     "TANClassifier": lambda: streamnb.TANClassifier(),
     "Trainer": lambda: streamnb.Trainer(streamnb.MultinomialNB()),
@@ -41,7 +42,7 @@ FACTORIES = {
 }
 LEARNERS = sorted(FACTORIES)
 #: learners whose classes are fixed (spam/ham): other labels are rejected
-LABELS = {"SpamFilter": ["spam", "ham"]}
+LABELS = {"SpamFilter": ["spam", "ham"], "PerKey": ["spam", "ham"]}
 
 
 def test_every_exported_classifier_is_fuzzed():

@@ -1,0 +1,291 @@
+"""One model per key (a user, a tenant, a device) over a shared one.
+
+:class:`PerKey` keeps a shared learner, which learns every event, and for each key a learner of
+the same kind, which learns that key's events only. A key's prediction reads the *blend* of the
+two: the shared model's statistics plus ``weight`` times the key's own, where
+
+    weight = max(1, N / takeover)
+
+and ``N`` is the number of events the shared model has learned. Each of a key's own events so
+weighs as much as ``N / takeover`` shared ones: after ``takeover`` events of its own, a key's
+evidence weighs as much as the shared model's, and its share ``n / (n + takeover)`` of the blend
+grows toward 1 as its own events ``n`` accumulate. A new key starts with the shared model's
+answers, exactly; a key with much history is answered mostly by its own.
+
+The blend is read per event, never materialized: the wrapped learner must offer the capability
+``predict_proba_blend(x, other, weight)`` (the posterior of ``x`` under its statistics plus
+``weight`` times ``other``'s, at the cost of ``x``) and ``n_seen``;
+:class:`~streamnb.spam.SpamFilter` does.
+
+Memory is bounded by ``max_resident``: past it the key used least recently is written to the
+``store`` (a directory, one safe archive per key, see :mod:`streamnb.persistence`) and dropped
+from memory; it is read back when the key comes again. Each learner carries the *position* of
+the last event it learned (a journal sequence number or a Kafka offset, given to
+:meth:`PerKey.learn_one`); an event at or before a learner's position is not learned again, so
+replaying a log over saved states learns every event exactly once.
+
+>>> from streamnb.spam import SpamFilter
+>>> model = PerKey(SpamFilter(), by="user", takeover=2)
+>>> for user, text, y in [("ann", "cheap pills now", "spam"), ("ann", "lunch at noon", "ham"),
+...                       ("bob", "cheap pills now", "spam"), ("bob", "lunch at noon", "ham"),
+...                       ("bob", "weekly news digest", "ham")]:
+...     model.learn_one({"user": user, **{w: 1 for w in text.split()}}, y)
+>>> model.n_seen, model.key_n_seen("bob"), model.weight("bob")
+(5.0, 3.0, 2.5)
+>>> model.learn_one({"user": "ann", "weekly": 1, "news": 1, "digest": 1}, "spam")
+>>> p = lambda user: round(model.predict_proba_one({"user": user, "weekly": 1, "digest": 1})["spam"], 3)
+>>> p("ann"), p("bob"), p("carol")  # ann calls the digest spam, bob reads it, carol is new
+(0.755, 0.255, 0.5)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from river import base
+
+from streamnb import persistence
+from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.stats.index import decode_key, encode_key, is_saveable_key
+
+__all__ = ["DirectoryStore", "PerKey"]
+
+#: The capability a learner needs to be blended per key.
+BLEND = "predict_proba_blend"
+
+
+class DirectoryStore:
+    """Learners of evicted keys, one archive per key in ``path`` (named by a hash of the key),
+    each with the key and the learner's position, written atomically."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def _file(self, key: Hashable) -> Path:
+        digest = hashlib.sha256(repr(encode_key(key)).encode()).hexdigest()
+        return self.path / digest[:2] / f"{digest}.snb"
+
+    def save(self, key: Hashable, model: Any, position: int) -> None:
+        path = self._file(key)
+        path.parent.mkdir(exist_ok=True)
+        persistence.save(model, path, extra={"key": [encode_key(key)], "position": position})
+
+    def load(self, key: Hashable) -> tuple[Any, int] | None:
+        """The learner saved for ``key`` and its position, or None."""
+        path = self._file(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        model, extra = persistence.loads(data, with_extra=True)
+        if extra.get("key") != [encode_key(key)]:
+            raise StateError(f"{path} holds another key's model")
+        return model, int(extra.get("position", -1))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.path.glob("*/*.snb"))
+
+
+class PerKey(base.Wrapper, base.Classifier):
+    """A learner per key over a shared one (see the module for the blend).
+
+    Parameters
+    ----------
+    model
+        The shared learner; each key gets a fresh clone of it. It must offer
+        ``predict_proba_blend`` and ``n_seen`` (:class:`~streamnb.spam.SpamFilter` does).
+    by
+        The event field that holds the key; it is taken out before the learners see the event.
+        An event without it (or with a None key) is learned by the shared model alone and
+        answered by it.
+    takeover
+        A key's own events after which they weigh as much as the shared model (see the module).
+    learn_shared
+        Whether a key's events are learned by the shared model too.
+    max_resident
+        At most this many keys' learners in memory; past it, the least recently used is written
+        to ``store`` and dropped. None: no limit.
+    store
+        A directory for evicted keys' learners (needed with ``max_resident``).
+    """
+
+    def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
+                 max_resident: int | None = None, store: str | None = None) -> None:  # fmt: skip
+        if not callable(getattr(model, BLEND, None)):
+            raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
+        if not takeover > 0:
+            raise ValueError(f"takeover must be positive, got {takeover}")
+        if max_resident is not None and (max_resident < 1 or store is None):
+            raise ValueError("max_resident needs a store and must be at least 1")
+        self.model = model
+        self.by = by
+        self.takeover = takeover
+        self.learn_shared = learn_shared
+        self.max_resident = max_resident
+        self.store = store
+        self._store = None if store is None else DirectoryStore(store)
+        self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
+        self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
+        self._dirty: set[Hashable] = set()
+
+    @property
+    def _wrapped_model(self) -> Any:
+        return self.model
+
+    @property
+    def _multiclass(self) -> bool:
+        return bool(getattr(self.model, "_multiclass", True))
+
+    @classmethod
+    def _unit_test_params(cls) -> Iterator[dict]:
+        from streamnb.spam import SpamFilter
+
+        yield {"model": SpamFilter(spam_label=True, ham_label=False), "by": "user"}
+
+    # -- keys ------------------------------------------------------------------------------
+    def split(self, x: Mapping) -> tuple[Hashable, Mapping]:
+        """The key of ``x`` (None if it has none) and the features the learners see."""
+        if self.by is None or self.by not in x:
+            return None, x
+        key = x[self.by]
+        if key is not None and not is_saveable_key(key):
+            raise InvalidEventError(f"the key {key!r} is not a str, number, bool, bytes or tuple", self.by)
+        return key, {k: v for k, v in x.items() if k != self.by}
+
+    def learner(self, key: Hashable, create: bool = False) -> Any:
+        """The key's own learner (read back from the store if evicted), or None if it has none
+        (a new one with ``create``)."""
+        user = self._users.get(key)
+        if user is not None:
+            self._users.move_to_end(key)
+            return user
+        loaded = None if self._store is None else self._store.load(key)
+        if loaded is None and not create:
+            return None
+        user, position = loaded if loaded is not None else (self.model.clone(), -1)
+        self._users[key] = user
+        self._positions[key] = position
+        self._evict()
+        return user
+
+    def _evict(self) -> None:
+        if self.max_resident is None or self._store is None:
+            return
+        while len(self._users) > self.max_resident:
+            key, user = self._users.popitem(last=False)
+            position = self._positions.pop(key)
+            if key in self._dirty:
+                self._store.save(key, user, position)
+                self._dirty.discard(key)
+
+    def flush(self) -> None:
+        """Write every changed resident key's learner to the store."""
+        if self._store is None:
+            return
+        for key in list(self._dirty):
+            self._store.save(key, self._users[key], self._positions[key])
+        self._dirty.clear()
+
+    def keys(self) -> list:
+        """The keys whose learners are in memory, least recently used first."""
+        return list(self._users)
+
+    def position(self, key: Hashable = None) -> int:
+        """The position of the last event the key's learner (None: the shared one) learned."""
+        if key is not None:
+            self.learner(key)
+        return self._positions.get(key, -1)
+
+    # -- the blend -------------------------------------------------------------------------
+    @property
+    def n_seen(self) -> float:
+        """Events the shared model learned."""
+        return float(self.model.n_seen)
+
+    def key_n_seen(self, key: Hashable) -> float:
+        user = self.learner(key)
+        return 0.0 if user is None else float(user.n_seen)
+
+    def weight(self, key: Hashable = None) -> float:
+        """The weight of one of the key's own events in its blend: ``max(1, N / takeover)``."""
+        return max(1.0, self.n_seen / self.takeover)
+
+    def blend(self, key: Hashable) -> tuple[Any, float]:
+        """``(learner, weight)`` of the key's blend; ``(None, 0.0)`` for a key with no learner."""
+        user = None if key is None else self.learner(key)
+        return (None, 0.0) if user is None else (user, self.weight(key))
+
+    # -- learning and predicting -----------------------------------------------------------
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, position: int | None = None, **kwargs: Any) -> None:
+        """Learn ``x`` into its key's learner and (``learn_shared``) the shared one. With a
+        ``position``, a learner whose position is at or past it does not learn the event
+        again."""
+        self._apply(x, y, w, position, "learn_one")
+
+    def unlearn_one(self, x: Mapping, y: Hashable, w: float = 1.0, position: int | None = None, **kwargs: Any) -> None:
+        """Take back what :meth:`learn_one` added (the learners must offer ``unlearn_one``)."""
+        self._apply(x, y, w, position, "unlearn_one")
+
+    def _apply(self, x: Mapping, y: Hashable, w: float, position: int | None, method: str) -> None:
+        key, features = self.split(x)
+        fresh = key is not None and self.learner(key) is None
+        if fresh and method == "unlearn_one":
+            raise InvalidEventError(f"key {key!r} has learned nothing to unlearn")
+        user = None if key is None else self.learner(key, create=True)
+        try:  # the key's first: what it learned, the shared model learned too (if it learns)
+            if user is not None:
+                self._step(user, key, features, y, w, position, method)
+            if key is None or self.learn_shared:
+                self._step(self.model, None, features, y, w, position, method)
+        except InvalidEventError:
+            if fresh:  # a key made for an event that was refused: gone again
+                self._users.pop(key, None)
+                self._positions.pop(key, None)
+            raise
+
+    def _step(self, learner: Any, key: Hashable, x: Mapping, y: Hashable, w: float, position: int | None,
+              method: str) -> None:  # fmt: skip
+        if position is not None and position <= self._positions.get(key, -1):
+            return
+        getattr(learner, method)(x, y, w)
+        if position is not None:
+            self._positions[key] = position
+        if key is not None:
+            self._dirty.add(key)
+
+    def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
+        key, features = self.split(x)
+        user, weight = self.blend(key)
+        if user is None:
+            return self.model.predict_proba_one(features)
+        return getattr(self.model, BLEND)(features, user, weight)
+
+    # -- state -----------------------------------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        """The shared learner's state and every resident key's (evicted keys are in the store:
+        call :meth:`flush` first to have them all there)."""
+        return {
+            "shared": self.model.to_state(),
+            "position": self._positions.get(None, -1),
+            "users": [[encode_key(k), u.to_state(), self._positions[k]] for k, u in self._users.items()],
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        shared = self.model.clone()
+        shared.load_state(state["shared"])
+        users: OrderedDict[Hashable, Any] = OrderedDict()
+        positions: dict[Hashable, int] = {None: int(state["position"])}
+        for code, user_state, position in state["users"]:
+            key = decode_key(code)
+            if key is None or not is_saveable_key(key):
+                raise StateError(f"invalid key {key!r}")
+            user = self.model.clone()
+            user.load_state(user_state)
+            users[key], positions[key] = user, int(position)
+        self.model, self._users, self._positions, self._dirty = shared, users, positions, set(users)

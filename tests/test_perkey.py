@@ -1,0 +1,178 @@
+"""PerKey: a learner per key over a shared one, blended exactly, bounded in memory, replayable."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from river import checks
+
+import streamnb
+from streamnb import persistence
+from streamnb.perkey import DirectoryStore, PerKey
+from streamnb.spam import SpamFilter
+
+WORDS = [f"w{i}" for i in range(40)]
+
+
+def stream(n: int, users: int, seed: int = 0) -> list[tuple[dict, str]]:
+    """Messages of a few users; words w0-w9 mean spam for everyone, w30-w39 spam for odd users only."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        user = f"u{rng.randrange(users)}"
+        spam = rng.random() < 0.4
+        pool = WORDS[:10] if spam else WORDS[10:30]
+        if rng.random() < 0.3:
+            pool = WORDS[30:]
+            spam = int(user[1:]) % 2 == 1
+        x = {w: 1 for w in rng.sample(pool, 4)}
+        out.append(({"user": user, **x}, "spam" if spam else "ham"))
+    return out
+
+
+def features(x: dict) -> dict:
+    return {k: v for k, v in x.items() if k != "user"}
+
+
+def test_a_new_key_is_answered_by_the_shared_model_exactly():
+    model = PerKey(SpamFilter(), by="user")
+    for x, y in stream(200, 5):
+        model.learn_one(x, y)
+    x = {"user": "never-seen", "w1": 1, "w12": 1, "w33": 1}
+    assert model.predict_proba_one(x) == model.model.predict_proba_one(features(x))
+    assert model.learner("never-seen") is None  # asking created nothing
+
+
+def test_each_key_learns_its_own_events_and_the_shared_model_all():
+    data = stream(300, 4)
+    model = PerKey(SpamFilter(), by="user")
+    shared, own = SpamFilter(), {}
+    for x, y in data:
+        model.learn_one(x, y)
+        shared.learn_one(features(x), y)
+        own.setdefault(x["user"], SpamFilter()).learn_one(features(x), y)
+    assert persistence.dumps(model.model) == persistence.dumps(shared)
+    assert sorted(model.keys()) == sorted(own)
+    for user, alone in own.items():
+        assert persistence.dumps(model.learner(user)) == persistence.dumps(alone)
+
+
+@pytest.mark.parametrize("takeover", [1.0, 7.0, 50.0])
+def test_the_blend_equals_a_filter_that_learned_the_shared_events_and_the_keys_weighted(takeover):
+    """Counts add: shared + weight x own is a filter fed the shared events once and the key's
+    events with weight ``weight`` (Fisher's indicator compared; thresholds are the shared's)."""
+    data = stream(250, 3, seed=1)
+    model = PerKey(SpamFilter(), by="user", takeover=takeover)
+    for x, y in data:
+        model.learn_one(x, y)
+    weight = model.weight("u1")
+    assert weight == max(1.0, 250 / takeover)
+    oracle = SpamFilter(max_ham_rate=None)
+    for x, y in data:
+        oracle.learn_one(features(x), y)
+        if x["user"] == "u1":
+            oracle.learn_one(features(x), y, w=weight)
+    for x, _ in stream(40, 3, seed=2):
+        got = model.predict_proba_one({**x, "user": "u1"})["spam"]
+        assert got == pytest.approx(oracle.predict_proba_one(features(x))["spam"], rel=1e-12, abs=1e-15)
+
+
+def test_a_key_with_its_own_mail_is_answered_by_it_more_as_it_accumulates():
+    model = PerKey(SpamFilter(), by="user", takeover=10)
+    newsletter = {"digest": 1, "weekly": 1, "unsubscribe": 1}
+    for _ in range(200):  # everyone else calls the newsletter spam
+        model.learn_one({"user": "crowd", **newsletter}, "spam")
+        model.learn_one({"user": "crowd", "lunch": 1, "today": 1}, "ham")
+    before = model.predict_proba_one({"user": "reader", **newsletter})["spam"]
+    for _ in range(15):  # three times the takeover: the reader's own share is 3/4
+        model.learn_one({"user": "reader", **newsletter}, "ham")
+        model.learn_one({"user": "reader", "pills": 1, "cheap": 1}, "spam")
+    after = model.predict_proba_one({"user": "reader", **newsletter})["spam"]
+    assert before > 0.99 and after < 0.5
+    assert model.predict_proba_one({"user": "crowd", **newsletter})["spam"] > 0.99
+
+
+def test_evicted_keys_come_back_from_the_store_unchanged(tmp_path):
+    data = stream(400, 9, seed=3)
+    bounded = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path))
+    free = PerKey(SpamFilter(), by="user")
+    for x, y in data:
+        bounded.learn_one(x, y)
+        free.learn_one(x, y)
+        assert len(bounded.keys()) <= 2
+        assert bounded.predict_proba_one(x) == free.predict_proba_one(x)
+    bounded.flush()
+    assert len(DirectoryStore(tmp_path)) == 9
+    for user in free.keys():
+        assert persistence.dumps(bounded.learner(user)) == persistence.dumps(free.learner(user))
+
+
+def test_positions_make_a_replay_learn_each_event_once(tmp_path):
+    data = stream(120, 4, seed=4)
+    model = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path))
+    for i, (x, y) in enumerate(data[:80]):
+        model.learn_one(x, y, position=i)
+    model.flush()
+    # a crash here: the shared model was last saved at event 39, the keys' learners at 79
+    shared = PerKey(SpamFilter(), by="user")
+    for i, (x, y) in enumerate(data[:40]):
+        shared.learn_one(x, y, position=i)
+    restarted = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path))
+    restarted.model, restarted._positions[None] = shared.model, shared.position()
+    for i, (x, y) in enumerate(data):  # the whole log replayed
+        restarted.learn_one(x, y, position=i)
+    clean = PerKey(SpamFilter(), by="user")
+    for x, y in data:
+        clean.learn_one(x, y)
+    assert persistence.dumps(restarted.model) == persistence.dumps(clean.model)
+    for user in clean.keys():
+        assert persistence.dumps(restarted.learner(user)) == persistence.dumps(clean.learner(user))
+        assert restarted.position(user) == max(i for i, (x, _) in enumerate(data) if x["user"] == user)
+
+
+def test_unlearning_takes_back_from_the_key_and_the_shared_model():
+    model = PerKey(SpamFilter(), by="user")
+    model.learn_one({"user": "a", "x": 1}, "ham")
+    before = persistence.dumps(model)
+    model.learn_one({"user": "a", "free": 1, "cash": 1}, "spam")
+    model.unlearn_one({"user": "a", "free": 1, "cash": 1}, "spam")
+    assert persistence.dumps(model) == before
+    with pytest.raises(streamnb.InvalidEventError):  # never learned by this key: nothing changes
+        model.unlearn_one({"user": "b", "x": 1}, "ham")
+    with pytest.raises(streamnb.InvalidEventError):
+        model.unlearn_one({"user": "a", "free": 1}, "spam")
+    assert persistence.dumps(model) == before
+
+
+def test_bad_keys_and_events_are_refused_and_change_nothing():
+    model = PerKey(SpamFilter(), by="user")
+    model.learn_one({"user": "a", "x": 1}, "ham")
+    before = persistence.dumps(model)
+    with pytest.raises(streamnb.InvalidEventError, match="user"):
+        model.learn_one({"user": object(), "x": 1}, "ham")
+    with pytest.raises(streamnb.InvalidEventError):
+        model.learn_one({"user": "new", "x": 1}, "eggs")  # not a label of the filter
+    assert persistence.dumps(model) == before and model.keys() == ["a"]
+
+
+def test_a_learner_without_the_blend_capability_is_refused():
+    with pytest.raises(TypeError, match="predict_proba_blend"):
+        PerKey(streamnb.GaussianNB())
+
+
+def test_saved_and_loaded_with_its_keys():
+    model = PerKey(SpamFilter(), by="user", takeover=5)
+    for x, y in stream(100, 3) + [({"user": ("t", 1), "w1": 1}, "spam")]:
+        model.learn_one(x, y)
+    again = persistence.loads(persistence.dumps(model))
+    assert persistence.dumps(again) == persistence.dumps(model)
+    for x, _ in stream(20, 3, seed=9):
+        assert again.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("params", list(PerKey._unit_test_params()))
+def test_check_estimator_without_skips(params):
+    model = PerKey(**params)
+    assert model._unit_test_skips() == set()
+    checks.check_estimator(model)

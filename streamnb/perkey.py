@@ -113,10 +113,13 @@ class PerKey(base.Wrapper, base.Classifier):
         to ``store`` and dropped. None: no limit.
     store
         A directory for evicted keys' learners (needed with ``max_resident``).
+    key_model
+        The learner each key starts from (a clone of it; e.g. with a smaller vocabulary cap);
+        None: a clone of ``model``.
     """
 
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
-                 max_resident: int | None = None, store: str | None = None) -> None:  # fmt: skip
+                 max_resident: int | None = None, store: str | None = None, key_model: Any = None) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -129,6 +132,7 @@ class PerKey(base.Wrapper, base.Classifier):
         self.learn_shared = learn_shared
         self.max_resident = max_resident
         self.store = store
+        self.key_model = key_model
         self._store = None if store is None else DirectoryStore(store)
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
@@ -168,11 +172,14 @@ class PerKey(base.Wrapper, base.Classifier):
         loaded = None if self._store is None else self._store.load(key)
         if loaded is None and not create:
             return None
-        user, position = loaded if loaded is not None else (self.model.clone(), -1)
+        user, position = loaded if loaded is not None else (self._fresh(), -1)
         self._users[key] = user
         self._positions[key] = position
         self._evict()
         return user
+
+    def _fresh(self) -> Any:
+        return (self.model if self.key_model is None else self.key_model).clone()
 
     def _evict(self) -> None:
         if self.max_resident is None or self._store is None:
@@ -195,6 +202,12 @@ class PerKey(base.Wrapper, base.Classifier):
     def keys(self) -> list:
         """The keys whose learners are in memory, least recently used first."""
         return list(self._users)
+
+    def set_position(self, key: Hashable, position: int) -> None:
+        """Say that the key's learner (None: the shared one) holds the events up to ``position``."""
+        if key is not None and self.learner(key, create=True) is None:
+            return
+        self._positions[key] = position
 
     def position(self, key: Hashable = None) -> int:
         """The position of the last event the key's learner (None: the shared one) learned."""
@@ -226,14 +239,33 @@ class PerKey(base.Wrapper, base.Classifier):
         """Learn ``x`` into its key's learner and (``learn_shared``) the shared one. With a
         ``position``, a learner whose position is at or past it does not learn the event
         again."""
-        self._apply(x, y, w, position, "learn_one")
+        key, features = self.split(x)
+        self._apply(key, features, y, w, position, "learn_one")
+
+    def learn_key(self, key: Hashable, x: Mapping, y: Hashable, w: float = 1.0, position: int | None = None) -> None:
+        """:meth:`learn_one` with the key given apart from the event."""
+        self._apply(key, x, y, w, position, "learn_one")
+
+    def unlearn_key(self, key: Hashable, x: Mapping, y: Hashable, w: float = 1.0, position: int | None = None) -> None:
+        """:meth:`unlearn_one` with the key given apart from the event."""
+        self._apply(key, x, y, w, position, "unlearn_one")
+
+    def move_key(self, key: Hashable, x: Mapping, old: Hashable, y: Hashable, w: float = 1.0,
+                 position: int | None = None) -> None:  # fmt: skip
+        """Move an event learned as ``old`` to ``y``, as one step at one ``position``: each
+        learner unlearns it (if it can: one whose vocabulary cap forgot its tokens keeps them)
+        and learns it as ``y``."""
+        self._apply(key, x, (old, y), w, position, "move")
 
     def unlearn_one(self, x: Mapping, y: Hashable, w: float = 1.0, position: int | None = None, **kwargs: Any) -> None:
         """Take back what :meth:`learn_one` added (the learners must offer ``unlearn_one``)."""
-        self._apply(x, y, w, position, "unlearn_one")
-
-    def _apply(self, x: Mapping, y: Hashable, w: float, position: int | None, method: str) -> None:
         key, features = self.split(x)
+        self._apply(key, features, y, w, position, "unlearn_one")
+
+    def _apply(self, key: Hashable, features: Mapping, y: Any, w: float, position: int | None,
+               method: str) -> None:  # fmt: skip
+        if key is not None and not is_saveable_key(key):
+            raise InvalidEventError(f"the key {key!r} is not a str, number, bool, bytes or tuple", self.by)
         fresh = key is not None and self.learner(key) is None
         if fresh and method == "unlearn_one":
             raise InvalidEventError(f"key {key!r} has learned nothing to unlearn")
@@ -249,11 +281,19 @@ class PerKey(base.Wrapper, base.Classifier):
                 self._positions.pop(key, None)
             raise
 
-    def _step(self, learner: Any, key: Hashable, x: Mapping, y: Hashable, w: float, position: int | None,
+    def _step(self, learner: Any, key: Hashable, x: Mapping, y: Any, w: float, position: int | None,
               method: str) -> None:  # fmt: skip
         if position is not None and position <= self._positions.get(key, -1):
             return
-        getattr(learner, method)(x, y, w)
+        if method == "move":
+            old, new = y
+            try:
+                learner.unlearn_one(x, old, w)
+            except InvalidEventError:
+                pass
+            learner.learn_one(x, new, w)
+        else:
+            getattr(learner, method)(x, y, w)
         if position is not None:
             self._positions[key] = position
         if key is not None:
@@ -285,7 +325,7 @@ class PerKey(base.Wrapper, base.Classifier):
             key = decode_key(code)
             if key is None or not is_saveable_key(key):
                 raise StateError(f"invalid key {key!r}")
-            user = self.model.clone()
+            user = self._fresh()
             user.load_state(user_state)
             users[key], positions[key] = user, int(position)
         self.model, self._users, self._positions, self._dirty = shared, users, positions, set(users)

@@ -239,5 +239,9 @@ def info(model: str) -> None:
                f"spam >= {filt.spam_cutoff}")  # fmt: skip
 
 
+from streamnb.mailserve.command import serve  # noqa: E402  (click only; the daemon is imported when run)
+
+mail.add_command(serve)
+
 if __name__ == "__main__":  # pragma: no cover
     mail(prog_name=os.path.basename(sys.argv[0]))

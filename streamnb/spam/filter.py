@@ -239,18 +239,34 @@ class SpamFilter(base.Classifier):
         self._counts.decay(factor)
 
     # -- scoring ---------------------------------------------------------------------------
-    def token_scores(self, x: Mapping) -> list[TokenScore]:
+    def token_scores(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0) -> list[TokenScore]:
         """Every present token of ``x`` with its counts, ``f(w)`` and whether it is combined
-        (an unseen token scored by a degenerate form shows that form's counts)."""
+        (an unseen token scored by a degenerate form shows that form's counts); with ``other``,
+        of the blend of :meth:`classify_blend`."""
         keys = self._present(x)
-        n_spam, n_ham = self._token_counts(keys)
-        f = self._robinson(n_spam, n_ham)
+        n_spam, n_ham, total_spam, total_ham = self._blend_counts(keys, other, weight)
+        f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
         used = np.zeros(len(keys), dtype=bool)
         used[significant(f, self.min_dev, self.max_discriminators)] = True
         return [
             TokenScore(key, float(a), float(b), float(p), bool(u))
             for key, a, b, p, u in zip(keys, n_spam, n_ham, f, used)
         ]
+
+    def _blend_counts(self, keys: list, other: SpamFilter | None,
+                      weight: float) -> tuple[np.ndarray, np.ndarray, float, float]:  # fmt: skip
+        """Token counts and class totals of this filter plus ``weight`` times ``other``'s."""
+        n_spam, n_ham = self._token_counts(keys)
+        totals = self._messages.n
+        total_spam, total_ham = float(totals[1]), float(totals[0])
+        if other is not None and weight:
+            if not isinstance(other, SpamFilter):
+                raise InvalidEventError(f"can only blend a SpamFilter with a SpamFilter, got {type(other).__name__}")
+            o_spam, o_ham = other._token_counts(keys)
+            theirs = other._messages.n
+            n_spam, n_ham = n_spam + weight * o_spam, n_ham + weight * o_ham
+            total_spam, total_ham = total_spam + weight * float(theirs[1]), total_ham + weight * float(theirs[0])
+        return n_spam, n_ham, total_spam, total_ham
 
     def _robinson(self, n_spam: np.ndarray, n_ham: np.ndarray) -> np.ndarray:
         totals = self._messages.n
@@ -320,15 +336,8 @@ class SpamFilter(base.Classifier):
         ``weight`` times ``other``'s, each filter reading the token as it would alone
         (degenerate forms included); the thresholds are this filter's. Costs what ``x``
         holds: nothing is merged. ``weight = 0`` gives :meth:`classify_one`'s verdict."""
-        if not isinstance(other, SpamFilter):
-            raise InvalidEventError(f"can only blend a SpamFilter with a SpamFilter, got {type(other).__name__}")
         weight = check_weight(weight)
-        keys = self._present(x)
-        n_spam, n_ham = self._token_counts(keys)
-        o_spam, o_ham = other._token_counts(keys)
-        mine, theirs = self._messages.n, other._messages.n
-        return self._decide(n_spam + weight * o_spam, n_ham + weight * o_ham,
-                            float(mine[1] + weight * theirs[1]), float(mine[0] + weight * theirs[0]))  # fmt: skip
+        return self._decide(*self._blend_counts(self._present(x), other, weight))
 
     def predict_proba_blend(self, x: Mapping, other: SpamFilter, weight: float) -> dict:
         """``predict_proba_one`` of the blend of :meth:`classify_blend`."""

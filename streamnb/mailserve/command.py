@@ -1,0 +1,88 @@
+"""``streamnb mail serve``: the long-running filter a mail server talks to."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+__all__ = ["serve"]
+
+
+def _address(value: str | None, name: str) -> tuple[str, int] | None:
+    if value is None or value == "off":
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint=name)
+    return (host or "127.0.0.1").strip("[]"), int(port)
+
+
+def _fraction(value: float | None, name: str) -> float | None:
+    if value is not None and not 0.0 < value <= 1.0:
+        raise click.BadParameter(f"{value}: expected a spamicity in (0, 1]", param_hint=name)
+    return value
+
+
+@click.command("serve")
+@click.option("--model", required=True, type=click.Path(dir_okay=False),
+              help="The shared filter (e.g. made by `mail train`); created if missing. Users' filters go to "
+                   "MODEL.users/, the journal to MODEL.journal.")
+@click.option("--http", "http", default="127.0.0.1:11333", show_default=True,
+              help="HOST:PORT of the rspamd-compatible HTTP listener ('off': none).")
+@click.option("--milter", "milter", default=None, help="HOST:PORT of the milter listener (none by default).")
+@click.option("--takeover", default=50.0, show_default=True, type=float,
+              help="A user's own messages after which they weigh as much as the shared filter.")
+@click.option("--learn-shared/--no-learn-shared", default=True, show_default=True,
+              help="Whether a user's learns also teach the shared filter.")
+@click.option("--max-resident", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Users' filters kept in memory; the least recently used are written to disk.")
+@click.option("--user-max-tokens", default=20_000, show_default=True, type=click.IntRange(min=1),
+              help="Vocabulary cap of each user's filter.")
+@click.option("--max-bytes", default=1 << 20, show_default=True, type=click.IntRange(min=1),
+              help="At most this much of a message is read and learned.")
+@click.option("--reject-above", type=float, default=None,
+              help="Reject spam at or above this spamicity (milter: 5xx; HTTP: action 'reject'). Default: tag only.")
+@click.option("--quarantine-above", type=float, default=None,
+              help="Milter: put spam at or above this spamicity on hold in the MTA's queue.")
+@click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds a request or connection may take.")
+@click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1),
+              help="Requests (HTTP) and connections (milter) served at once; more are turned away.")
+@click.option("--snapshot-every", default=1000, show_default=True, type=click.IntRange(min=1),
+              help="Learns between snapshots of the models (the journal keeps them meanwhile).")
+@click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
+              help="Seconds between snapshots when something was learned.")
+def serve(model: str, http: str | None, milter: str | None, takeover: float, learn_shared: bool, max_resident: int,
+          user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
+          timeout: float, max_connections: int, snapshot_every: int, snapshot_seconds: float) -> None:  # fmt: skip
+    """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
+
+    \b
+    streamnb mail serve --model spam.snb --milter 127.0.0.1:11332
+    curl --data-binary @message -H 'User: ann' http://127.0.0.1:11333/checkv2
+    curl --data-binary @message -H 'User: ann' http://127.0.0.1:11333/learnspam
+    """
+    import asyncio
+    import logging
+
+    try:
+        from streamnb.mailserve.server import Listeners, serve as run
+        from streamnb.mailserve.service import ServeConfig
+    except ImportError as exc:
+        click.echo(f"streamnb mail serve needs the mail extra: pip install 'streamnb[mail]' ({exc})", err=True)
+        sys.exit(5)
+    config = ServeConfig(model, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
+                         user_max_tokens=user_max_tokens, max_bytes=max_bytes,
+                         reject_above=_fraction(reject_above, "--reject-above"),
+                         quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
+                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
+    listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, max_connections)
+    if listeners.http is None and listeners.milter is None:
+        raise click.UsageError("give --http or --milter (or both)")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def ready(ports: dict[str, int]) -> None:
+        click.echo(json.dumps({"ready": ports}), err=True)
+
+    asyncio.run(run(config, listeners, ready))

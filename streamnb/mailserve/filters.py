@@ -1,0 +1,196 @@
+"""The daemon's models: a shared :class:`~streamnb.spam.SpamFilter` and one per user over it
+(:class:`~streamnb.perkey.PerKey`), learned durably.
+
+Files, beside the shared model ``MODEL`` (a file :command:`streamnb mail train` writes):
+
+- ``MODEL``: the shared filter's snapshot, with the journal position it covers and the ledger;
+- ``MODEL.users/``: one snapshot per user (written when the user is evicted or at a snapshot);
+- ``MODEL.journal``: every learn since the last snapshot (:mod:`streamnb.mailserve.journal`).
+
+A learn is applied in memory, appended to the journal and answered once the journal is on disk.
+Every learner's snapshot carries the position (journal sequence number) of the last learn it
+holds, so on a restart the journal is replayed over the snapshots and each learn lands in each
+learner exactly once, whatever moment the process was killed at. The *ledger* remembers which
+class each (user, message) was learned as (by a digest of the message's tokens, the
+``ledger_size`` most recent), so a message learned as ham and then reported as spam moves: it is
+unlearned as ham and learned as spam, as ``streamnb mail classify --unregister ham --register
+spam`` does; one reported again as the class it has is not learned twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamnb import persistence
+from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.mailserve.journal import Journal, read
+from streamnb.perkey import PerKey
+from streamnb.spam import SpamFilter, TokenScore, Verdict
+from streamnb.text import Tokenizer
+
+__all__ = ["Learned", "MailFilters"]
+
+CLASSES = ("spam", "ham")
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What a learn did: ``moved_from`` the class the message was taken out of, ``already``
+    when it was learned as this class before (nothing changed)."""
+
+    label: str
+    user: str | None
+    moved_from: str | None = None
+    already: bool = False
+
+
+def digest(tokens: dict) -> str:
+    """A digest of a message's tokens (the same message read twice gives the same digest)."""
+    text = json.dumps(sorted(tokens.items()), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class MailFilters:
+    """The shared filter, the users' filters, the ledger and the journal (see the module).
+
+    Parameters
+    ----------
+    model
+        Path of the shared model (created at the first snapshot if missing).
+    takeover, max_resident
+        Of the per-user blend (:class:`~streamnb.perkey.PerKey`).
+    learn_shared
+        Whether a user's learns also teach the shared filter.
+    user_max_tokens
+        Vocabulary cap of each user's filter.
+    max_bytes
+        At most this much of a message is read (tokenized and learned).
+    ledger_size
+        Learned messages remembered for moves.
+    """
+
+    def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
+                 learn_shared: bool = True, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
+                 ledger_size: int = 100_000) -> None:  # fmt: skip
+        self.path = Path(model)
+        self.max_bytes = max_bytes
+        self.ledger_size = ledger_size
+        self.tokenizer = Tokenizer()
+        shared, position, ledger = self._load_shared()
+        self.users = PerKey(shared, by=None, takeover=takeover, learn_shared=learn_shared,
+                            max_resident=max_resident, store=f"{self.path}.users",
+                            key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None))  # fmt: skip
+        self.users.set_position(None, position)
+        self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
+        self.seq = position
+        self._replay()
+        self.journal = Journal(f"{self.path}.journal")
+        self.learns_since_snapshot = 0
+
+    @property
+    def shared(self) -> SpamFilter:
+        return self.users.model
+
+    def _load_shared(self) -> tuple[SpamFilter, int, list]:
+        if not self.path.exists():
+            return SpamFilter(), -1, []
+        model, extra = persistence.loads(self.path.read_bytes(), with_extra=True)
+        if not isinstance(model, SpamFilter):
+            raise StateError(f"{self.path} holds a {type(model).__name__}, not a SpamFilter")
+        ledger = extra.get("ledger", [])
+        if not isinstance(ledger, list) or not all(isinstance(e, list) and len(e) == 2 for e in ledger):
+            raise StateError(f"{self.path}: invalid ledger")
+        return model, int(extra.get("position", -1)), ledger
+
+    def _replay(self) -> None:
+        for record in read(f"{self.path}.journal"):
+            try:
+                self._apply(record)
+            except (KeyError, TypeError, ValueError, InvalidEventError) as exc:
+                raise StateError(f"journal record {record.get('seq')!r} cannot be replayed: {exc}") from exc
+            self.seq = max(self.seq, int(record["seq"]))
+
+    # -- reading and scoring ---------------------------------------------------------------
+    def tokens(self, raw: bytes) -> dict:
+        """The tokens of a message's first ``max_bytes``."""
+        return self.tokenizer.transform_one(raw[: self.max_bytes])
+
+    def check(self, tokens: dict, user: str | None) -> tuple[Verdict, list[TokenScore]]:
+        """The user's verdict (the shared filter's for None or a user with no mail learned) and
+        the tokens' evidence."""
+        learner, weight = self.users.blend(user)
+        verdict = self.shared.classify_blend(tokens, learner, weight) if learner else self.shared.classify_one(tokens)
+        return verdict, self.shared.token_scores(tokens, learner, weight)
+
+    # -- learning --------------------------------------------------------------------------
+    def learn(self, tokens: dict, user: str | None, label: str) -> tuple[Learned, dict | None]:
+        """Apply a learn in memory; the journal record to append before answering (None if
+        nothing changed)."""
+        if label not in CLASSES:
+            raise InvalidEventError(f"can only learn spam or ham, not {label!r}")
+        key = self._ledger_key(user, tokens)
+        before = self.ledger.get(key)
+        if before == label:
+            return Learned(label, user, already=True), None
+        record = {"seq": self.seq + 1, "user": user, "label": label, "moved_from": before,
+                  "key": key, "tokens": tokens}  # fmt: skip
+        self._apply(record)
+        self.seq += 1
+        self.learns_since_snapshot += 1
+        return Learned(label, user, moved_from=before), record
+
+    @staticmethod
+    def _ledger_key(user: str | None, tokens: dict) -> str:
+        return f"{'' if user is None else user}\x00{digest(tokens)}"
+
+    def _apply(self, record: dict) -> None:
+        seq, user, tokens = int(record["seq"]), record["user"], record["tokens"]
+        x = dict(tokens)
+        if record["moved_from"] is None:
+            self.users.learn_key(user, x, record["label"], position=seq)
+        else:
+            self.users.move_key(user, x, record["moved_from"], record["label"], position=seq)
+        self.ledger[record["key"]] = record["label"]
+        self.ledger.move_to_end(record["key"])
+        while len(self.ledger) > self.ledger_size:
+            self.ledger.popitem(last=False)
+
+    # -- snapshots -------------------------------------------------------------------------
+    async def append(self, record: dict) -> None:
+        await self.journal.append(record)
+
+    async def snapshot(self) -> None:
+        """Write every changed learner and the shared filter with its position and ledger, then
+        empty the journal (the records appended meanwhile are kept)."""
+        self.users.flush()
+        extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()]}
+        persistence.save(self.shared, self.path, extra=extra)
+        self.learns_since_snapshot = 0
+        await self.journal.truncate()
+
+    async def close(self) -> None:
+        await self.journal.close()
+
+    # -- reports ---------------------------------------------------------------------------
+    def stat(self, user: str | None = None) -> dict[str, Any]:
+        n = self.shared.n_messages
+        out: dict[str, Any] = {
+            "learned": {"spam": n["spam"], "ham": n["ham"]},
+            "tokens": self.shared.n_tokens,
+            "users_resident": len(self.users.keys()),
+            "journal_records": self.journal.records,
+            "operating_point": (self.shared.operating_point.describe()
+                                if self.shared.operating_point is not None else None),  # fmt: skip
+        }
+        if user is not None:
+            learner = self.users.learner(user)
+            own = learner.n_messages if learner is not None else {"spam": 0.0, "ham": 0.0}
+            out["user"] = {"name": user, "learned": {"spam": own["spam"], "ham": own["ham"]},
+                           "tokens": 0 if learner is None else learner.n_tokens,
+                           "weight": self.users.weight(user) if learner is not None else 0.0}  # fmt: skip
+        return out

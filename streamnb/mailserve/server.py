@@ -1,0 +1,68 @@
+"""Running the daemon: the listeners around one :class:`~streamnb.mailserve.service.MailService`,
+snapshots on a timer, a clean stop on SIGTERM or SIGINT (a last snapshot)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from streamnb.mailserve.http import make_app
+from streamnb.mailserve.service import MailService, ServeConfig
+
+__all__ = ["Listeners", "serve"]
+
+log = logging.getLogger("streamnb.mailserve")
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """Where to listen and the bounds of each connection."""
+
+    http: tuple[str, int] | None = ("127.0.0.1", 11333)
+    milter: tuple[str, int] | None = None
+    timeout: float = 30.0
+    max_connections: int = 256
+    max_body: int = 64 << 20
+
+
+async def serve(config: ServeConfig, listeners: Listeners,
+                ready: Callable[[dict[str, int]], None] | None = None) -> None:  # fmt: skip
+    """Serve until SIGTERM or SIGINT; ``ready`` is called with the bound ports."""
+    service = MailService(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    ports: dict[str, int] = {}
+    runner = None
+    milter = None
+    timer = loop.create_task(service.snapshot_timer())
+    try:
+        if listeners.http is not None:
+            app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
+            runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+            await runner.setup()
+            site = web.TCPSite(runner, *listeners.http, reuse_address=True)
+            await site.start()
+            ports["http"] = runner.addresses[0][1]
+        if listeners.milter is not None:
+            from streamnb.mailserve.milter_bridge import start_milter
+
+            milter = await start_milter(service, *listeners.milter, timeout=listeners.timeout,
+                                        max_connections=listeners.max_connections)  # fmt: skip
+            ports["milter"] = milter.port
+        if ready is not None:
+            ready(ports)
+        await stop.wait()
+    finally:
+        timer.cancel()
+        if runner is not None:
+            await runner.cleanup()
+        if milter is not None:
+            await milter.close()
+        await service.close()

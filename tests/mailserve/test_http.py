@@ -1,0 +1,158 @@
+"""``streamnb mail serve`` over HTTP: every endpoint through a real client over TCP."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from streamnb import persistence
+from streamnb.spam import SpamFilter
+from streamnb.text import Tokenizer
+from tests.mailserve.daemon import HAM_WORDS, NEWS_WORDS, SPAM_WORDS, Daemon, corpus, message
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    model = tmp_path_factory.mktemp("serve") / "model.snb"
+    with Daemon(model, "--timeout", "2", "--max-connections", "8", "--max-bytes", "4096") as d:
+        for raw, label in corpus(120):
+            d.learn(raw, label)
+        yield d
+
+
+def test_health_and_metrics(daemon):
+    assert daemon.request("GET", "/healthz") == (200, {"status": "ok"})
+    status, text = daemon.request("GET", "/metrics")
+    assert status == 200 and 'streamnb_mail_learns_total{label="spam"}' in text
+
+
+def test_checkv2_answers_rspamds_fields_and_the_x_spam_line(daemon):
+    doc = daemon.check(message(SPAM_WORDS[:6], 9001, "offer"))
+    assert set(doc) >= {"score", "required_score", "action", "symbols", "is_skipped"}
+    assert doc["action"] == "add header" and doc["streamnb"]["label"] == "spam"
+    assert doc["score"] >= doc["required_score"]
+    assert doc["streamnb"]["header"].startswith("X-Spam: spam, spamicity=")
+    assert "STREAMNB_SPAM" in doc["symbols"] and "STREAMNB_SPAM_TOKENS" in doc["symbols"]
+    assert any(opt.startswith("viagra(") or opt.startswith("cheap(") for opt in doc["symbols"]["STREAMNB_SPAM_TOKENS"]["options"])
+    ham = daemon.check(message(HAM_WORDS[:6], 9002, "notes"))
+    assert ham["action"] == "no action" and ham["streamnb"]["label"] == "ham" and ham["score"] < 0
+
+
+def test_the_verdict_equals_the_filter_fed_the_same_messages(daemon, tmp_path):
+    """The daemon's shared filter is a SpamFilter fed the learned messages in order."""
+    oracle = SpamFilter()
+    tok = Tokenizer()
+    for raw, label in corpus(120):
+        oracle.learn_one(tok.transform_one(raw[:4096]), label)
+    for raw, _ in corpus(10, seed=5):
+        expected = oracle.classify_one(tok.transform_one(raw))
+        got = daemon.check(raw)["streamnb"]
+        assert got["spamicity"] == pytest.approx(expected.score, rel=1e-12, abs=1e-300)
+        assert got["label"] == expected.label
+
+
+def test_learn_then_check_and_move_between_classes(daemon):
+    raw = message(NEWS_WORDS[:6], 7000, "digest")
+    before = daemon.request("GET", "/stat")[1]["learned"]
+    assert daemon.learn(raw, "spam", user="mover") == {"success": True, "class": "spam", "user": "mover",
+                                                     "moved_from": None, "already": False}  # fmt: skip
+    assert daemon.learn(raw, "spam", user="mover")["already"] is True  # not learned twice
+    moved = daemon.learn(raw, "ham", user="mover")
+    assert moved["moved_from"] == "spam" and moved["class"] == "ham"
+    after = daemon.request("GET", "/stat")[1]["learned"]
+    assert after == {"spam": before["spam"], "ham": before["ham"] + 1}
+    own = daemon.request("GET", "/stat?user=mover")[1]["user"]
+    assert own["learned"] == {"spam": 0.0, "ham": 1.0} and own["name"] == "mover"
+
+
+def test_users_are_keyed_by_user_then_deliver_to_case_insensitively(daemon):
+    raw = message(NEWS_WORDS[2:8], 7100, "weekly")
+    daemon.request("POST", "/learnham", raw, {"Deliver-To": "Reader@Example.COM"})
+    assert daemon.request("GET", "/stat?user=reader@example.com")[1]["user"]["learned"]["ham"] == 1.0
+    assert daemon.check(raw, user="READER@example.com")["streamnb"]["user"] == "reader@example.com"
+    assert daemon.request("GET", "/stat?user=nobody")[1]["user"]["learned"] == {"spam": 0.0, "ham": 0.0}
+
+
+def test_malformed_requests_get_json_errors_and_the_daemon_keeps_serving(daemon):
+    assert daemon.request("POST", "/learnspam", b"")[0] == 400
+    assert daemon.request("GET", "/checkv2")[0] == 405
+    status, doc = daemon.request("GET", "/nowhere")
+    assert status == 404 and "error" in doc
+    # not HTTP at all, and a header block that never ends
+    for junk in (b"\x00\x01\x02 garbage\r\n\r\n", b"POST /checkv2 HTTP/1.1\r\nContent-Length: x\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+            s.sendall(junk)
+            assert s.recv(100).startswith(b"HTTP/1.")
+    assert daemon.request("GET", "/healthz")[0] == 200
+
+
+def test_a_body_over_the_hard_limit_is_refused_and_over_max_bytes_is_cut(daemon):
+    status, doc = daemon.request("POST", "/checkv2", b"x" * (65 << 20))
+    assert status == 413 and "error" in doc
+    big = message(SPAM_WORDS, 7200) + b"zzjunk " * 100_000  # past --max-bytes 4096: never read
+    learned = daemon.learn(big, "spam", user="big")
+    assert learned["success"]
+    tokens = daemon.request("GET", "/stat?user=big")[1]["user"]["tokens"]
+    assert 0 < tokens < 40
+
+
+def test_a_slow_client_times_out_and_busy_requests_are_turned_away(daemon):
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as s:
+        s.sendall(b"POST /checkv2 HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npartial")
+        start = time.monotonic()
+        reply = s.recv(200)
+        assert reply.startswith(b"HTTP/1.1 408") and time.monotonic() - start < 5
+    held = []
+    try:
+        for _ in range(8):  # --max-connections 8 requests in progress, each waiting for its body
+            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+            s.sendall(b"POST /checkv2 HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+            held.append(s)
+        time.sleep(0.3)
+        status, doc = daemon.request("GET", "/healthz")
+        assert status == 503 and "too many" in doc["error"]
+    finally:
+        for s in held:
+            s.close()
+    time.sleep(2.5)
+    assert daemon.request("GET", "/healthz")[0] == 200
+
+
+def test_concurrent_checks_and_learns_are_all_answered_and_counted(daemon):
+    data = corpus(60, seed=11)
+    before = daemon.request("GET", "/stat")[1]["learned"]
+
+    def work(i):
+        raw, label = data[i]
+        daemon.check(raw, user=f"c{i % 3}")
+        return daemon.learn(raw, label, user=f"c{i % 3}")["success"]
+
+    with ThreadPoolExecutor(6) as pool:  # within --max-connections 8
+        assert all(pool.map(work, range(len(data))))
+    after = daemon.request("GET", "/stat")[1]["learned"]
+    n_spam = sum(label == "spam" for _, label in data)
+    assert after == {"spam": before["spam"] + n_spam, "ham": before["ham"] + len(data) - n_spam}
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_a_dovecot_style_report_with_curl(daemon, tmp_path):
+    path = tmp_path / "msg"
+    path.write_bytes(message(SPAM_WORDS[3:9], 7300, "offer"))
+    out = subprocess.run(["curl", "-sf", "--data-binary", f"@{path}", "-H", "User: curl-user",
+                          f"http://127.0.0.1:{daemon.port}/learnspam"], capture_output=True, timeout=30)  # fmt: skip
+    assert out.returncode == 0 and b'"success": true' in out.stdout
+
+
+def test_a_clean_stop_writes_the_models(tmp_path):
+    model = tmp_path / "m.snb"
+    d = Daemon(model).start()
+    for raw, label in corpus(30):
+        d.learn(raw, label, user="ann")
+    assert d.stop() == 0
+    assert persistence.load(model).n_messages == {"ham": 17.0, "spam": 13.0}
+    assert (tmp_path / "m.snb.journal").read_bytes() == b""

@@ -124,8 +124,7 @@ class MailFilters:
         """The user's verdict (the shared filter's for None or a user with no mail learned) and
         the tokens' evidence."""
         learner, weight = self.users.blend(user)
-        verdict = self.shared.classify_blend(tokens, learner, weight) if learner else self.shared.classify_one(tokens)
-        return verdict, self.shared.token_scores(tokens, learner, weight)
+        return self.shared.classify_explained(tokens, learner, weight)
 
     # -- learning --------------------------------------------------------------------------
     def learn(self, tokens: dict, user: str | None, label: str) -> tuple[Learned, dict | None]:

@@ -21,10 +21,6 @@ log = logging.getLogger("streamnb.mailserve")
 
 #: rspamd's action names.
 NO_ACTION, ADD_HEADER, REJECT = "no action", "add header", "reject"
-#: Tokens shown per direction in a check's symbols.
-EVIDENCE = 10
-
-
 @dataclass(frozen=True)
 class ServeConfig:
     """The daemon's settings (``streamnb mail serve --help`` documents each)."""
@@ -74,8 +70,7 @@ class Check:
         name = f"STREAMNB_{v.label.upper()}"
         symbols[name] = {"name": name, "score": _clip(v.logit), "options": [f"{v.score:.6f}"]}
         for side, sign in (("SPAM", 1.0), ("HAM", -1.0)):
-            tokens = sorted((t for t in self.evidence if t.used and sign * t.log_odds > 0),
-                            key=lambda t: -abs(t.log_odds))[:EVIDENCE]  # fmt: skip
+            tokens = sorted((t for t in self.evidence if sign * t.log_odds > 0), key=lambda t: -abs(t.log_odds))
             if tokens:
                 sym = f"STREAMNB_{side}_TOKENS"
                 symbols[sym] = {"name": sym, "score": round(sum(t.log_odds for t in tokens), 3),

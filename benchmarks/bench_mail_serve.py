@@ -1,0 +1,222 @@
+"""The mail daemon against the one-shot command and bogofilter, on SpamAssassin messages, one run.
+
+A SpamFilter is trained on 3,000 messages of the SpamAssassin public corpus
+(``../shared/data/spamassassin_public_corpus``, shuffled with seed 0); the other 3,046 are the
+messages asked about. Printed, never asserted:
+
+* ``streamnb mail serve`` over HTTP (``POST /checkv2``, one keep-alive connection per client,
+  aiohttp's client) and over the milter protocol (a milter client speaking to the daemon as
+  Postfix does: one connection per client, a message as headers and body chunks), at 1, 10 and
+  50 concurrent clients: verdict latency p50 / p99 and messages per second (client and daemon
+  share the machine's cores);
+* ``streamnb mail classify --model M < message`` in a fresh process per message (median time);
+* ``bogofilter -T < message`` in a fresh process per message (the Debian package, trained on the
+  same 3,000 messages; skipped with a note when not installed);
+* resident memory of the daemon with 10,000 users learning one message each, at most
+  ``--max-resident`` of them in memory.
+
+Run: ``.venv/bin/python benchmarks/bench_mail_serve.py`` (``--quick``: fewer messages and users).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from streamnb import persistence  # noqa: E402
+from streamnb.spam import SpamFilter  # noqa: E402
+from streamnb.spam.mailbox import labelled  # noqa: E402
+from streamnb.text import Tokenizer  # noqa: E402
+
+SA = Path(__file__).resolve().parents[2] / "shared" / "data" / "spamassassin_public_corpus" / "spamassassin.tar.xz"
+TRAIN = 3000
+
+
+def corpus(tmp: Path) -> list[tuple[bytes, str]]:
+    with tarfile.open(SA, "r:xz") as tar:
+        tar.extractall(tmp, filter="data")
+    spam = [str(tmp / d) for d in ("spam-1", "spam-2")]
+    ham = [str(tmp / d) for d in ("easy-ham-1", "easy-ham-2", "hard-ham-1")]
+    return labelled(spam, ham, "shuffle", 0)
+
+
+class Daemon:
+    def __init__(self, model: Path, *args: str) -> None:
+        cmd = [sys.executable, "-m", "streamnb.cli", "mail", "serve", "--model", str(model), *args]
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if line.startswith(b'{"ready"'):
+                self.ports = json.loads(line)["ready"]
+                break
+        else:
+            raise SystemExit("the daemon did not start")
+
+    def rss(self) -> float:
+        return psutil.Process(self.proc.pid).memory_info().rss / 2**20
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=120)
+
+
+def summary(latencies: list[float], wall: float) -> tuple[float, float, float]:
+    ms = sorted(v * 1000 for v in latencies)
+    return ms[len(ms) // 2], ms[min(len(ms) - 1, int(0.99 * len(ms)))], len(ms) / wall
+
+
+async def http_load(port: int, messages: list[bytes], clients: int) -> tuple[float, float, float]:
+    queue = list(enumerate(messages))
+    latencies: list[float] = []
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        while queue:
+            i, raw = queue.pop()
+            start = time.perf_counter()
+            async with session.post(f"http://127.0.0.1:{port}/checkv2", data=raw, headers={"User": f"u{i % 20}"}) as r:
+                await r.read()
+                assert r.status == 200
+            latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.gather(*(client(session) for _ in range(clients)))
+    return summary(latencies, time.perf_counter() - start)
+
+
+def milter_load(port: int, messages: list[bytes], clients: int) -> tuple[float, float, float] | None:
+    try:
+        from benchmarks.milter_client import check_many
+    except ImportError:
+        return None
+    return check_many(port, messages, clients)
+
+
+def has_milter() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("streamnb.mailserve.milter") is not None
+
+
+def one_shot(cmd: list[str], messages: list[bytes], env: dict | None = None) -> float:
+    times = []
+    for raw in messages:
+        start = time.perf_counter()
+        subprocess.run(cmd, input=raw, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def memory(tmp: Path, data: list[tuple[bytes, str]], users: int, resident: int) -> tuple[float, float, float]:
+    """RSS before, after ``users`` users learned one message each, and seconds it took."""
+    model = tmp / "users.snb"
+    daemon = Daemon(model, "--http", "127.0.0.1:0", "--max-resident", str(resident))
+    port = daemon.ports["http"]
+
+    async def run() -> None:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8)) as session:
+            async def learn(i: int) -> None:
+                raw, label = data[i % len(data)]
+                async with session.post(f"http://127.0.0.1:{port}/learn{label}", data=raw,
+                                        headers={"User": f"user{i}"}) as r:  # fmt: skip
+                    assert r.status == 200, await r.text()
+
+            for start in range(0, users, 8):
+                await asyncio.gather(*(learn(i) for i in range(start, min(users, start + 8))))
+
+    before = daemon.rss()
+    t = time.perf_counter()
+    asyncio.run(run())
+    seconds = time.perf_counter() - t
+    after = daemon.rss()
+    daemon.stop()
+    return before, after, seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    n_ask, n_shot, n_users = (400, 10, 2000) if args.quick else (3046, 30, 10_000)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        data = corpus(tmp / "sa")
+        train, ask = data[:TRAIN], [raw for raw, _ in data[TRAIN:]][:n_ask]
+        tok = Tokenizer()
+        filt = SpamFilter()
+        for raw, label in train:
+            filt.learn_one(tok.transform_one(raw), label)
+        model = tmp / "m.snb"
+        persistence.save(filt, model)
+        print(f"SpamFilter trained on {len(train):,} SpamAssassin messages ({filt.n_tokens:,} tokens); "
+              f"{len(ask):,} messages asked about\n")  # fmt: skip
+        rows = []
+        milter = ["--milter", "127.0.0.1:0"] if has_milter() else []
+        daemon = Daemon(model, "--http", "127.0.0.1:0", *milter, "--max-connections", "256")
+        try:
+            for clients in (1, 10, 50):
+                p50, p99, rate = asyncio.run(http_load(daemon.ports["http"], ask, clients))
+                rows.append((f"mail serve, HTTP, {clients} clients", p50, p99, rate))
+                result = milter_load(daemon.ports["milter"], ask, clients) if milter else None
+                if result is not None:
+                    rows.append((f"mail serve, milter, {clients} clients", *result))
+            rss = daemon.rss()
+        finally:
+            daemon.stop()
+        shot = ask[:n_shot]
+        median = one_shot([sys.executable, "-m", "streamnb.cli", "mail", "classify", "--model", str(model)], shot)
+        rows.append(("mail classify, one process per message", median * 1000, float("nan"), 1 / median))
+        bogo = shutil.which("bogofilter")
+        if bogo:
+            home = tmp / "bogo"
+            home.mkdir()
+            env = {**os.environ, "BOGOFILTER_DIR": str(home)}
+            for label in ("spam", "ham"):
+                files = tmp / f"{label}.list"
+                paths = []
+                for i, (raw, y) in enumerate(train):
+                    if y == label:
+                        p = tmp / "train" / f"{i}"
+                        p.parent.mkdir(exist_ok=True)
+                        p.write_bytes(raw)
+                        paths.append(str(p))
+                files.write_text("\n".join(paths) + "\n")
+                with open(files, "rb") as f:
+                    subprocess.run([bogo, "-s" if label == "spam" else "-n", "-b"], stdin=f, env=env, check=True)
+            median_b = one_shot([bogo, "-T"], shot, env)
+            rows.append(("bogofilter -T, one process per message", median_b * 1000, float("nan"), 1 / median_b))
+        else:
+            print("bogofilter not installed (apt-get install bogofilter): skipped")
+        print(f"{'':45} {'p50 ms':>8} {'p99 ms':>8} {'msg/s':>9}")
+        for name_, p50, p99, rate in rows:
+            print(f"{name_:45} {p50:8.2f} {p99:8.2f} {rate:9.1f}")
+        best = max(rate for name_, _, _, rate in rows if "HTTP" in name_)
+        print(f"\ndaemon over HTTP / one-shot command: {best * median:.0f}x the messages per second")
+        if bogo:
+            print(f"one-shot command / bogofilter per message: {median / median_b:.1f}x the time")
+        print(f"daemon resident memory after the load: {rss:.0f} MiB")
+        random.seed(0)
+        before, after, seconds = memory(tmp, train, n_users, 1000)
+        print(f"{n_users:,} users learning one message each (at most 1,000 in memory): RSS {before:.0f} -> "
+              f"{after:.0f} MiB, {n_users / seconds:.0f} learns/s (each fsynced, evictions written)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

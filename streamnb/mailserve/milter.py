@@ -33,21 +33,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from streamnb.exceptions import StreamnbError
 
 __all__ = ["Decide", "Decision", "Envelope", "MilterProtocolError", "MilterServer", "MAX_PACKET_BYTES"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_PACKET_BYTES = 64 << 20
 """The longest packet accepted; Postfix's body chunks are at most 64 KiB (1 MiB with MDS_1M)."""
 
 PROTOCOL_VERSION = 6
+QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 # commands, MTA -> filter
 CMD_ABORT = ord("A")
@@ -249,7 +252,7 @@ class MilterServer:
         # lower-cased name -> the name as configured, sent back in CHGHEADER
         self._removed = {name.lower(): _header_name(name) for name in remove_headers}
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
     async def start(self, host: str, port: int) -> None:
         """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`)."""
@@ -267,33 +270,38 @@ class MilterServer:
     @property
     def connections(self) -> int:
         """The number of MTA connections being served."""
-        return len(self._tasks)
+        return len(self._connections)
 
     async def close(self) -> None:
         """Stop listening and close every connection."""
         if self._server is None:
             return
         self._server.close()
-        for task in list(self._tasks):
+        # closing the sockets ends every read; cancelling alone is not enough on Python 3.11,
+        # whose wait_for can swallow a cancellation that races with a completed read
+        for task, writer in list(self._connections.items()):
+            writer.transport.abort()
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._connections, return_exceptions=True)
         await self._server.wait_closed()
         self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         task = asyncio.current_task()
-        if len(self._tasks) >= self._max_connections or task is None:
-            log.warning("milter: %d connections already, closing the one from %s", len(self._tasks), peer)
+        if len(self._connections) >= self._max_connections or task is None:
+            log.warning("milter: %d connections already, closing the one from %s", len(self._connections), peer)
             writer.close()
             return
-        self._tasks.add(task)
+        self._connections[task] = writer
         try:
             await _Connection(self, reader, writer).run()
         except (MilterProtocolError, asyncio.IncompleteReadError, TimeoutError, OSError) as err:
             log.warning("milter: connection from %s closed: %s", peer, err or type(err).__name__)
+        except asyncio.CancelledError:  # close(): ending quietly (Python 3.11's streams log a cancelled handler)
+            pass
         finally:
-            self._tasks.discard(task)
+            self._connections.pop(task, None)
             writer.close()
 
 
@@ -310,11 +318,11 @@ class _Connection:
         self.helo = ""
         self.macros: dict[str, str] = {}
         self.message: _Message | None = None
+        self.out = bytearray()  # the replies to one packet, sent in one write (no Nagle delay between them)
 
     async def read_packet(self) -> tuple[int, bytes] | None:
-        timeout = self.server._timeout
         try:
-            head = await asyncio.wait_for(self.reader.readexactly(4), timeout)
+            head = await self.within_timeout(self.reader.readexactly(4))
         except asyncio.IncompleteReadError as err:
             if not err.partial:
                 return None  # the MTA closed between packets
@@ -322,11 +330,45 @@ class _Connection:
         (length,) = struct.unpack("!I", head)
         if length == 0 or length > MAX_PACKET_BYTES:
             raise MilterProtocolError(f"packet length {length} out of 1..{MAX_PACKET_BYTES}")
-        data = await asyncio.wait_for(self.reader.readexactly(length), timeout)
+        data = await self.within_timeout(self.reader.readexactly(length))
+        self.ack_now()
         return data[0], data[1:]
 
+    def ack_now(self) -> None:
+        """Acknowledge what was read at once (Linux), rather than with the delayed-ACK timer.
+
+        Postfix writes each packet on its own with Nagle's algorithm on, so a packet that gets no
+        reply (a macro, an event negotiated without reply) holds back its next packet until the
+        delayed ACK, on every message. Linux clears TCP_QUICKACK by itself: it is set after each read.
+        """
+        sock = self.writer.get_extra_info("socket")
+        if QUICKACK is not None and sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, QUICKACK, 1)
+            except OSError:
+                pass
+
+    async def within_timeout(self, waiting: Awaitable[T]) -> T:
+        """Await socket I/O; past the timeout the connection is closed (a timer, no task per read)."""
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            self.writer.transport.abort()
+
+        timer = asyncio.get_running_loop().call_later(self.server._timeout, expire)
+        try:
+            return await waiting
+        except (asyncio.IncompleteReadError, ConnectionError):
+            if expired:
+                raise TimeoutError(f"nothing from the MTA for {self.server._timeout} s") from None
+            raise
+        finally:
+            timer.cancel()
+
     def reply(self, command: int, payload: bytes = b"") -> None:
-        self.writer.write(_packet(command, payload))
+        self.out += _packet(command, payload)
 
     def reply_event(self, command: int) -> None:
         if not self.no_reply & NO_REPLY_FLAGS.get(command, 0):
@@ -340,7 +382,10 @@ class _Connection:
             command, payload = packet
             if not await self.handle(command, payload):
                 return
-            await asyncio.wait_for(self.writer.drain(), self.server._timeout)
+            if self.out:
+                self.writer.write(bytes(self.out))
+                self.out.clear()
+                await self.within_timeout(self.writer.drain())
 
     async def handle(self, command: int, payload: bytes) -> bool:
         """Answer one packet; False when the MTA said goodbye."""

@@ -326,3 +326,17 @@ def test_bad_options_are_refused() -> None:
         MilterServer(decide, remove_headers=("X Spam",))
     with pytest.raises(StreamnbError, match="not started"):
         _ = MilterServer(decide).port
+
+
+def test_close_ends_open_connections_at_once(recorder: Recorder) -> None:
+    # Python 3.11's wait_for could swallow the cancellation of a handler that had just read: close hung
+    milter = MilterThread(recorder, timeout=30.0).__enter__()
+    mta = Mta(milter.port)
+    mta.negotiate()
+    mta.message([(b"Subject", b"x")], [b"y\r\n"])
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    started = time.monotonic()
+    milter.__exit__(None, None, None)  # each wait bounded by 10 s
+    assert time.monotonic() - started < 5.0
+    assert mta.closed_by_server()
+    mta.close()

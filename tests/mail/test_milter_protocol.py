@@ -1,0 +1,342 @@
+"""The milter server against a raw TCP client playing the MTA's side of the protocol, packet by packet."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.milter import Decision, Envelope, MilterServer
+from tests.mail.milter_thread import MilterThread
+from tests.mail.postfix import wait_until
+
+ALL_ACTIONS = 0x1FF
+NR_FLAGS = 0x1000 | 0x2000 | 0x4000 | 0x8000 | 0x10000 | 0x20000 | 0x40000 | 0x80000 | 0x80
+POSTFIX_PROTOCOL = 0x1FFFFF  # every protocol flag Postfix 3.7 offers for version 6
+
+
+def packet(command: bytes, payload: bytes = b"") -> bytes:
+    return struct.pack("!I", len(payload) + 1) + command + payload
+
+
+def cstr(*strings: bytes) -> bytes:
+    return b"".join(s + b"\x00" for s in strings)
+
+
+class Mta:
+    """The MTA's end of a milter connection."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+
+    def send(self, command: bytes, payload: bytes = b"") -> None:
+        self.sock.sendall(packet(command, payload))
+
+    def read(self) -> tuple[bytes, bytes]:
+        head = self.recv_exactly(5)
+        length, command = struct.unpack("!IB", head)
+        return bytes([command]), self.recv_exactly(length - 1)
+
+    def recv_exactly(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError(f"closed after {len(data)} of {size} bytes")
+            data += chunk
+        return data
+
+    def closed_by_server(self) -> bool:
+        """True when the server closed the connection (within the socket's timeout)."""
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def negotiate(self, protocol: int = POSTFIX_PROTOCOL) -> tuple[int, int, int]:
+        self.send(b"O", struct.pack("!III", 6, ALL_ACTIONS, protocol))
+        command, payload = self.read()
+        assert command == b"O"
+        return struct.unpack("!III", payload)
+
+    def event(self, command: bytes, payload: bytes = b"") -> None:
+        """An event packet; with the no-reply flags negotiated the server answers nothing."""
+        self.send(command, payload)
+
+    def message(self, headers: list[tuple[bytes, bytes]], body: list[bytes], mail_from: bytes = b"<bob@example.org>",
+                rcpts: tuple[bytes, ...] = (b"<alice@mail.test>",), queue_id: bytes = b"4AB12C3") -> None:
+        self.send(b"D", b"M" + cstr(b"i", queue_id, b"{mail_addr}", mail_from.strip(b"<>")))
+        self.event(b"M", cstr(mail_from, b"SIZE=100"))
+        for rcpt in rcpts:
+            self.event(b"R", cstr(rcpt))
+        for name, value in headers:
+            self.event(b"L", cstr(name, value))
+        self.event(b"N")
+        for chunk in body:
+            self.event(b"B", chunk)
+        self.send(b"D", b"E" + cstr(b"i", queue_id))
+        self.send(b"E")
+
+    def replies_until_final(self) -> list[tuple[bytes, bytes]]:
+        replies = [self.read()]
+        while replies[-1][0] in (b"h", b"m", b"q", b"i"):
+            replies.append(self.read())
+        return replies
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Recorder:
+    """A ``decide`` that records its calls and answers by marker words."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[bytes, Envelope]] = []
+
+    async def __call__(self, message: bytes, envelope: Envelope) -> Decision:
+        self.calls.append((message, envelope))
+        if b"BOOM" in message:
+            raise RuntimeError("the model failed")
+        if b"REJECT" in message:
+            return Decision(action="reject", reason="spam\r\n 100%")
+        if b"TEMPFAIL" in message:
+            return Decision(action="tempfail", reason="model loading")
+        if b"HOLD" in message:
+            return Decision(headers=(("X-Spam", "spam"),), action="quarantine", reason="above 0.9")
+        return Decision(headers=(("X-Spam", "ham, spamicity=0.000130"), ("X-Spam-Score", "0.000130")))
+
+
+@pytest.fixture()
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture()
+def milter(recorder: Recorder) -> Iterator[MilterThread]:
+    with MilterThread(recorder, max_message_bytes=200, timeout=1.0, max_connections=3) as server:
+        yield server
+
+
+@pytest.fixture()
+def mta(milter: MilterThread) -> Iterator[Mta]:
+    client = Mta(milter.port)
+    yield client
+    client.close()
+
+
+def connect_and_helo(mta: Mta) -> None:
+    mta.send(b"D", b"C" + cstr(b"j", b"mx.mail.test", b"{daemon_name}", b"smtpd"))
+    mta.event(b"C", cstr(b"[192.0.2.7]") + b"4" + struct.pack("!H", 40000) + cstr(b"192.0.2.7"))
+    mta.event(b"H", cstr(b"client.example.org"))
+
+
+HEADERS = [(b"From", b"bob@example.org"), (b"X-Spam", b"ham"), (b"Subject", b"hi\n\tthere"),
+           (b"x-spam", b"ham again"), (b"X-Spam-Score", b"0.0")]
+
+
+def test_negotiation_asks_for_header_edits_quarantine_and_no_replies_to_events(mta: Mta) -> None:
+    version, actions, protocol = mta.negotiate()
+    assert version == 6
+    assert actions == 0x01 | 0x10 | 0x20  # add headers, change headers, quarantine
+    assert protocol == NR_FLAGS | 0x100 | 0x200  # no reply to events; no UNKNOWN, no DATA
+
+
+def test_a_message_is_rebuilt_and_forged_headers_are_deleted_before_headers_are_added(
+        mta: Mta, recorder: Recorder) -> None:
+    mta.negotiate()
+    connect_and_helo(mta)
+    mta.message(HEADERS, [b"line one\r\n", b"line two\r\n"],
+                rcpts=(b"<alice@mail.test>", b"<Carol@Mail.Test>"))
+    assert mta.replies_until_final() == [
+        (b"m", struct.pack("!I", 2) + b"X-Spam\x00\x00"),
+        (b"m", struct.pack("!I", 1) + b"X-Spam\x00\x00"),
+        (b"m", struct.pack("!I", 1) + b"X-Spam-Score\x00\x00"),
+        (b"h", b"X-Spam\x00ham, spamicity=0.000130\x00"),
+        (b"h", b"X-Spam-Score\x000.000130\x00"),
+        (b"c", b""),
+    ]
+    assert recorder.calls == [(
+        b"From: bob@example.org\r\nX-Spam: ham\r\nSubject: hi\r\n\tthere\r\nx-spam: ham again\r\n"
+        b"X-Spam-Score: 0.0\r\n\r\nline one\r\nline two\r\n",
+        Envelope(mail_from="bob@example.org", rcpts=("alice@mail.test", "Carol@Mail.Test"),
+                 client_ip="192.0.2.7", helo="client.example.org", queue_id="4AB12C3"),
+    )]
+
+
+def test_without_no_reply_flags_every_event_is_answered_continue(mta: Mta, recorder: Recorder) -> None:
+    assert mta.negotiate(protocol=0) == (6, 0x31, 0)
+    for command, payload in ((b"C", cstr(b"localhost") + b"U"), (b"H", cstr(b"h")), (b"M", cstr(b"<>")),
+                             (b"R", cstr(b"<a@b>")), (b"L", cstr(b"Subject", b"x")), (b"N", b""),
+                             (b"B", b"body\r\n")):
+        mta.send(command, payload)
+        assert mta.read() == (b"c", b"")
+    mta.send(b"E")
+    assert [c for c, _ in mta.replies_until_final()] == [b"h", b"h", b"c"]
+    assert recorder.calls[0][0] == b"Subject: x\r\n\r\nbody\r\n"
+    assert recorder.calls[0][1] == Envelope("", ("a@b",), "", "h", "")
+
+
+def test_two_messages_on_one_connection_and_abort_resets_the_message(mta: Mta, recorder: Recorder) -> None:
+    mta.negotiate()
+    connect_and_helo(mta)
+    mta.message([(b"Subject", b"one")], [b"first\r\n"], queue_id=b"Q1")
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    # a message aborted half-way (RSET): nothing of it reaches the next one
+    mta.event(b"M", cstr(b"<eve@example.org>"))
+    mta.event(b"R", cstr(b"<x@mail.test>"))
+    mta.event(b"L", cstr(b"Subject", b"aborted"))
+    mta.send(b"A")
+    mta.message([(b"Subject", b"two")], [b"second\r\n"], mail_from=b"<dan@example.org>",
+                rcpts=(b"<y@mail.test>",), queue_id=b"Q2")
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    mta.send(b"Q")
+    assert mta.closed_by_server()
+    assert [(m, e.mail_from, e.rcpts, e.queue_id) for m, e in recorder.calls] == [
+        (b"Subject: one\r\n\r\nfirst\r\n", "bob@example.org", ("alice@mail.test",), "Q1"),
+        (b"Subject: two\r\n\r\nsecond\r\n", "dan@example.org", ("y@mail.test",), "Q2"),
+    ]
+
+
+def test_the_message_is_cut_at_max_message_bytes_and_the_rest_still_read(mta: Mta, recorder: Recorder) -> None:
+    mta.negotiate()
+    body = [bytes([65 + i]) * 62 + b"\r\n" for i in range(5)]  # 5 x 64 bytes, over the 200 kept
+    mta.message([(b"Subject", b"big")], body)
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    whole = b"Subject: big\r\n\r\n" + b"".join(body)
+    assert recorder.calls[0][0] == whole[:200]
+    assert len(recorder.calls[0][0]) == 200
+
+
+def test_reject_tempfail_and_quarantine_replies(mta: Mta) -> None:
+    mta.negotiate()
+    mta.message([(b"Subject", b"a")], [b"REJECT\r\n"])
+    assert mta.replies_until_final() == [(b"y", b"550 5.7.1 spam   100\x00")]
+    mta.message([(b"Subject", b"b")], [b"TEMPFAIL\r\n"])
+    assert mta.replies_until_final() == [(b"y", b"451 4.7.1 model loading\x00")]
+    mta.message([(b"Subject", b"c")], [b"HOLD\r\n"])
+    assert mta.replies_until_final() == [(b"h", b"X-Spam\x00spam\x00"), (b"q", b"above 0.9\x00"), (b"c", b"")]
+
+
+def test_decide_raising_answers_tempfail_and_the_connection_goes_on(
+        mta: Mta, recorder: Recorder, caplog: pytest.LogCaptureFixture) -> None:
+    mta.negotiate()
+    with caplog.at_level(logging.ERROR, logger="streamnb.mailserve.milter"):
+        mta.message([(b"Subject", b"a")], [b"BOOM\r\n"], queue_id=b"QBOOM")
+        assert mta.replies_until_final() == [(b"t", b"")]
+    assert "decide failed for queue id 'QBOOM'" in caplog.text
+    assert "RuntimeError: the model failed" in caplog.text
+    mta.message([(b"Subject", b"b")], [b"fine\r\n"])
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    assert len(recorder.calls) == 2
+
+
+@pytest.mark.parametrize("bad", [
+    pytest.param(struct.pack("!I", (64 << 20) + 1) + b"B", id="length over 64 MiB"),
+    pytest.param(struct.pack("!I", 0), id="length 0"),
+    pytest.param(packet(b"Z"), id="unknown command"),
+    pytest.param(packet(b"O", b"\x00\x00\x00\x06"), id="short negotiation"),
+])
+def test_a_malformed_packet_closes_the_connection_not_the_server(
+        milter: MilterThread, bad: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    mta = Mta(milter.port)
+    with caplog.at_level(logging.WARNING, logger="streamnb.mailserve.milter"):
+        mta.sock.sendall(bad)
+        assert mta.closed_by_server()
+        wait_until(lambda: "closed" in caplog.text, 5, "the log line")
+    mta.close()
+    again = Mta(milter.port)
+    assert again.negotiate()[0] == 6
+    again.close()
+
+
+@pytest.mark.parametrize("sequence", [
+    pytest.param([packet(b"C", cstr(b"localhost") + b"U")], id="event before negotiation"),
+    pytest.param([packet(b"O", struct.pack("!III", 6, ALL_ACTIONS, 0)), packet(b"B", b"body")], id="body before MAIL"),
+    pytest.param([packet(b"O", struct.pack("!III", 6, ALL_ACTIONS, 0)), packet(b"E")], id="end before MAIL"),
+    pytest.param([packet(b"O", struct.pack("!III", 6, ALL_ACTIONS, 0)), packet(b"H", b"no NUL")], id="HELO without NUL"),
+    pytest.param([packet(b"O", struct.pack("!III", 6, ALL_ACTIONS, 0)),
+                  packet(b"O", struct.pack("!III", 6, ALL_ACTIONS, 0))], id="negotiation twice"),
+])
+def test_a_command_in_the_wrong_state_closes_the_connection(milter: MilterThread, sequence: list[bytes]) -> None:
+    mta = Mta(milter.port)
+    mta.sock.sendall(b"".join(sequence))
+    if sequence[0][4:5] == b"O":
+        assert mta.read()[0] == b"O"
+    assert mta.closed_by_server()
+    mta.close()
+
+
+def test_an_idle_connection_is_closed_after_the_timeout(milter: MilterThread) -> None:
+    mta = Mta(milter.port)
+    mta.negotiate()
+    started = time.monotonic()
+    assert mta.closed_by_server()  # timeout 1.0 s on the server, 5 s on the client's socket
+    assert 0.9 < time.monotonic() - started < 4.0
+    mta.close()
+    # a packet cut in the middle counts as idle too
+    cut = Mta(milter.port)
+    cut.sock.sendall(struct.pack("!I", 13) + b"O\x00\x00")
+    started = time.monotonic()
+    assert cut.closed_by_server()
+    assert 0.9 < time.monotonic() - started < 4.0
+    cut.close()
+
+
+def test_connections_beyond_max_connections_are_closed_at_once(recorder: Recorder) -> None:
+    # a 20 s read timeout: the held connections stay open however slow the machine is
+    with MilterThread(recorder, timeout=20.0, max_connections=3) as milter:
+        held = [Mta(milter.port) for _ in range(3)]
+        for mta in held:
+            mta.negotiate()
+        assert milter.connections == 3
+        extra = Mta(milter.port)
+        started = time.monotonic()
+        assert extra.closed_by_server()
+        assert time.monotonic() - started < 5.0  # at once, not after the read timeout
+        extra.close()
+        held.pop().close()
+        wait_until(lambda: milter.connections == 2, 5, "the closed connection to be released")
+        fresh = Mta(milter.port)
+        assert fresh.negotiate()[0] == 6
+        for mta in [*held, fresh]:
+            mta.close()
+
+
+def test_quit_nc_resets_the_connection_for_another_smtp_session(mta: Mta, recorder: Recorder) -> None:
+    mta.negotiate()
+    connect_and_helo(mta)
+    mta.send(b"K")
+    mta.message([(b"Subject", b"x")], [b"y\r\n"])
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    assert (recorder.calls[0][1].client_ip, recorder.calls[0][1].helo) == ("", "")
+
+
+def test_bad_options_are_refused() -> None:
+    async def decide(message: bytes, envelope: Envelope) -> Decision:
+        return Decision()
+
+    with pytest.raises(StreamnbError, match="timeout > 0"):
+        MilterServer(decide, timeout=0)
+    with pytest.raises(StreamnbError, match="invalid header name"):
+        MilterServer(decide, remove_headers=("X Spam",))
+    with pytest.raises(StreamnbError, match="not started"):
+        _ = MilterServer(decide).port
+
+
+def test_close_ends_open_connections_at_once(recorder: Recorder) -> None:
+    # Python 3.11's wait_for could swallow the cancellation of a handler that had just read: close hung
+    milter = MilterThread(recorder, timeout=30.0).__enter__()
+    mta = Mta(milter.port)
+    mta.negotiate()
+    mta.message([(b"Subject", b"x")], [b"y\r\n"])
+    assert mta.replies_until_final()[-1] == (b"c", b"")
+    started = time.monotonic()
+    milter.__exit__(None, None, None)  # each wait bounded by 10 s
+    assert time.monotonic() - started < 5.0
+    assert mta.closed_by_server()
+    mta.close()

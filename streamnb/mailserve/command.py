@@ -47,6 +47,9 @@ def _fraction(value: float | None, name: str) -> float | None:
 @click.option("--quarantine-above", type=float, default=None,
               help="Milter: put spam at or above this spamicity on hold in the MTA's queue.")
 @click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds a request or connection may take.")
+@click.option("--milter-timeout", default=300.0, show_default=True, type=float,
+              help="Seconds a milter connection may stay silent (Postfix keeps one per SMTP session; "
+                   "its smtpd_timeout is 300 s).")
 @click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1),
               help="Requests (HTTP) and connections (milter) served at once; more are turned away.")
 @click.option("--snapshot-every", default=1000, show_default=True, type=click.IntRange(min=1),
@@ -55,7 +58,7 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Seconds between snapshots when something was learned.")
 def serve(model: str, http: str | None, milter: str | None, takeover: float, learn_shared: bool, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
-          timeout: float, max_connections: int, snapshot_every: int, snapshot_seconds: float) -> None:  # fmt: skip
+          timeout: float, milter_timeout: float, max_connections: int, snapshot_every: int, snapshot_seconds: float) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
 
     \b
@@ -77,7 +80,8 @@ def serve(model: str, http: str | None, milter: str | None, takeover: float, lea
                          reject_above=_fraction(reject_above, "--reject-above"),
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
                          snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
-    listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, max_connections)
+    listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
+                          max_connections)
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

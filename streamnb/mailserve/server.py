@@ -26,6 +26,7 @@ class Listeners:
     http: tuple[str, int] | None = ("127.0.0.1", 11333)
     milter: tuple[str, int] | None = None
     timeout: float = 30.0
+    milter_timeout: float = 300.0  # Postfix keeps a milter connection for a whole SMTP session
     max_connections: int = 256
     max_body: int = 64 << 20
 
@@ -53,7 +54,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if listeners.milter is not None:
             from streamnb.mailserve.milter_bridge import start_milter
 
-            milter = await start_milter(service, *listeners.milter, timeout=listeners.timeout,
+            milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
                                         max_connections=listeners.max_connections)  # fmt: skip
             ports["milter"] = milter.port
         if ready is not None:

@@ -38,6 +38,7 @@ import aiohttp
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from streamnb import persistence  # noqa: E402
 from streamnb.spam import SpamFilter  # noqa: E402
@@ -103,7 +104,7 @@ async def http_load(port: int, messages: list[bytes], clients: int) -> tuple[flo
 
 def milter_load(port: int, messages: list[bytes], clients: int) -> tuple[float, float, float] | None:
     try:
-        from benchmarks.milter_client import check_many
+        from milter_client import check_many
     except ImportError:
         return None
     return check_many(port, messages, clients)

@@ -117,7 +117,7 @@ def main() -> None:
 @click.option("--dead-letter-topic", metavar="TOPIC", help="Topic for rejected messages "
               "[default: <first input>.dead-letter].")
 @click.option("--model", default="categorical", show_default=True, metavar="NAME",
-              help="categorical, gaussian, multinomial, bernoulli, mixed, tan, chowliu, aode, or module:Class.")
+              help="categorical, gaussian, multinomial, bernoulli, mixed, tan, chowliu, aode, spamfilter, or module:Class.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
               help="Learner parameter, VALUE as JSON (e.g. --param alpha=0.1).")
 @click.option("--label-field", default="y", show_default=True, help="Field holding the label.")

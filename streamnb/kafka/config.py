@@ -20,6 +20,7 @@ MODELS: dict[str, type] = {
     "tan": streamnb.TANClassifier,
     "chowliu": streamnb.ChowLiuClassifier,
     "aode": streamnb.AODE,
+    "spamfilter": streamnb.SpamFilter,
 }
 
 #: ``prequential``: predict every event, learn the labelled ones (and late labels);

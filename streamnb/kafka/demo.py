@@ -22,6 +22,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from streamnb.datasets import sms_spam
 from streamnb.kafka.broker import EmbeddedBroker
+from streamnb.kafka.checkpoint import Checkpointer
 from streamnb.kafka.config import ServiceConfig
 from streamnb.kafka.service import RunSummary, Service
 from streamnb.kafka.topics import ensure_topics
@@ -73,21 +74,28 @@ def produce_sms(bootstrap: str, topic: str, limit: int | None = None, rate: floa
 
 
 def _show_predictions(bootstrap: str, topic: str, n: int, out: TextIO) -> None:
+    """Read the predictions back: the three-way verdicts against the labels, a few spams caught."""
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                              enable_auto_commit=False, consumer_timeout_ms=3000, fetch_max_wait_ms=50)
+    table: dict[tuple[str, str], int] = {}
+    caught: list[str] = []
     try:
-        shown = 0
         for msg in consumer:
             p = json.loads(msg.value)
-            if p.get("label") == "spam" and p["prediction"] == "spam" and shown < n:
-                proba = p["proba"].get("spam", 0.0)
-                out.write(f"  {p['source']['key']:>9}  predicted {p['prediction']:<4} "
-                          f"(P(spam) = {proba:.3f}, model had seen {p['n_seen']:.0f} messages)\n")
-                shown += 1
-            if shown >= n:
-                break
+            label, verdict = p.get("label"), p.get("verdict", p["prediction"])
+            table[(label, verdict)] = table.get((label, verdict), 0) + 1
+            if label == "spam" and verdict == "spam" and len(caught) < n:
+                caught.append(f"  {p['source']['key']:>9}  {verdict} (spamicity {p.get('spamicity', 0.0):.4f}, "
+                              f"model had seen {p['n_seen']:.0f} messages)\n")
     finally:
         consumer.close()
+    out.write("verdicts read back from the predictions topic (ham / unsure / spam):\n")
+    for label in ("ham", "spam"):
+        counts = [table.get((label, v), 0) for v in ("ham", "unsure", "spam")]
+        total = sum(counts) or 1
+        out.write(f"  {label:>4} messages: {counts[0]:>5,} ham  {counts[1]:>4,} unsure  {counts[2]:>4,} spam"
+                  f"   ({counts[2] / total:.2%} called spam, {counts[1] / total:.1%} unsure)\n")
+    out.write("some spam caught:\n" + "".join(caught))
 
 
 def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float | None = None,
@@ -114,14 +122,15 @@ def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float
         n_total = sum(1 for _ in sms_messages(limit))
         producer.start()
         config = ServiceConfig(
-            bootstrap=bootstrap, input_topics=[topic], output_topic=output, model="multinomial",
-            model_params={"alpha": 0.1}, text_field="text", label_field="label", group_id=f"demo-{run_id}",
+            bootstrap=bootstrap, input_topics=[topic], output_topic=output, model="spamfilter",
+            model_params={}, text_field="text", label_field="label", group_id=f"demo-{run_id}",
             partitions=[0],  # static assignment: no 3 s group join in a 5 s demo
             checkpoint_dir=ckpt, checkpoint_every=2000, max_events=n_total, progress=True,
             metrics_port=metrics_port, exit_when_idle=15.0,
         )
         where = ckpt if checkpoint_dir else f"{ckpt} (temporary, removed at the end)"
-        out.write(f"service: MultinomialNB on token counts, predict then learn; checkpoints in {where}\n")
+        out.write("service: SpamFilter (Robinson-Fisher; ham, unsure or spam at an operating point calibrated on "
+                  f"the stream), predict then learn; checkpoints in {where}\n")
         summary = Service(config).run()
         producer.join(timeout=10)
         acc = summary.accuracy
@@ -132,9 +141,18 @@ def run_demo(bootstrap: str | None = None, limit: int | None = None, rate: float
             f"  rolling accuracy (last 1000 labelled predictions): "
             f"{'n/a' if acc is None else f'{acc:.2%}'}; checkpoint #{summary.checkpoint_id} written\n"
         )
-        out.write("some spam caught, read back from the predictions topic:\n")
         _show_predictions(bootstrap, output, 3, out)
+        point = _operating_point(ckpt)
+        if point:
+            out.write(f"operating point: {point}\n")
         return summary
+
+
+def _operating_point(directory: str) -> str | None:
+    """The learned filter's operating point in words, from the last checkpoint."""
+    checkpoint = Checkpointer(directory).load()
+    point = getattr(checkpoint.model, "operating_point", None) if checkpoint is not None else None
+    return point.describe() if point is not None else None
 
 
 def _stop(broker: EmbeddedBroker, out: TextIO) -> None:

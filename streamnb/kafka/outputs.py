@@ -82,6 +82,10 @@ class Predictions:
         {"prediction": class, "proba": {class: p}, "label": y (if labelled), "n_seen": ...,
          "source": {"topic": ..., "partition": ..., "offset": ..., "key": ...}}
 
+    A model with a three-way verdict (``classify_one``: a spam filter, event by event) adds
+    ``"verdict"`` (``ham``, ``unsure`` or ``spam``) and ``"spamicity"``; its ``prediction`` is the
+    model's ``predict_one`` (spam only for a spam verdict: unsure mail is delivered).
+
     and keeps the rolling accuracy of the labelled ones. ``summary`` has a ``predicted`` count.
     """
 
@@ -90,24 +94,29 @@ class Predictions:
         self.publisher, self.topic, self.metrics = publisher, topic, metrics
         self.accuracy, self.summary = accuracy, summary
 
-    def one(self, record: Any, ex: Example, proba: dict, n_seen: float) -> None:
-        """The prediction ``proba`` of one event, made by a model that had seen ``n_seen``."""
-        self.events([(record, ex, proba, n_seen)])
+    def one(self, record: Any, ex: Example, proba: dict, n_seen: float, verdict: Any = None) -> None:
+        """The prediction ``proba`` of one event, made by a model that had seen ``n_seen``
+        (with a spam filter's ``verdict``, if any)."""
+        self.events([(record, ex, proba, n_seen, verdict)])
 
     def events(self, done: list) -> None:
-        """:meth:`one` for each ``(record, example, proba, n_seen)`` of ``done``, in order: the
-        same messages, sent and counted once per poll."""
+        """:meth:`one` for each ``(record, example, proba, n_seen, verdict)`` of ``done``, in
+        order: the same messages, sent and counted once per poll. A ``verdict`` is ``(label,
+        spamicity, prediction)``: the three-way label and the class the event is delivered as."""
         hits: list[bool] = []
         values: list[bytes] = []
         keys: list = []
         hit, value, key = hits.append, values.append, keys.append
-        for rec, ex, proba, n_seen in done:
-            pred = max(proba, key=proba.__getitem__) if proba else None
+        for rec, ex, proba, n_seen, verdict in done:
+            if verdict is None:
+                pred = max(proba, key=proba.__getitem__) if proba else None
+            else:
+                pred = verdict[2]
             if not _STR.issuperset(map(type, proba)):
                 proba = {_class_name(k): v for k, v in proba.items()}
             if ex.y is not NO_LABEL and pred is not None:
                 hit(pred == ex.y)
-            value(_message(rec, ex, pred, proba, n_seen))
+            value(_message(rec, ex, pred, proba, n_seen, verdict))
             key(rec.key)
         self._sent(values, keys, hits)
 
@@ -138,10 +147,15 @@ class Predictions:
         self.summary.predicted += len(values)
 
 
-def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float) -> bytes:
+def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float, verdict: Any = None) -> bytes:
     """The JSON prediction message of one event (see :class:`Predictions`)."""
     source = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
               "key": key_text(record.key)}
-    if ex.y is NO_LABEL:
-        return encode_json({"prediction": pred, "proba": proba, "n_seen": n_seen, "source": source})
-    return encode_json({"prediction": pred, "proba": proba, "label": ex.y, "n_seen": n_seen, "source": source})
+    doc: dict[str, Any] = {"prediction": pred, "proba": proba}
+    if verdict is not None:  # (three-way label, spamicity, the class it is delivered as)
+        doc["verdict"], doc["spamicity"] = verdict[0], verdict[1]
+    if ex.y is not NO_LABEL:
+        doc["label"] = ex.y
+    doc["n_seen"] = n_seen
+    doc["source"] = source
+    return encode_json(doc)

@@ -97,8 +97,10 @@ class Stepper:
         predict = predictor.predict_proba_one
         # capability: predict then learn in one call (one read of the event), for the same model
         both = getattr(model, "predict_learn_one", None) if predictor is model and mode == "prequential" else None
+        # capability: a three-way verdict (a spam filter's ham / unsure / spam), published with it
+        classify = getattr(predictor, "classify_one", None)
         learned = late = 0
-        done: list = []  # (record, example, proba, n_seen): published together after the poll
+        done: list = []  # (record, example, proba, n_seen, verdict): published together after the poll
         for rec, ex in items:
             if ex.x is None:  # a label event
                 if mode == "predict":
@@ -124,7 +126,11 @@ class Stepper:
                     self.reject(rec, "invalid_event", str(exc))
                 continue
             n_seen = predictor.n_seen
+            verdict = None
             try:
+                if classify is not None:  # before learning: the verdict the proba is of
+                    three = classify(ex.x)
+                    verdict = (three.label, three.score, predictor.predict_one(ex.x))
                 if both is not None and ex.y is not NO_LABEL:
                     proba = both(ex.x, ex.y)
                     learned += 1
@@ -138,7 +144,7 @@ class Stepper:
                 continue
             if mode == "prequential" and ex.y is NO_LABEL and rec.key is not None:
                 pending.put(rec.key, ex.x)
-            done.append((rec, ex, proba, n_seen))
+            done.append((rec, ex, proba, n_seen, verdict))
         if done:
             self.predictions.events(done)  # type: ignore[union-attr]
         self._learned(learned, late)

@@ -236,3 +236,27 @@ def test_healthz_means_consuming(bootstrap, names, tmp_path):
         service.stop()
         run.join()
     assert service.health.status() == (False, "stopped")
+
+
+def test_a_spam_filter_publishes_its_three_way_verdicts(bootstrap, names, tmp_path):
+    """``--model spamfilter``: each prediction carries the verdict (ham / unsure / spam) and the
+    spamicity of a SpamFilter fed the same stream, and is delivered as spam only when spam."""
+    from streamnb.datasets import sms_spam
+    from streamnb.kafka.featurize import Words
+
+    events = [(f"s{i}", {"text": text, "y": label}) for i, (text, label) in zip(range(400), sms_spam())]
+    create(bootstrap, names.topic, 1)
+    produce(bootstrap, names.topic, events)
+    summary = Service(config(bootstrap, names, tmp_path, model="spamfilter", text_field="text")).run()
+    assert summary.learned == 400
+    docs = [json.loads(r.value) for r in read_topic(bootstrap, names.output, 400)]
+    expected, words = streamnb.SpamFilter(), Words()
+    verdicts = set()
+    for (_, e), d in zip(events, docs):
+        x = words.transform_one(e["text"])
+        v = expected.classify_one(x)
+        assert (d["verdict"], d["spamicity"]) == (v.label, v.score)
+        assert d["prediction"] == ("spam" if v.label == "spam" else "ham")
+        verdicts.add(v.label)
+        expected.learn_one(x, e["y"])
+    assert verdicts == {"ham", "unsure", "spam"}

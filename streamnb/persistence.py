@@ -3,7 +3,8 @@
 A saved model is a zip archive holding ``model.json`` (format name and version, the learner's
 class name and parameters, its state with arrays replaced by references) and one ``.npy``
 file per array, read back with ``allow_pickle=False``. Only learners registered here can be
-built, from their parameters: loading a file can neither import a module nor run code. Every
+built, from their parameters: loading a file runs no code of its choosing and imports at most
+the module of a learner on the fixed list below, never one the file names. Every
 member carries the zip CRC-32 and the JSON a SHA-256 of the arrays, so corruption is detected.
 Equal models serialize to equal bytes.
 
@@ -50,40 +51,55 @@ def register(cls: type, name: str | None = None) -> type:
     return cls
 
 
-#: The learners streamnb saves and loads (by name), and River's drift detectors (nested
-#: parameters of the drift wrappers): an explicit list, so a new learner is added on purpose.
-_BUILTINS = {
-    "streamnb": [
-        "CategoricalNB", "GaussianNB", "MultinomialNB", "BernoulliNB", "ComplementNB", "MixedNB",
-        "TANClassifier", "ChowLiuClassifier", "AODE", "BayesNetClassifier",
-        "Forgetful", "Windowed", "DriftTriggered", "SpamFilter", "PerKey",
-    ],
-    "river.drift": ["ADWIN", "KSWIN", "PageHinkley", "PeriodicTrigger", "DummyDriftDetector", "NoDrift"],
-    "river.drift.binary": ["DDM", "EDDM", "FHDDM", "HDDMA", "HDDMW"],
-}
-_BUILTINS_LOADED = False
+#: The learners streamnb saves and loads, by the name a file gives them, with the module that
+#: defines each, and River's drift detectors (nested parameters of the drift wrappers): an
+#: explicit list, so a new learner is added on purpose. A module is imported only when a model
+#: names one of its classes (loading a spam filter imports no Bayesian network and no River
+#: drift detector); a name the installed River lacks is unknown.
+_BUILTINS: dict[str, str] = {
+    "CategoricalNB": "streamnb.naive_bayes.categorical",
+    "GaussianNB": "streamnb.naive_bayes.gaussian",
+    "MultinomialNB": "streamnb.naive_bayes.multinomial",
+    "BernoulliNB": "streamnb.naive_bayes.bernoulli",
+    "ComplementNB": "streamnb.naive_bayes.complement",
+    "MixedNB": "streamnb.naive_bayes.mixed",
+    "TANClassifier": "streamnb.bn.tan",
+    "ChowLiuClassifier": "streamnb.bn.tan",
+    "AODE": "streamnb.bn.aode",
+    "BayesNetClassifier": "streamnb.bn.network",
+    "Forgetful": "streamnb.drift.forgetful",
+    "Windowed": "streamnb.drift.window",
+    "DriftTriggered": "streamnb.drift.triggered",
+    "SpamFilter": "streamnb.spam.filter",
+    "PerKey": "streamnb.perkey",
+    **{f"river.drift.{name}": "river.drift" for name in
+       ["ADWIN", "KSWIN", "PageHinkley", "PeriodicTrigger", "DummyDriftDetector", "NoDrift"]},
+    **{f"river.drift.binary.{name}": "river.drift.binary" for name in ["DDM", "EDDM", "FHDDM", "HDDMA", "HDDMW"]},
+}  # fmt: skip
 
 
-def _registry() -> dict[str, type]:
-    """The :data:`_BUILTINS` and whatever was registered explicitly."""
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        import importlib
+def _builtin(name: str) -> type | None:
+    """The built-in learner saved as ``name``, imported now (None if there is none)."""
+    import importlib
 
-        for module_name, names in _BUILTINS.items():
-            module = importlib.import_module(module_name)
-            prefix = "" if module_name == "streamnb" else f"{module_name}."
-            for name in names:
-                obj = getattr(module, name, None)
-                if isinstance(obj, type):
-                    _REGISTRY.setdefault(prefix + name, obj)
-        _BUILTINS_LOADED = True
-    return _REGISTRY
+    module_name = _BUILTINS.get(name)
+    if module_name is None:
+        return None
+    obj = getattr(importlib.import_module(module_name), name.rpartition(".")[2], None)
+    return obj if isinstance(obj, type) else None
+
+
+def _learner(name: str) -> type | None:
+    """The class saved as ``name``: registered explicitly, or built in (None if neither)."""
+    return _REGISTRY.get(name) or _builtin(name)
 
 
 def _registered_name(cls: type) -> str:
-    for name, known in _registry().items():
+    for name, known in _REGISTRY.items():
         if known is cls:
+            return name
+    for name in _BUILTINS:  # only the modules of the built-ins of this class name are imported
+        if name.rpartition(".")[2] == cls.__name__ and _builtin(name) is cls:
             return name
     raise StateError(f"{cls.__module__}.{cls.__name__} is not a registered streamnb learner")
 
@@ -123,7 +139,7 @@ def from_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
         if set(obj) == {"__pairs__"}:
             return {decode_key(k): from_plain(v, arrays) for k, v in obj["__pairs__"]}
         if set(obj) == {"__learner__", "params"}:
-            cls = _registry().get(obj["__learner__"])
+            cls = _learner(obj["__learner__"])
             if cls is None:
                 raise StateError(f"unknown learner {obj['__learner__']!r}")
             return cls(**from_plain(obj["params"], arrays))
@@ -173,7 +189,7 @@ def _write(z: zipfile.ZipFile, name: str, data: bytes) -> None:
 
 
 def loads(data: bytes, with_extra: bool = False) -> Any:
-    """Rebuild a learner from :func:`dumps` output; never unpickles, never imports.
+    """Rebuild a learner from :func:`dumps` output; never unpickles, imports no module the file chooses.
 
     Raises :class:`StateError` for anything that is not an intact streamnb archive of a known
     version. With ``with_extra``, returns ``(model, extra)``.
@@ -208,7 +224,7 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
         raise StateError(f"corrupt model archive: {exc}") from exc
     if doc.get("sha256") != _digest(arrays):
         raise StateError("model archive checksum mismatch")
-    cls = _registry().get(str(doc.get("class")))
+    cls = _learner(str(doc.get("class")))
     if cls is None:
         raise StateError(f"unknown learner {doc.get('class')!r}")
     try:

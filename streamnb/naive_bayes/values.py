@@ -1,18 +1,24 @@
-"""Reading events: strict value checks, missing values, batch helpers shared by the parts."""
+"""Reading events: strict value checks, missing values, batch helpers shared by the parts.
+
+Checking one event imports neither pandas nor scipy (a spam verdict in a fresh process does
+not pay for them); the batch helpers import them when called, as their input comes from them.
+"""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from numbers import Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-import scipy.sparse
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.stats.index import is_saveable_key
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "MAX_ABS",
@@ -63,6 +69,8 @@ def check_event(x: object) -> None:
 def check_frame_arg(X: object) -> None:
     """Raise :class:`InvalidEventError` unless ``X`` is a pandas DataFrame (a batch) or a
     :class:`SparseBatch`."""
+    import pandas as pd
+
     if not isinstance(X, (pd.DataFrame, SparseBatch)):
         raise InvalidEventError(f"expected a pandas DataFrame of events, got {type(X).__name__} {_short(X)}")
     if isinstance(X, pd.DataFrame) and not X.columns.is_unique:  # an event has one value per feature
@@ -74,6 +82,8 @@ def batch_labels(y: Any, n: int) -> pd.Series:
     """The labels of a batch of ``n`` rows as a Series (``y`` a Series, or a sequence of one
     label per row); raise :class:`InvalidEventError` otherwise. The labels themselves are
     checked by :func:`check_labels`."""
+    import pandas as pd
+
     if isinstance(y, pd.Series):
         series = y
     elif y is None or isinstance(y, (str, bytes, Mapping, pd.DataFrame)) or not hasattr(y, "__len__"):
@@ -110,14 +120,22 @@ def batch_weights(w: Any, n: int) -> np.ndarray:
 def is_missing(value: object) -> bool:
     """None, NaN and ``pd.NA`` are missing values; nothing else is.
 
+    >>> import pandas as pd
     >>> [is_missing(v) for v in (None, float("nan"), 0.0, "", pd.NA)]
     [True, True, False, False, True]
     """
     return (
         value is None
-        or value is pd.NA
+        or _is_pandas_na(value)
         or (isinstance(value, (float, np.floating)) and value != value)
     )
+
+
+def _is_pandas_na(value: object) -> bool:
+    """Whether ``value`` is ``pd.NA``, without importing pandas: if pandas was never imported,
+    no value can be its NA."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is getattr(pandas, "NA", None)
 
 
 def _short(value: object) -> str:
@@ -178,6 +196,9 @@ class SparseBatch:
     """
 
     def __init__(self, matrix: Any, columns: Any, index: Any = None) -> None:
+        import pandas as pd
+        import scipy.sparse
+
         if not scipy.sparse.issparse(matrix) or matrix.ndim != 2:
             raise InvalidEventError(f"expected a 2-d scipy.sparse matrix, got {type(matrix).__name__}")
         self.matrix = matrix.tocsr()
@@ -207,6 +228,8 @@ class SparseBatch:
 def is_sparse_frame(X: Any) -> bool:
     """Every column of ``X`` is a pandas sparse column (as River's BagOfWords many-path gives),
     or ``X`` is a :class:`SparseBatch`."""
+    import pandas as pd
+
     if isinstance(X, SparseBatch):
         return True
     return len(X.columns) > 0 and all(isinstance(d, pd.SparseDtype) for d in X.dtypes)
@@ -218,6 +241,8 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
     With ``sparse``, a frame of sparse columns comes back as a scipy CSR matrix whose absent
     entries are zeros (not missing values).
     """
+    import pandas as pd
+
     if isinstance(X, SparseBatch) and not sparse:
         X = pd.DataFrame(X.matrix.toarray(), columns=X.columns, index=X.index)
     if sparse and is_sparse_frame(X):
@@ -389,6 +414,8 @@ def category_cells(x: Mapping) -> tuple[list, list]:
 def cell_index(cells: list) -> pd.MultiIndex | None:
     """A ``(feature, value)`` MultiIndex of cells that keeps ``True`` apart from ``1`` (pandas
     would merge them in one level)."""
+    import pandas as pd
+
     if not cells:
         return None
     features: list = []
@@ -444,12 +471,15 @@ def factorize(col: pd.Series, feature: object) -> tuple[np.ndarray, list]:
     unhashable values raise :class:`InvalidEventError` naming the feature. Booleans stay apart
     from numbers equal to them, as in :func:`cell_key`.
 
+    >>> import pandas as pd
     >>> codes, uniques = factorize(pd.Series(["b", None, "a", "b"]), "f")
     >>> codes.tolist(), uniques
     ([0, -1, 1, 0], ['b', 'a'])
     >>> factorize(pd.Series([1, True, 1.0, False, 0], dtype=object), "f")[1]
     [1, True, False, 0]
     """
+    import pandas as pd
+
     if col.dtype == object and not _BOOLS.isdisjoint(map(type, col.to_numpy())):  # in C
         col = col.map(lambda v: _Flag(bool(v)) if type(v) is bool or isinstance(v, np.bool_) else v)
     try:
@@ -467,7 +497,7 @@ PLAIN_LABELS = frozenset({str, int, bool})
 def check_label(y: object) -> None:
     """Raise :class:`InvalidEventError` for a missing (None, NaN, NA) or unhashable label."""
     try:
-        missing = y is None or y is pd.NA or bool(y != y)
+        missing = y is None or _is_pandas_na(y) or bool(y != y)
     except (TypeError, ValueError):
         missing = True
     if missing:
@@ -482,6 +512,8 @@ def check_label(y: object) -> None:
 
 def check_labels(y: Any) -> list:
     """The labels of a batch as a list, each checked as :func:`check_label` does."""
+    import pandas as pd
+
     series = y if isinstance(y, pd.Series) else pd.Series(list(y), dtype=object)
     if series.isna().any():
         raise InvalidEventError("a label is missing (None or NaN)")

@@ -40,7 +40,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -237,7 +237,7 @@ class _ErrorsExit3(click.Command):
 
 
 @mail.command(cls=_ErrorsExit3)
-@click.option("--model", required=True, type=click.Path(dir_okay=False), help="Model file.")
+@click.option("--model", type=click.Path(dir_okay=False), help="Model file (needed unless --url).")
 @click.option("--register", type=click.Choice(["spam", "ham"]),
               help="Also learn the message as this class (bogofilter -s / -n).")
 @click.option("--unregister", type=click.Choice(["spam", "ham"]),
@@ -248,10 +248,22 @@ class _ErrorsExit3(click.Command):
               help="Print the message with the X-Spam header added instead of the header line alone.")
 @click.option("--exit-zero", "-e", "exit_zero", is_flag=True,
               help="Exit 0 whatever the verdict, 3 on error (bogofilter -e; procmail :0fw wants it with -p).")
-def classify(model: str, register: str | None, unregister: str | None, auto: bool, passthrough: bool,
-             exit_zero: bool) -> None:  # fmt: skip
+@click.option("--url", metavar="URL", help="Ask the `streamnb mail serve` daemon at URL (e.g. "
+              "http://127.0.0.1:11333) instead of loading a model; it learns what --register says.")
+@click.option("--user", metavar="NAME", help="With --url: whose model decides and learns (the User header).")
+@click.option("--timeout", default=10.0, show_default=True, type=float, help="With --url: seconds per request to the daemon, in all.")
+def classify(model: str | None, register: str | None, unregister: str | None, auto: bool, passthrough: bool,
+             exit_zero: bool, url: str | None, user: str | None, timeout: float) -> None:  # fmt: skip
     """Classify one message read from stdin: exit 0 spam, 1 ham, 2 unsure, 3 error (with
     --exit-zero: 0 for every verdict)."""
+    if url is not None:
+        if model is not None:
+            raise click.UsageError("give --model or --url, not both")
+        _classify_with_daemon(url, user, timeout, register, unregister, auto, passthrough, exit_zero)
+    if model is None:
+        raise click.UsageError("give --model, or --url of a running `streamnb mail serve`")
+    if user is not None:
+        raise click.UsageError("--user needs --url (a model file has no users)")
     from streamnb import persistence
     from streamnb.exceptions import StreamnbError
 
@@ -278,6 +290,29 @@ def classify(model: str, register: str | None, unregister: str | None, auto: boo
     out.write(_with_header(raw, line) if passthrough else (line + "\n").encode())
     out.flush()
     sys.exit(0 if exit_zero else EXIT[verdict.label])
+
+
+def _classify_with_daemon(url: str, user: str | None, timeout: float, register: str | None,
+                          unregister: str | None, auto: bool, passthrough: bool, exit_zero: bool) -> NoReturn:
+    """``classify --url``: the daemon's verdict, then what it should learn; exits."""
+    from streamnb.spam.daemon_client import DaemonError, check, learn
+
+    try:
+        if unregister and not register:
+            raise DaemonError("with --url, --unregister needs --register (the daemon moves a message between "
+                              "classes; it has no way to forget one)")
+        raw = sys.stdin.buffer.read()
+        verdict = check(url, raw, user, timeout)["streamnb"]
+        label = register or (verdict["label"] if auto and verdict["label"] != "unsure" else None)
+        if label:
+            learn(url, raw, label, user, timeout)
+    except (OSError, DaemonError) as exc:
+        click.echo(f"streamnb mail classify: {exc}", err=True)
+        sys.exit(EXIT["error"])
+    out = sys.stdout.buffer
+    out.write(_with_header(raw, verdict["header"]) if passthrough else (verdict["header"] + "\n").encode())
+    out.flush()
+    sys.exit(0 if exit_zero else EXIT[verdict["label"]])
 
 
 @mail.command("evaluate")

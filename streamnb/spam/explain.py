@@ -13,9 +13,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from river import compose
-
-from streamnb.naive_bayes.base import BaseNB
 from streamnb.spam.filter import SpamFilter
 from streamnb.spam.training import Trainer
 
@@ -26,6 +23,8 @@ PRIOR = "(prior)"
 
 def _features(model: Any, x: Any) -> tuple[Any, Any]:
     """The final estimator and the features it sees."""
+    from river import compose  # imported here: classifying mail needs neither River's pipelines nor scipy
+
     if isinstance(model, compose.Pipeline):
         steps = list(model.steps.values())
         for step in steps[:-1]:
@@ -47,6 +46,8 @@ def explain(model: Any, x: Any, spam: Hashable = "spam", ham: Hashable = "ham") 
     >>> [(t, round(v, 3)) for t, v in explain(nb, {"free": 1, "hi": 1})]  # ln(0.6/0.25), ln(0.4/0.75)
     [('free', 0.875), ('hi', -0.629), ('(prior)', 0.0)]
     """
+    from streamnb.naive_bayes.base import BaseNB
+
     model, x = _features(model, x)
     if isinstance(model, SpamFilter):
         rows = [(t.token, t.log_odds) for t in model.token_scores(x) if t.used]

@@ -156,3 +156,25 @@ def test_a_clean_stop_writes_the_models(tmp_path):
     assert d.stop() == 0
     assert persistence.load(model).n_messages == {"ham": 17.0, "spam": 13.0}
     assert (tmp_path / "m.snb.journal").read_bytes() == b""
+
+
+def test_mail_classify_url_asks_and_teaches_the_real_daemon(daemon, tmp_path):
+    """``streamnb mail classify --url``: the daemon's X-Spam line and exit code, and a report
+    (--unregister ham --register spam) that moves the message in the daemon."""
+    import sys
+
+    raw = message(NEWS_WORDS[1:7], 7400, "digest")
+    url = f"http://127.0.0.1:{daemon.port}"
+    cmd = [sys.executable, "-m", "streamnb.cli", "mail", "classify", "--url", url, "--user", "cli-user"]
+    first = subprocess.run(cmd, input=raw, capture_output=True, timeout=60)
+    expected = daemon.check(raw, user="cli-user")["streamnb"]
+    assert first.stdout.decode().strip() == expected["header"]
+    assert first.returncode == {"spam": 0, "ham": 1, "unsure": 2}[expected["label"]]
+    subprocess.run(cmd + ["--register", "ham"], input=raw, capture_output=True, timeout=60, check=False)
+    moved = subprocess.run(cmd + ["--unregister", "ham", "--register", "spam", "-p"], input=raw,
+                           capture_output=True, timeout=60)  # fmt: skip
+    assert moved.returncode in (0, 1, 2) and b"\r\nX-Spam: " in moved.stdout.split(b"\r\n\r\n")[0] + b"\r\n"
+    own = daemon.request("GET", "/stat?user=cli-user")[1]["user"]["learned"]
+    assert own == {"spam": 1.0, "ham": 0.0}
+    down = subprocess.run(cmd[:-4] + ["--url", "http://127.0.0.1:1"], input=raw, capture_output=True, timeout=60)
+    assert down.returncode == 3 and b"streamnb mail classify" in down.stderr

@@ -284,16 +284,23 @@ class SpamFilter(base.Classifier):
         known, safe = ids >= 0, np.maximum(ids, 0)
         n_ham = np.where(known, n[0, safe], 0.0)
         n_spam = np.where(known, n[1, safe], 0.0)
-        if self.degenerate and not known.all():
+        if self.degenerate and not known.all():  # every unseen token's forms in one lookup
+            owners, forms = [], []
             for i in np.flatnonzero(~known).tolist():
-                key = keys[i]
-                if not isinstance(key, str):
-                    continue
-                forms = self._tokens.lookup(degenerates(key))
-                forms = forms[forms >= 0]
-                if len(forms):
-                    f = self._robinson(n[1, forms], n[0, forms])
-                    j = forms[int(np.argmax(np.abs(f - 0.5)))]
+                if isinstance(keys[i], str):
+                    for form in degenerates(keys[i]):
+                        owners.append(i)
+                        forms.append(form)
+            found = self._tokens.lookup(forms)
+            hit = found >= 0
+            if hit.any():
+                found = found[hit]
+                strength = np.abs(self._robinson(n[1, found], n[0, found]) - 0.5).tolist()
+                best: dict[int, tuple[float, int]] = {}
+                for i, strong, j in zip(np.asarray(owners)[hit].tolist(), strength, found.tolist()):
+                    if i not in best or strong > best[i][0]:  # the first of the strongest forms
+                        best[i] = (strong, j)
+                for i, (_, j) in best.items():
                     n_spam[i], n_ham[i] = n[1, j], n[0, j]
         return n_spam, n_ham
 

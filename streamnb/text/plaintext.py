@@ -86,29 +86,37 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
         text = text.lower()
     out: list[str] = []
     plain: list[str] = []
-    for m in _TOKEN.finditer(text):
-        kind, tok = m.lastgroup, m.group()
+    add, remember = out.append, plain.append
+    for url, email, word, number, symbol in _TOKEN.findall(text):  # one group of each match is set
+        if word:
+            tok = word if len(word) <= MAX_TOKEN_LENGTH else f"skip:{word[0]}:{len(word) // 10}"
+            add(tok)
+            remember(tok)
+            continue
+        if symbol:
+            add(symbol)
+            continue
         extra: list[str] = []
-        if kind == "url":
-            tok = tok.rstrip(_TRAILING)
+        if url:
+            tok = url.rstrip(_TRAILING)
             extra = url_tokens(tok, lowercase)
             if len(tok) > MAX_TOKEN_LENGTH:  # no skip: token; its pieces say more
                 out += extra
                 if extra:
-                    plain.append(extra[0])
+                    remember(extra[0])
                 continue
-        elif kind == "email":
-            tok = tok.strip(".")
+        elif email:
+            tok = email.strip(".")
             extra = ["email:" + tok.rsplit("@", 1)[1]]
-        elif kind == "number":
+        else:
+            tok = number
             digits = sum(c.isdigit() for c in tok)
             extra = [f"num:{digits}"] if digits >= 5 else []
         if len(tok) > MAX_TOKEN_LENGTH:
             tok = f"skip:{tok[0]}:{len(tok) // 10}"
-        out.append(tok)
+        add(tok)
         out += extra
-        if kind != "symbol":
-            plain.append(tok)
+        remember(tok)
     if bigrams:
         out += [f"{a} {b}" for a, b in itertools.pairwise(plain)]
     return [prefix + t for t in out] if prefix else out

@@ -1809,7 +1809,18 @@ static struct PyModuleDef module = {
     "The per-event path of the naive Bayes parts in C (see the source's header).", -1, methods,
 };
 
+#ifndef STREAMNB_KERNELS_SHA256
+#define STREAMNB_KERNELS_SHA256 "unknown"
+#endif
+
 PyMODINIT_FUNC PyInit__kernels(void) {
     xlogx_init();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    /* the SHA-256 of this source, as setup.py built it: streamnb.kernels uses the module only
+       if it matches the source beside it (a build of another checkout is not loaded) */
+    if (m != NULL && PyModule_AddStringConstant(m, "SOURCE_SHA256", STREAMNB_KERNELS_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -125,6 +125,7 @@ class OperatingPoint:
         self._counts = np.zeros((2, _BINS))  # row 0 ham, row 1 spam: decayed score histograms
         self._seen = np.zeros(2)  # messages learned per class (weighted, never decayed)
         self._errors = np.zeros(2)  # hams called spam, spams called ham, among them
+        self._last = np.full(4, -1.0)  # the last update: row, bin, weight, whether a mistake
         self._cached: tuple[float, float] | None = None
 
     # -- recording -------------------------------------------------------------------------
@@ -147,8 +148,10 @@ class OperatingPoint:
         """Record the score a message had before it was learned, and whether its verdict then
         was a mistake (a ham called spam, a spam called ham)."""
         row = 0 if ham else 1
-        if self._wrong(self.label(score), ham):
+        wrong = self._wrong(self.label(score), ham)
+        if wrong:
             self._errors[row] += w
+        self._last = np.array([row, self._bin(score), w, float(wrong)])
         self._counts[row] *= self._decay(row)
         self._counts[row, self._bin(score)] += w
         self._seen[row] += w
@@ -159,14 +162,20 @@ class OperatingPoint:
         it was the last message of its class; counts never go below zero), and the mistake if
         the verdict was one. When the score lies between the thresholds with and without that
         mistake, the verdict it had cannot be told from the counts: the mistake stays counted
-        (the budget errs on the safe side)."""
+        (the budget errs on the safe side), unless this is the last message recorded, whose
+        verdict is kept."""
         row, b = (0 if ham else 1), self._bin(score)
+        last, self._last = self._last, np.full(4, -1.0)
         self._counts[row, b] = max(0.0, self._counts[row, b] - w)
         self._counts[row] /= self._decay(row)
         self._seen[row] = max(0.0, self._seen[row] - w)
         self._cached = None
-        if self._errors[row] >= w and self._wrong(self.label(score), ham):
-            self._errors[row] -= w  # wrong even with the mistake counted: it was one
+        if last[:3].tolist() == [row, b, w]:
+            wrong = bool(last[3])
+        else:
+            wrong = self._wrong(self.label(score), ham)  # even with the mistake counted: it was one
+        if wrong and self._errors[row] >= w:
+            self._errors[row] -= w
             self._cached = None
 
     # -- thresholds ------------------------------------------------------------------------
@@ -263,8 +272,9 @@ class OperatingPoint:
             words += (f"; nothing is called spam now (unsure instead): one more ham called spam would break "
                       f"the promise, {max(need, 1):,} more hams needed")  # fmt: skip
         else:
-            words += (f"; spam above spamicity {_p(spam)}, which called spam {self.ham_rate(spam):.2%} of recent "
-                      f"hams and caught {self.spam_rate(spam):.1%} of recent spams")  # fmt: skip
+            words += f"; spam above spamicity {_p(spam)}, which called spam {self.ham_rate(spam):.2%} of recent hams"
+            if self._counts[1].sum():
+                words += f" and caught {self.spam_rate(spam):.1%} of recent spams"
         if self.max_spam_rate is None:
             return words + f"; ham below spamicity {_p(ham)}" if ham > -math.inf else words
         words += (f"; at most 1 spam in {1 / self.max_spam_rate:,.4g} called ham: {self.errors(False):,.0f} of "
@@ -275,7 +285,8 @@ class OperatingPoint:
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        return {"counts": self._counts.copy(), "seen": self._seen.copy(), "errors": self._errors.copy()}
+        return {"counts": self._counts.copy(), "seen": self._seen.copy(), "errors": self._errors.copy(),
+                "last": self._last.copy()}
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Load a state of :meth:`to_state`. A state without the record of verdicts (older
@@ -284,12 +295,15 @@ class OperatingPoint:
         counts = np.asarray(state["counts"], dtype=float)
         seen = np.asarray(state.get("seen", np.zeros(2)), dtype=float)
         errors = np.asarray(state.get("errors", np.zeros(2)), dtype=float)
+        last = np.asarray(state.get("last", np.full(4, -1.0)), dtype=float)
         if counts.shape != (2, _BINS) or not np.isfinite(counts).all() or (counts < 0).any():
             raise StateError(f"invalid operating point counts of shape {counts.shape}")
         if seen.shape != (2,) or errors.shape != (2,) or not (np.isfinite(seen).all() and np.isfinite(errors).all()) \
                 or (errors < 0).any() or (errors > seen).any():  # fmt: skip
             raise StateError("invalid operating point record: need 0 <= errors <= seen, two of each")
-        self._counts, self._seen, self._errors = counts.copy(), seen.copy(), errors.copy()
+        if last.shape != (4,) or not np.isfinite(last).all():
+            raise StateError("invalid operating point record of the last message")
+        self._counts, self._seen, self._errors, self._last = counts.copy(), seen.copy(), errors.copy(), last.copy()
         self._cached = None
 
 

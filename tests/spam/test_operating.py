@@ -171,3 +171,16 @@ def test_filter_keeps_the_promise_from_the_first_message_and_unlearns():
     after = f.to_state()
     np.testing.assert_allclose(after["operating"]["counts"], before["operating"]["counts"], rtol=1e-12, atol=1e-9)
     assert after["operating"]["errors"].tolist() == before["operating"]["errors"].tolist()
+
+
+def test_filter_loads_an_older_state_without_the_record_of_verdicts():
+    f = SpamFilter(max_ham_rate=0.1)
+    for i in range(30):
+        f.learn_one({"lunch": 1, f"n{i}": 1} if i % 2 else {"prize": 1}, "ham" if i % 2 else "spam")
+    state = f.to_state()
+    state["operating"] = {"counts": state["operating"]["counts"]}  # as older versions saved it
+    g = SpamFilter(max_ham_rate=0.1)
+    g.load_state(state)
+    assert g.n_messages == f.n_messages and f.classify_one({"prize": 1}).label == "spam"
+    assert g.operating_point is not None and g.operating_point.seen() == 0.0
+    assert g.classify_one({"prize": 1}).label == "unsure"  # the count starts afresh at the load

@@ -74,10 +74,11 @@ def test_mailbox_reads_mbox_maildir_and_folders(corpus):
 def test_train_classify_register_and_info(corpus):
     runner = CliRunner()
     model = str(corpus["tmp"] / "model.snb")
-    out = runner.invoke(main, ["mail", "train", "--model", model, "--spam", str(corpus["spam"]),
-                               "--ham", str(corpus["maildir"]), "--ham", str(corpus["folder"])])  # fmt: skip
+    # 1 in 20: 60 hams are enough to call spam and keep the promise (1 in 500 needs 499)
+    out = runner.invoke(main, ["mail", "train", "--model", model, "--spam", str(corpus["spam"]), "--max-ham-rate",
+                               "0.05", "--ham", str(corpus["maildir"]), "--ham", str(corpus["folder"])])  # fmt: skip
     assert out.exit_code == 0, out.output
-    assert "learned 40 spam and 60 ham" in out.output and "1 legitimate mail in 500" in out.output
+    assert "learned 40 spam and 60 ham" in out.output and "1 legitimate mail in 20 called spam" in out.output
     assert isinstance(persistence.load(model), SpamFilter)
 
     rng = random.Random(7)

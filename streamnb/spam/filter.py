@@ -11,14 +11,13 @@ from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import check_event, check_weight, numeric_items
-from streamnb.spam.operating import OperatingPoint
+from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
 from streamnb.spam.robinson import fisher, fisher_logit, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.text.degenerate import degenerates
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
 
-HAM, UNSURE, SPAM = "ham", "unsure", "spam"
 
 
 @dataclass(frozen=True)
@@ -85,18 +84,26 @@ class SpamFilter(base.Classifier):
         farthest from 0.5. Learning counts the token itself only. False: an unseen token is
         ``x``.
     ham_cutoff, spam_cutoff
-        ``I <= ham_cutoff`` is ham (SpamBayes' default 0.20); ``I >= spam_cutoff`` is spam
-        while the operating point is not calibrated, or always with ``max_ham_rate=None``
+        Fixed cut-offs: ``I <= ham_cutoff`` is ham (SpamBayes' default 0.20) with
+        ``max_spam_rate=None``; ``I >= spam_cutoff`` is spam with ``max_ham_rate=None``
         (bogofilter's default 0.99); anything between is unsure.
     max_ham_rate
-        The default operating point: at most about this share of legitimate mail is called
-        spam (0.002: "1 in 500"). The spam threshold is calibrated on the scores the filter
-        gave the hams it learned, before learning them, by the split-conformal rule of
-        :mod:`streamnb.spam.operating` (after 499 hams for 1 in 500; ``spam_cutoff`` until
-        then), never below ``I = 0.5``. None: fixed cut-offs.
-    calibration_half_life
-        Half-life, in hams, of a ham score's weight in the calibration (the filter scores its
-        hams lower as it learns); None: never forget.
+        The default operating point's promise: at any moment, the hams called spam are at most
+        this share of the hams learned so far (0.002: "1 in 500"), counted from the first
+        message, in any order (:mod:`streamnb.spam.operating`). The spam threshold is
+        calibrated on the scores the filter gave the hams it learned, before learning them,
+        within that budget of mistakes, never below ``I = 0.5``; while a mistake would break
+        the promise (before 499 hams for 1 in 500), nothing is called spam: unsure instead.
+        None: the fixed ``spam_cutoff``.
+    max_spam_rate
+        The same from the spam side: at most this share of the spams learned is called ham
+        (0.1: "1 in 10 delivered unmarked"); the rest of what is not spam is unsure. None: the
+        fixed ``ham_cutoff``.
+    calibration_memory
+        A ham score's weight in the calibration halves every ``calibration_memory /
+        max_ham_rate`` hams (2,500 for 1 in 500), a spam score's every ``calibration_memory /
+        max_spam_rate`` spams: the filter scores its mail better as it learns. None: never
+        forget.
     max_tokens
         Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
         the cap (:mod:`streamnb.stats.prune`). None for no cap.
@@ -108,14 +115,16 @@ class SpamFilter(base.Classifier):
     ``spam_label`` only for a spam verdict (unsure messages are delivered, as bogofilter's
     exit codes and SpamBayes' folders treat them).
 
-    ``learn_one`` scores the message before counting it (to calibrate the operating point);
-    the verdict of the last message classified is reused when the same tokens are learned
-    next, so a predict-then-learn pair scores once. ``unlearn_one`` restores the counts
-    exactly and takes the message's score back out of the calibration (to rounding).
+    ``learn_one`` scores the message before counting it (to calibrate the operating point and
+    count its verdict's mistake, if any); the verdict of the last message classified is reused
+    when the same tokens are learned next, so a predict-then-learn pair scores once.
+    ``unlearn_one`` restores the counts exactly and takes the message's score back out of the
+    calibration (to rounding), and its mistake unless the counts cannot tell (then it stays
+    counted, on the safe side; see :meth:`OperatingPoint.remove`).
 
     Examples
     --------
-    >>> f = SpamFilter()
+    >>> f = SpamFilter(max_ham_rate=0.1)  # 1 in 10, to call spam after 9 hams (1 in 500: 499)
     >>> for x, y in 5 * [({"free": 1, "prize": 1}, "spam"), ({"free": 1, "cash": 1}, "spam"),
     ...                  ({"lunch": 1, "today": 1}, "ham"), ({"meeting": 1, "today": 1}, "ham")]:
     ...     f.learn_one(x, y)
@@ -127,8 +136,20 @@ class SpamFilter(base.Classifier):
     [('subject:PRIZE', 5.0, 0.0)]
     >>> f.classify_one({"free": 1, "lunch": 1}).label
     'unsure'
-    >>> f.operating_point.describe()
-    'at most about 1 legitimate mail in 500 called spam: not calibrated yet (10 hams seen, 499 needed); spam above spamicity 0.990000'
+
+    With the default 1 in 500, the same 10 hams are too few to call anything spam:
+
+    >>> g = SpamFilter()
+    >>> for x, y in 5 * [({"free": 1, "prize": 1}, "spam"), ({"lunch": 1, "today": 1}, "ham")]:
+    ...     g.learn_one(x, y)
+    >>> g.classify_one({"free": 1, "prize": 1}).label
+    'unsure'
+    >>> for part in g.operating_point.describe().split("; "):
+    ...     print(part)
+    at most 1 legitimate mail in 500 called spam, counted on all mail seen: 0 of 5 hams so far
+    nothing is called spam now (unsure instead): one more ham called spam would break the promise, 494 more hams needed
+    at most 1 spam in 10 called ham: 0 of 5 spams so far
+    nothing is called ham now (unsure instead): too few spams to keep the promise
     """
 
     def __init__(
@@ -143,15 +164,17 @@ class SpamFilter(base.Classifier):
         ham_cutoff: float = 0.2,
         spam_cutoff: float = 0.99,
         max_ham_rate: float | None = 0.002,
-        calibration_half_life: float | None = 5000.0,
+        max_spam_rate: float | None = 0.1,
+        calibration_memory: float | None = 5.0,
         max_tokens: int | None = None,
     ) -> None:
         if spam_label == ham_label:
             raise ValueError("spam_label and ham_label must differ")
         if not (s >= 0 and 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1):
             raise ValueError("need s >= 0, 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1")
-        if max_ham_rate is not None and not 0 < max_ham_rate < 1:
-            raise ValueError(f"max_ham_rate must be in (0, 1) or None, got {max_ham_rate}")
+        for name, rate in (("max_ham_rate", max_ham_rate), ("max_spam_rate", max_spam_rate)):
+            if rate is not None and not 0 < rate < 1:
+                raise ValueError(f"{name} must be in (0, 1) or None, got {rate}")
         self.spam_label = spam_label
         self.ham_label = ham_label
         self.s = s
@@ -162,7 +185,8 @@ class SpamFilter(base.Classifier):
         self.ham_cutoff = ham_cutoff
         self.spam_cutoff = spam_cutoff
         self.max_ham_rate = max_ham_rate
-        self.calibration_half_life = calibration_half_life
+        self.max_spam_rate = max_spam_rate
+        self.calibration_memory = calibration_memory
         self.max_tokens = max_tokens
         self._classes = Index([ham_label, spam_label])  # ids: 0 ham, 1 spam
         self._tokens = Index()
@@ -170,7 +194,7 @@ class SpamFilter(base.Classifier):
         self._counts = Counts([self._classes, self._tokens])
         self._operating = (
             None if max_ham_rate is None else
-            OperatingPoint(max_ham_rate, _logit(spam_cutoff), 0.0, calibration_half_life)
+            OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, _logit(ham_cutoff))
         )  # fmt: skip
         self._version = 0  # bumped by every change of the counts
         self._memo: tuple[int, dict, Verdict] | None = None
@@ -328,7 +352,9 @@ class SpamFilter(base.Classifier):
         S, H, indicator = fisher(f)
         logit = fisher_logit(f)
         threshold = self.spam_threshold()
-        if logit >= threshold:
+        if self._operating is not None:
+            label = self._operating.label(logit)
+        elif logit >= threshold:
             label = SPAM
         elif indicator <= self.ham_cutoff:
             label = HAM

@@ -1,37 +1,73 @@
-"""A spam threshold a mail admin can state: "at most about 1 legitimate mail in 500 called spam".
+"""Spam and ham thresholds a mail admin can state, kept on the mail actually seen.
 
-The decision is cost-sensitive in its Neyman-Pearson form: the share of legitimate mail put in
-the spam folder is bounded by ``max_ham_rate``, and within that bound as much spam as possible
-is caught. The threshold is calibrated on the stream itself, from the scores the filter gave
-its messages *before* learning them (the prequential scores), so a filter that starts empty
-calibrates itself as mail arrives:
+The promise: **at any moment, the hams called spam so far are at most** ``max_ham_rate``
+**of the hams seen so far** (0.002: "at most 1 legitimate mail in 500"), counted from the
+first message, whatever the order of the stream. On the spam side, the same for
+``max_spam_rate``: the spams delivered as ham (not even unsure) are at most that share of the
+spams seen. Everything between the two thresholds is *unsure*: delivered, marked for a person.
 
-- every learned ham adds its score (the Fisher indicator on the logit scale, see
-  :func:`streamnb.spam.robinson.fisher_logit`) to a histogram with bins of
-  ``BIN_WIDTH`` logits; older scores are down-weighted with a half-life (in hams), because a
-  filter that has learned more scores its hams lower than it did at first;
-- the spam threshold is the lowest bin edge ``t`` with ``(K(t) + 1) / (N + 1) <= max_ham_rate``,
-  where ``N`` is the (weighted) number of hams and ``K(t)`` those that scored ``>= t``. This is
-  the split-conformal bound: if the next ham is exchangeable with those seen (weighted: Barber
-  et al., *Conformal prediction beyond exchangeability*, 2023), it scores ``>= t`` with
-  probability at most ``(K(t) + 1) / (N + 1)``;
-- until that bound can be met at all (fewer than ``1 / max_ham_rate - 1`` hams: 499 for 1 in
-  500), and whenever it would be lower, the conservative ``prior`` threshold and the ``floor``
-  hold: the threshold is ``prior`` before calibration, and never below ``floor`` after it
-  (``floor = 0``: never call spam a message the filter finds more likely ham).
+Both are kept by the filter's own record of its verdicts, the prequential ones (each message is
+scored before it is learned; :meth:`OperatingPoint.update` records the verdict it had):
 
-Spam scores are kept in the same way, to report the share of spam the threshold catches.
+- **The budget (the guarantee).** With ``n`` hams seen and ``e`` of them called spam, the next
+  message may be called spam only if ``e + 1 <= max_ham_rate (n + 1)``: were it a ham, the count
+  would still keep the promise. Otherwise the spam threshold is infinite and a message the
+  filter finds spammy is unsure. This holds on any sequence, adversarial or drifting, with no
+  assumption on the scores (messages of weight at most 1): it is a deterministic invariant of
+  the realized counts, the strongest form of "the share of ham called spam on this stream",
+  and it is why nothing is called spam before ``1 / max_ham_rate - 1`` hams are seen (499 for
+  1 in 500): until then one mistake would break the promise.
+- **The calibration (how much spam is caught within the budget).** The spam threshold is the
+  lowest bin edge ``t`` with ``(K(t) + 1) / (N + 1) <= a``, where ``N`` is the weighted number
+  of hams and ``K(t)`` those that scored ``>= t`` (the split-conformal quantile, weighted as in
+  Barber et al., *Conformal prediction beyond exchangeability*, 2023: the filter improves as it
+  learns, so old hams, scored by a weaker model, weigh less: a score's weight halves every
+  ``memory / max_ham_rate`` hams: 2,500 for 1 in 500 with ``memory = 5``, about 7 expected
+  mistakes' worth of recent hams). The level ``a`` is ``max_ham_rate`` while the budget allows
+  a mistake, 0 (no spam) when it does not; a run of mistakes (a new kind of ham) closes the
+  budget at once, and the calibration follows as the new hams are learned. (Spending the
+  budget more slowly, ``a = max_ham_rate * s / (s + 1)`` with ``s`` the mistakes left, was
+  measured and not kept: the first spam verdicts came twice as late and fewer spams were
+  caught, see ``benchmarks/bench_spam.py``.)
+- The spam threshold is never below ``floor`` (0: a message the filter finds more likely ham
+  is never spam).
+- The ham threshold comes from the spam scores in the same way, with ``max_spam_rate`` and its
+  own budget (spams called ham), and is never above the spam threshold: the unsure band is
+  only as wide as the two promises need.
 
->>> op = OperatingPoint(max_ham_rate=0.01, prior=4.6, half_life=None)
->>> op.threshold()               # no ham seen: the prior (logit of 0.99)
-4.6
->>> for i in range(300):         # hams score -10 .. 2; spams 3 .. 9
-...     op.update(-10.0 + 12.0 * i / 299, ham=True)
-...     op.update(3.0 + 6.0 * i / 299, ham=False)
->>> op.threshold()               # (K + 1) / 301 <= 0.01: at most 2 of the 300 hams at or above it
+Adaptive conformal inference (Gibbs and Candes, 2021) also controls the long-run rate on any
+sequence, but only up to ``(1 + gamma) / (gamma T)``, more than the rate itself for 1 in 500 and
+a few thousand hams unless the step ``gamma`` is so large that the level jumps by far more
+than the rate at each mistake; the budget above has no slack at all.
+
+Scores are the Fisher indicator on the logit scale (see
+:func:`streamnb.spam.robinson.fisher_logit`), in bins of ``BIN_WIDTH`` logits.
+
+>>> op = OperatingPoint(max_ham_rate=0.01, max_spam_rate=0.1, memory=None)
+>>> op.threshold(), op.label(50.0)        # nothing seen: no spam verdict can keep the promise
+(inf, 'unsure')
+>>> for i in range(300):                  # hams score -10 .. 2, spams 3 .. 9, in a mixed order
+...     op.update(-10.0 + 12.0 * ((7 * i) % 300) / 299, ham=True)
+...     op.update(3.0 + 6.0 * ((11 * i) % 300) / 299, ham=False)
+>>> op.errors(ham=True), op.errors(ham=False)   # the verdicts they had: 1 ham spam, 2 spams ham
+(1.0, 2.0)
+>>> round(op.budget(ham=True), 2)         # 0.01 * (300 + 1) - 1: two more may be called spam
+2.01
+>>> op.threshold()       # (K + 1) / 301 <= 0.01: at most 2 of the 300 hams at or above it
 2.0
->>> round(op.ham_rate(op.threshold()), 4), round(op.spam_rate(op.threshold()), 4)
-(0.0033, 1.0)
+>>> op.ham_threshold()   # (K + 1) / 301 <= 0.1 allows 3.5, capped at the spam threshold
+2.0
+>>> op.label(2.0), op.label(1.9)
+('spam', 'ham')
+
+The same hams sorted by score, each the most spam-like so far (an adversarial order): each
+time the budget allows a spam verdict the next ham takes it, and the count stays at the bound.
+
+>>> op = OperatingPoint(max_ham_rate=0.01, max_spam_rate=0.1, memory=None)
+>>> for i in range(300):
+...     op.update(-10.0 + 12.0 * i / 299, ham=True)
+>>> op.errors(ham=True), op.threshold()   # 3 of 300 = 1%: no spam verdict until more hams
+(3.0, inf)
 """
 
 from __future__ import annotations
@@ -43,103 +79,175 @@ import numpy as np
 
 from streamnb.exceptions import StateError
 
-__all__ = ["BIN_WIDTH", "LIMIT", "OperatingPoint"]
+__all__ = ["BIN_WIDTH", "HAM", "LIMIT", "SPAM", "UNSURE", "OperatingPoint"]
 
+HAM, UNSURE, SPAM = "ham", "unsure", "spam"
 #: Width of a histogram bin, in logits (a factor of about 1.28 in the odds).
 BIN_WIDTH = 0.25
 #: Scores are clipped to ``[-LIMIT, LIMIT]`` logits.
 LIMIT = 100.0
 _BINS = int(2 * LIMIT / BIN_WIDTH)
+_EDGES = -LIMIT + BIN_WIDTH * np.arange(_BINS + 1)
 
 
 class OperatingPoint:
-    """A spam threshold on a score, calibrated on the ham scores seen so far (see the module).
+    """Spam and ham thresholds on a score, kept within a budget of mistakes (see the module).
 
     Parameters
     ----------
     max_ham_rate
-        Largest share of ham to call spam, e.g. ``0.002`` for "1 in 500".
-    prior
-        The threshold before enough ham has been seen.
+        Largest share of the hams seen that may be called spam, e.g. ``0.002`` for "1 in 500".
+    max_spam_rate
+        Largest share of the spams seen that may be called ham, e.g. ``0.05`` for "1 in 20";
+        None: a fixed ham threshold, ``ham_below``.
     floor
-        The threshold is never below this once calibrated.
-    half_life
-        Half-life of a score's weight, in hams (spams: in spams) learned after it; None: never
-        forget.
+        The spam threshold is never below this.
+    memory
+        A ham score's weight halves every ``memory / max_ham_rate`` hams learned after it (a
+        spam score's every ``memory / max_spam_rate`` spams): the calibration sees about
+        ``memory / ln 2`` expected mistakes' worth of recent mail. None: never forget.
+    ham_below
+        With ``max_spam_rate=None``, scores below this are ham (-inf: none).
     """
 
-    def __init__(self, max_ham_rate: float = 0.002, prior: float = math.log(99.0), floor: float = 0.0,
-                 half_life: float | None = 5000.0) -> None:  # fmt: skip
-        if not 0.0 < max_ham_rate < 1.0:
-            raise ValueError(f"max_ham_rate must be in (0, 1), got {max_ham_rate}")
-        if half_life is not None and not half_life > 0:
-            raise ValueError(f"half_life must be positive, got {half_life}")
+    def __init__(self, max_ham_rate: float = 0.002, max_spam_rate: float | None = 0.1, floor: float = 0.0,
+                 memory: float | None = 5.0, ham_below: float = -math.inf) -> None:  # fmt: skip
+        for name, rate in (("max_ham_rate", max_ham_rate), ("max_spam_rate", max_spam_rate)):
+            if rate is not None and not 0.0 < rate < 1.0:
+                raise ValueError(f"{name} must be in (0, 1), got {rate}")
+        if memory is not None and not memory > 0:
+            raise ValueError(f"memory must be positive, got {memory}")
         self.max_ham_rate = max_ham_rate
-        self.prior = prior
+        self.max_spam_rate = max_spam_rate
         self.floor = floor
-        self.half_life = half_life
-        self._counts = np.zeros((2, _BINS))  # row 0 ham, row 1 spam
-        self._cached: float | None = None
+        self.memory = memory
+        self.ham_below = ham_below
+        self._counts = np.zeros((2, _BINS))  # row 0 ham, row 1 spam: decayed score histograms
+        self._seen = np.zeros(2)  # messages learned per class (weighted, never decayed)
+        self._errors = np.zeros(2)  # hams called spam, spams called ham, among them
+        self._last = np.full(4, -1.0)  # the last update: row, bin, weight, whether a mistake
+        self._cached: tuple[float, float] | None = None
 
+    # -- recording -------------------------------------------------------------------------
     @staticmethod
     def _bin(score: float) -> int:
         if math.isnan(score):
             return _BINS // 2
         return min(_BINS - 1, max(0, int(math.floor((score + LIMIT) / BIN_WIDTH))))
 
+    def _decay(self, row: int) -> float:
+        rate = self.max_ham_rate if row == 0 else self.max_spam_rate
+        if self.memory is None or rate is None:
+            return 1.0
+        return float(0.5 ** (rate / self.memory))
+
+    def _wrong(self, label: str, ham: bool) -> bool:
+        return label == (SPAM if ham else HAM)
+
     def update(self, score: float, ham: bool, w: float = 1.0) -> None:
-        """Record the score a message had before it was learned."""
+        """Record the score a message had before it was learned, and whether its verdict then
+        was a mistake (a ham called spam, a spam called ham)."""
         row = 0 if ham else 1
-        if self.half_life is not None:
-            self._counts[row] *= 0.5 ** (1.0 / self.half_life)
+        wrong = self._wrong(self.label(score), ham)
+        if wrong:
+            self._errors[row] += w
+        self._last = np.array([row, self._bin(score), w, float(wrong)])
+        self._counts[row] *= self._decay(row)
         self._counts[row, self._bin(score)] += w
+        self._seen[row] += w
         self._cached = None
 
     def remove(self, score: float, ham: bool, w: float = 1.0) -> None:
-        """Take back a score recorded by :meth:`update`, and the decay it applied (exact to
-        rounding if it was the last score of its class; counts never go below zero)."""
+        """Take back what :meth:`update` recorded: the score and its decay (exact to rounding if
+        it was the last message of its class; counts never go below zero), and the mistake if
+        the verdict was one. When the score lies between the thresholds with and without that
+        mistake, the verdict it had cannot be told from the counts: the mistake stays counted
+        (the budget errs on the safe side), unless this is the last message recorded, whose
+        verdict is kept."""
         row, b = (0 if ham else 1), self._bin(score)
+        last, self._last = self._last, np.full(4, -1.0)
         self._counts[row, b] = max(0.0, self._counts[row, b] - w)
-        if self.half_life is not None:
-            self._counts[row] /= 0.5 ** (1.0 / self.half_life)
+        self._counts[row] /= self._decay(row)
+        self._seen[row] = max(0.0, self._seen[row] - w)
         self._cached = None
+        if last[:3].tolist() == [row, b, w]:
+            wrong = bool(last[3])
+        else:
+            wrong = self._wrong(self.label(score), ham)  # even with the mistake counted: it was one
+        if wrong and self._errors[row] >= w:
+            self._errors[row] -= w
+            self._cached = None
 
-    @property
-    def n_ham(self) -> float:
-        """Weighted number of ham scores recorded."""
-        return float(self._counts[0].sum())
+    # -- thresholds ------------------------------------------------------------------------
+    def budget(self, ham: bool = True) -> float:
+        """Mistakes still allowed should the next message be a ham (``ham=False``: a spam):
+        ``rate (n + 1) - e``; a verdict that could be a mistake needs at least 1."""
+        row = 0 if ham else 1
+        rate = self.max_ham_rate if ham else self.max_spam_rate
+        if rate is None:
+            return math.inf
+        return float(rate * (self._seen[row] + 1.0) - self._errors[row])
 
-    @property
-    def n_spam(self) -> float:
-        return float(self._counts[1].sum())
+    def errors(self, ham: bool = True) -> float:
+        """Hams called spam (``ham=False``: spams called ham) among the messages recorded."""
+        return float(self._errors[0 if ham else 1])
 
-    @property
-    def calibrated(self) -> bool:
-        """Whether enough ham was seen for the bound to be met at some threshold."""
-        return 1.0 / (self.n_ham + 1.0) <= self.max_ham_rate
+    def seen(self, ham: bool = True) -> float:
+        """Hams (``ham=False``: spams) recorded."""
+        return float(self._seen[0 if ham else 1])
+
+    def _level(self, ham: bool) -> float:
+        """The conformal level the budget allows now (0 when it is used up)."""
+        rate = self.max_ham_rate if ham else self.max_spam_rate
+        return 0.0 if rate is None or self.budget(ham) < 1.0 else rate
 
     def threshold(self) -> float:
-        """Scores at or above this are spam."""
+        """Scores at or above this are spam (inf: none)."""
+        return self._thresholds()[0]
+
+    def ham_threshold(self) -> float:
+        """Scores below this are ham (-inf: none)."""
+        return self._thresholds()[1]
+
+    def label(self, score: float) -> str:
+        """The verdict on ``score``: ``"spam"``, ``"unsure"`` or ``"ham"``."""
+        spam, ham = self._thresholds()
+        return SPAM if score >= spam else HAM if score < ham else UNSURE
+
+    def _thresholds(self) -> tuple[float, float]:
         if self._cached is None:
-            self._cached = self._threshold()
+            spam = self._spam_threshold()
+            ham = self._ham_threshold() if self.max_spam_rate is not None else self.ham_below
+            self._cached = (spam, min(ham, spam))
         return self._cached
 
-    def _threshold(self) -> float:
+    def _spam_threshold(self) -> float:
+        a = self._level(ham=True)
         ham = self._counts[0]
-        n = ham.sum()
-        if 1.0 / (n + 1.0) > self.max_ham_rate:
-            return self.prior
+        n = float(ham.sum())
+        if a <= 0.0 or (1.0 / (n + 1.0)) > a:
+            return math.inf
         above = np.cumsum(ham[::-1])[::-1]  # above[j]: hams in bins >= j, i.e. scoring >= edge j
-        ok = np.flatnonzero((above + 1.0) / (n + 1.0) <= self.max_ham_rate)
-        edge = -LIMIT + BIN_WIDTH * int(ok[0]) if len(ok) else LIMIT
-        return max(self.floor, float(edge))
+        ok = np.flatnonzero((above + 1.0) / (n + 1.0) <= a)
+        return max(self.floor, float(_EDGES[ok[0]])) if len(ok) else math.inf
 
+    def _ham_threshold(self) -> float:
+        a = self._level(ham=False)
+        spam = self._counts[1]
+        n = float(spam.sum())
+        if a <= 0.0 or (1.0 / (n + 1.0)) > a:
+            return -math.inf
+        below = np.concatenate([[0.0], np.cumsum(spam)])  # below[j]: spams in bins < j, below edge j
+        ok = np.flatnonzero((below + 1.0) / (n + 1.0) <= a)
+        return float(_EDGES[ok[-1]])  # below[0] = 0 always qualifies here
+
+    # -- reporting -------------------------------------------------------------------------
     def ham_rate(self, threshold: float) -> float:
-        """Weighted share of recorded hams scoring at or above ``threshold``."""
+        """Weighted share of recorded (recent) hams scoring at or above ``threshold``."""
         return self._rate(0, threshold)
 
     def spam_rate(self, threshold: float) -> float:
-        """Weighted share of recorded spams scoring at or above ``threshold`` (spam caught)."""
+        """Weighted share of recorded (recent) spams scoring at or above ``threshold``."""
         return self._rate(1, threshold)
 
     def _rate(self, row: int, threshold: float) -> float:
@@ -147,27 +255,55 @@ class OperatingPoint:
         total = counts.sum()
         if not total:
             return math.nan
-        j = self._bin(threshold)
-        return float(counts[j:].sum() / total)
+        if threshold == math.inf:
+            return 0.0
+        if threshold == -math.inf:
+            return 1.0
+        return float(counts[self._bin(threshold):].sum() / total)
 
     def describe(self) -> str:
         """The operating point in words, for a mail admin."""
-        t = self.threshold()
-        words = f"at most about 1 legitimate mail in {round(1 / self.max_ham_rate):,} called spam"
-        if not self.calibrated:
-            return (f"{words}: not calibrated yet ({self.n_ham:.0f} hams seen, "
-                    f"{math.ceil(1 / self.max_ham_rate - 1)} needed); spam above spamicity {_p(t)}")  # fmt: skip
-        return (f"{words}: spam above spamicity {_p(t)}, which called spam {self.ham_rate(t):.2%} of recent "
-                f"hams and caught {self.spam_rate(t):.1%} of recent spams")  # fmt: skip
+        spam, ham = self._thresholds()
+        n, e = self.seen(True), self.errors(True)
+        words = (f"at most 1 legitimate mail in {1 / self.max_ham_rate:,.4g} called spam, counted on all mail "
+                 f"seen: {e:,.0f} of {n:,.0f} hams so far")  # fmt: skip
+        if spam == math.inf:
+            need = math.ceil((e + 1.0) / self.max_ham_rate - 1.0 - n)
+            words += (f"; nothing is called spam now (unsure instead): one more ham called spam would break "
+                      f"the promise, {max(need, 1):,} more hams needed")  # fmt: skip
+        else:
+            words += f"; spam above spamicity {_p(spam)}, which called spam {self.ham_rate(spam):.2%} of recent hams"
+            if self._counts[1].sum():
+                words += f" and caught {self.spam_rate(spam):.1%} of recent spams"
+        if self.max_spam_rate is None:
+            return words + f"; ham below spamicity {_p(ham)}" if ham > -math.inf else words
+        words += (f"; at most 1 spam in {1 / self.max_spam_rate:,.4g} called ham: {self.errors(False):,.0f} of "
+                  f"{self.seen(False):,.0f} spams so far")  # fmt: skip
+        if ham == -math.inf:
+            return words + "; nothing is called ham now (unsure instead): too few spams to keep the promise"
+        return words + f"; ham below spamicity {_p(ham)}, which let through {1 - self.spam_rate(ham):.1%} of recent spams"
 
+    # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        return {"counts": self._counts.copy()}
+        return {"counts": self._counts.copy(), "seen": self._seen.copy(), "errors": self._errors.copy(),
+                "last": self._last.copy()}
 
     def load_state(self, state: dict[str, Any]) -> None:
+        """Load a state of :meth:`to_state`. A state without the record of verdicts (older
+        versions kept the histograms only) starts the count afresh: nothing is called spam
+        until enough hams are seen again to keep the promise."""
         counts = np.asarray(state["counts"], dtype=float)
+        seen = np.asarray(state.get("seen", np.zeros(2)), dtype=float)
+        errors = np.asarray(state.get("errors", np.zeros(2)), dtype=float)
+        last = np.asarray(state.get("last", np.full(4, -1.0)), dtype=float)
         if counts.shape != (2, _BINS) or not np.isfinite(counts).all() or (counts < 0).any():
             raise StateError(f"invalid operating point counts of shape {counts.shape}")
-        self._counts = counts.copy()
+        if seen.shape != (2,) or errors.shape != (2,) or not (np.isfinite(seen).all() and np.isfinite(errors).all()) \
+                or (errors < 0).any() or (errors > seen).any():  # fmt: skip
+            raise StateError("invalid operating point record: need 0 <= errors <= seen, two of each")
+        if last.shape != (4,) or not np.isfinite(last).all():
+            raise StateError("invalid operating point record of the last message")
+        self._counts, self._seen, self._errors, self._last = counts.copy(), seen.copy(), errors.copy(), last.copy()
         self._cached = None
 
 
@@ -175,5 +311,7 @@ def _p(logit: float) -> str:
     """The spamicity ``I`` of a logit, written so that 0.9999 is not rounded to 1."""
     if logit > 700:
         return "1"
+    if logit < -700:
+        return "0"
     p = 1.0 / (1.0 + math.exp(-logit))
     return f"{p:.6f}" if p < 0.999999 else f"1 - {1.0 - p:.1e}"

@@ -165,7 +165,7 @@ def test_each_message_is_tokenized_once_per_test_and_train(corpus):
 def trained(corpus) -> str:
     model = str(corpus["tmp"] / "model.snb")
     out = CliRunner().invoke(main, ["mail", "train", "--model", model, "--spam", str(corpus["spam"]),
-                                    "--ham", str(corpus["folder"])])  # fmt: skip
+                                    "--ham", str(corpus["folder"]), "--max-ham-rate", "0.1"])  # fmt: skip
     assert out.exit_code == 0, out.output
     return model
 

@@ -32,6 +32,8 @@ def _fraction(value: float | None, name: str) -> float | None:
 @click.option("--http", "http", default="127.0.0.1:11333", show_default=True,
               help="HOST:PORT of the rspamd-compatible HTTP listener ('off': none).")
 @click.option("--milter", "milter", default=None, help="HOST:PORT of the milter listener (none by default).")
+@click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
+              help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
 @click.option("--takeover", default=50.0, show_default=True, type=float,
               help="A user's own messages after which they weigh as much as the shared filter.")
 @click.option("--learn-shared/--no-learn-shared", default=True, show_default=True,
@@ -56,7 +58,7 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Learns between snapshots of the models (the journal keeps them meanwhile).")
 @click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
               help="Seconds between snapshots when something was learned.")
-def serve(model: str, http: str | None, milter: str | None, takeover: float, learn_shared: bool, max_resident: int,
+def serve(model: str, http: str | None, milter: str | None, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
           timeout: float, milter_timeout: float, max_connections: int, snapshot_every: int, snapshot_seconds: float) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
@@ -75,7 +77,9 @@ def serve(model: str, http: str | None, milter: str | None, takeover: float, lea
     except ImportError as exc:
         click.echo(f"streamnb mail serve needs the mail extra: pip install 'streamnb[mail]' ({exc})", err=True)
         sys.exit(5)
-    config = ServeConfig(model, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
+    if not 0.0 < max_ham_rate < 1.0:
+        raise click.BadParameter(f"{max_ham_rate}: expected a share in (0, 1)", param_hint="--max-ham-rate")
+    config = ServeConfig(model, max_ham_rate=max_ham_rate, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),

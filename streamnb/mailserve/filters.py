@@ -72,19 +72,21 @@ class MailFilters:
         At most this much of a message is read (tokenized and learned).
     ledger_size
         Learned messages remembered for moves.
+    max_ham_rate
+        The operating point of a shared filter made here (a model file keeps its own).
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
                  learn_shared: bool = True, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
-                 ledger_size: int = 100_000) -> None:  # fmt: skip
+                 ledger_size: int = 100_000, max_ham_rate: float = 0.002) -> None:  # fmt: skip
         self.path = Path(model)
         self.max_bytes = max_bytes
         self.ledger_size = ledger_size
         self.tokenizer = Tokenizer()
-        shared, position, ledger = self._load_shared()
+        shared, position, ledger = self._load_shared(max_ham_rate)
         self.users = PerKey(shared, by=None, takeover=takeover, learn_shared=learn_shared,
                             max_resident=max_resident, store=f"{self.path}.users",
-                            key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None))  # fmt: skip
+                            key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
         self.seq = position
@@ -96,9 +98,9 @@ class MailFilters:
     def shared(self) -> SpamFilter:
         return self.users.model
 
-    def _load_shared(self) -> tuple[SpamFilter, int, list]:
+    def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, list]:
         if not self.path.exists():
-            return SpamFilter(), -1, []
+            return SpamFilter(max_ham_rate=max_ham_rate), -1, []
         model, extra = persistence.loads(self.path.read_bytes(), with_extra=True)
         if not isinstance(model, SpamFilter):
             raise StateError(f"{self.path} holds a {type(model).__name__}, not a SpamFilter")

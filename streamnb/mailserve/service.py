@@ -36,6 +36,7 @@ class ServeConfig:
     snapshot_every: int = 1000
     snapshot_seconds: float = 60.0
     ledger_size: int = 100_000
+    max_ham_rate: float = 0.002
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ class MailService:
         self.config = config
         self.filters = MailFilters(config.model, takeover=config.takeover, max_resident=config.max_resident,
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,
-                                   max_bytes=config.max_bytes, ledger_size=config.ledger_size)  # fmt: skip
+                                   max_bytes=config.max_bytes, ledger_size=config.ledger_size,
+                                   max_ham_rate=config.max_ham_rate)  # fmt: skip
         self.registry = CollectorRegistry()
         self.checks = Counter("streamnb_mail_checks", "Messages checked, by verdict", ["label"], registry=self.registry)
         self.learns = Counter("streamnb_mail_learns", "Messages learned, by class", ["label"], registry=self.registry)

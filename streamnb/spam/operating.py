@@ -29,8 +29,9 @@ scored before it is learned; :meth:`OperatingPoint.update` records the verdict i
   budget more slowly, ``a = max_ham_rate * s / (s + 1)`` with ``s`` the mistakes left, was
   measured and not kept: the first spam verdicts came twice as late and fewer spams were
   caught, see ``benchmarks/bench_spam.py``.)
-- The spam threshold is never below ``floor`` (0: a message the filter finds more likely ham
-  is never spam).
+- The spam threshold is never below ``floor``, and a score at the floor itself is never spam
+  (0: a message the filter finds more likely ham, or as likely ham as spam, as one with no
+  evidence at all, is never spam).
 - The ham threshold comes from the spam scores in the same way, with ``max_spam_rate`` and its
   own budget (spams called ham), and is never above the spam threshold: the unsure band is
   only as wide as the two promises need.
@@ -212,7 +213,9 @@ class OperatingPoint:
     def label(self, score: float) -> str:
         """The verdict on ``score``: ``"spam"``, ``"unsure"`` or ``"ham"``."""
         spam, ham = self._thresholds()
-        return SPAM if score >= spam else HAM if score < ham else UNSURE
+        if score >= spam and score > self.floor:  # at the floor itself: no evidence either way
+            return SPAM
+        return HAM if score < ham else UNSURE
 
     def _thresholds(self) -> tuple[float, float]:
         if self._cached is None:

@@ -59,7 +59,7 @@ def test_repeated_sigkills_lose_no_acknowledged_learn_and_learn_none_twice(tmp_p
     for (raw, label), user in zip(data, users):
         x = tok.transform_one(raw)
         if user is not None:
-            own.setdefault(user, SpamFilter(max_tokens=20_000, max_ham_rate=None)).learn_one(x, label)
+            own.setdefault(user, SpamFilter(max_tokens=20_000, max_ham_rate=None, max_spam_rate=None)).learn_one(x, label)
         shared.learn_one(x, label)
     assert persistence.dumps(persistence.load(model)) == persistence.dumps(shared)
     from streamnb.perkey import DirectoryStore

@@ -19,7 +19,7 @@ from tests.mailserve.daemon import HAM_WORDS, NEWS_WORDS, SPAM_WORDS, Daemon, co
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     model = tmp_path_factory.mktemp("serve") / "model.snb"
-    with Daemon(model, "--timeout", "2", "--max-connections", "8", "--max-bytes", "4096") as d:
+    with Daemon(model, "--timeout", "2", "--max-connections", "8", "--max-bytes", "4096", "--max-ham-rate", "0.05") as d:
         for raw, label in corpus(120):
             d.learn(raw, label)
         yield d
@@ -45,7 +45,7 @@ def test_checkv2_answers_rspamds_fields_and_the_x_spam_line(daemon):
 
 def test_the_verdict_equals_the_filter_fed_the_same_messages(daemon, tmp_path):
     """The daemon's shared filter is a SpamFilter fed the learned messages in order."""
-    oracle = SpamFilter()
+    oracle = SpamFilter(max_ham_rate=0.05)
     tok = Tokenizer()
     for raw, label in corpus(120):
         oracle.learn_one(tok.transform_one(raw[:4096]), label)

@@ -14,6 +14,7 @@ from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, MAX_NUMERIC, PRIOR, Lin
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.scales import SCALES, log_key
+from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
@@ -43,8 +44,8 @@ class _TANPart(TreePart):
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
                  max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
-                 edge_penalty: str | None = None, swap_margin: float = 0.0) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every, max_cells)
+                 edge_penalty: str | None = None, swap_margin: float = 0.0, prior: float = 0.0) -> None:
+        super().__init__(classes, class_counts, alpha, relearn_every, max_cells, prior)
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
         self.edge_penalty = edge_penalty
@@ -430,8 +431,8 @@ class TANClassifier(TreeAugmentedNB):
     ...     model.learn_one({"a": str(a), "b": str(b), "c": str(c)}, a ^ b)
     >>> model.structure().edges
     [('a', 'b')]
-    >>> p = model.predict_proba_one({"a": "1", "b": "0", "c": "0"})[1]   # Laplace: (50+1)/(50+2)
-    >>> abs(p - 51 / 52) < 1e-12
+    >>> p = model.predict_proba_one({"a": "1", "b": "0", "c": "0"})[1]   # (50 + 5/2) / (50 + 5)
+    >>> abs(p - 21 / 22) < 1e-12
     True
     >>> model.history[0]["event"], model.history[0]["added"]
     (50, [('a', 'b')])
@@ -464,7 +465,10 @@ class TANClassifier(TreeAugmentedNB):
         swap_margin: float = 0.05,
         max_numeric: int = MAX_NUMERIC,
         scales: str = "auto",
+        smoothing: str = "marginal",
     ) -> None:
+        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
+        self.smoothing = smoothing
         if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
             raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
         if scales not in SCALES:
@@ -486,7 +490,7 @@ class TANClassifier(TreeAugmentedNB):
     def _make_structured_part(self) -> Part:
         return _TANPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
                         self.max_tree_features, self.cmi_alpha, self.max_cells, self.edge_penalty,
-                        self.swap_margin)
+                        self.swap_margin, self._prior)
 
     def _make_numeric_part(self) -> Part:
         return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric,
@@ -566,6 +570,7 @@ class TANClassifier(TreeAugmentedNB):
         yield {}
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
         yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
+        yield {"relearn_every": 5, "smoothing": "lidstone"}
         yield {"relearn_every": 20, "edge_penalty": None, "swap_margin": 0.0}
         yield {"relearn_every": 10, "scales": "linear"}
 
@@ -602,7 +607,10 @@ class ChowLiuClassifier(TreeAugmentedNB):
         kinds: dict | None = None,
         var_smoothing: float = 1e-9,
         max_cells: int = MAX_CELLS,
+        smoothing: str = "marginal",
     ) -> None:
+        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
+        self.smoothing = smoothing
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.max_tree_features = max_tree_features
@@ -611,7 +619,7 @@ class ChowLiuClassifier(TreeAugmentedNB):
 
     def _make_structured_part(self) -> Part:
         return _ClassTreesPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                               self.max_tree_features, self.cmi_alpha, self.max_cells)
+                               self.max_tree_features, self.cmi_alpha, self.max_cells, prior=self._prior)
 
     def structure(self, y: Hashable) -> Structure:
         """The current tree of class ``y``."""
@@ -633,3 +641,4 @@ class ChowLiuClassifier(TreeAugmentedNB):
         yield {}
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
         yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
+        yield {"relearn_every": 5, "smoothing": "lidstone"}

@@ -126,8 +126,9 @@ class _TANPart(TreePart):
         ``X_j`` Gaussian given the class and each value of ``X_i`` (on its log scale if it is
         in ``on_log``), in nats, ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the
         events where both were observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are
-        (:data:`PRIOR`); priced for its ``2 C (|X_i| - 1)`` parameters (a mean and a variance
-        per further value); and those prices."""
+        (:data:`PRIOR`); priced for its ``2 sum_y (r_y - 1)`` parameters (a mean and a variance
+        per further value, ``r_y`` the values of ``X_i`` with events in class ``y``: ``2 C
+        (|X_i| - 1)`` when every value occurs in every class); and those prices."""
         assert self.cross is not None and self.numeric is not None
         out = np.zeros((len(cat_names), len(num_names)))
         if not len(cat_names):
@@ -156,8 +157,8 @@ class _TANPart(TreePart):
             per_class = np.where(nk > 0, 0.5 * (np.log(vk + eps) - inner), 0.0)
             total = nk.sum(axis=0)
             w = np.where(total > 0, (nk * np.maximum(per_class, 0.0)).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
-        classes = (nk > 0).sum(axis=0)
-        price = edge_prices(self.edge_penalty, 2.0 * classes * (hot.sum(axis=0)[:, None] - 1), total)
+        seen = np.einsum("cuj,ui->cij", (n > 0).astype(float), hot)  # values with events, per class
+        price = edge_prices(self.edge_penalty, 2.0 * np.maximum(seen - 1.0, 0.0).sum(axis=0), total)
         return w - price[0], price
 
     def held(self, key: Any, old: Structure, new: Structure) -> Structure:

@@ -326,9 +326,11 @@ class TANClassifier(TreeAugmentedNB):
     **A structure that holds still.** An edge enters only if its weight exceeds its price
     (``edge_penalty``, :func:`~streamnb.structure.chow_liu.edge_price`): by default the
     independence test of the pair given the class at level 0.001 (``"chi2"``: ``2 N I`` against
-    the chi-squared quantile of the edge's ``C (|X_i|-1)(|X_j|-1)`` parameters, ``C`` slopes for
-    a numeric pair), ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's
-    spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
+    the chi-squared quantile of the edge's parameters: ``sum_y (r_y(i) - 1)(r_y(j) - 1)`` for a
+    categorical pair, ``r_y(i)`` the values of ``X_i`` seen in class ``y``
+    (:func:`~streamnb.structure.chow_liu.class_edge_params`: many classes of few events each do
+    not inflate the test with values they never hold), ``C`` slopes for a numeric pair),
+    ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
     from its first feature in canonical order. Two kinds of hysteresis keep it still on a
     stationary stream:
 
@@ -344,8 +346,22 @@ class TANClassifier(TreeAugmentedNB):
     :attr:`history` records the changes that happened; ``structure().weights`` are the
     weights less the price (to stay, for an edge in place).
 
-    CPTs of categorical features are Lidstone-smoothed as in :class:`~streamnb.CategoricalNB`
-    (same ``alpha``, same :func:`~streamnb.naive_bayes.smoothing.lidstone`); a numeric feature
+    **Plain TAN.** ``TANClassifier(edge_penalty=None, swap_margin=0)`` is Friedman et al.'s TAN:
+    at every recompute the maximum spanning tree of ``I(Xi; Xj | Y)`` over every feature (Prim
+    from the first feature in canonical order), whatever stood before; over categorical
+    features its edges are those of pgmpy's ``TreeSearch(estimator_type="tan")`` given that
+    root (tested on sampled networks).
+
+    CPTs of categorical features without a feature parent are Lidstone-smoothed as in
+    :class:`~streamnb.CategoricalNB` (same ``alpha``, same
+    :func:`~streamnb.naive_bayes.smoothing.lidstone`); a categorical feature given its parent
+    is by default smoothed toward its own CPT given the class (``smoothing="marginal"``,
+    Friedman et al.'s remedy for TAN on small data): ``P(x | u, y) = (n(x, u, y) + 5 P(x | y))
+    / (n(u, y) + 5)``, so a parent value seen a few times in a class says little and the term
+    falls back to naive Bayes's (:func:`~streamnb.bn.tree_inference.smoothed`); a function of
+    the pair counts, exact after merges, decay and loads, at the cost of one more lookup per
+    term. ``smoothing="lidstone"``: ``(n(x, u, y) + alpha) / (n(u, y) + alpha |X|)``, as
+    pgmpy's K2 prior and the CPTs of before; a numeric feature
     with a numeric parent is ``N(a_y + b_y x_parent, s_y**2 + eps)`` (least squares per class,
     residual variance shrunk by one pseudo-event toward the feature's class variance, ``eps``
     GaussianNB's variance smoothing); a feature with no feature parent is exactly its naive
@@ -415,6 +431,9 @@ class TANClassifier(TreeAugmentedNB):
     swap_margin
         Gain a change of structure needs, relative to the weight of the edges it adds and
         removes (0: always take the new structure).
+    smoothing
+        ``"marginal"`` (default) or ``"lidstone"``: the CPTs of categorical features given a
+        feature parent, see above.
     scales
         ``"auto"`` (default): each numeric feature stands on its linear or its ``log1p``
         scale, see above; ``"linear"``: every numeric feature on its linear scale, no log
@@ -582,7 +601,7 @@ class ChowLiuClassifier(TreeAugmentedNB):
     The tree of class ``y`` is the maximum spanning tree of ``I(Xi; Xj)`` over the events of
     class ``y`` (a Bayesian multinet; Friedman et al. 1997, section 5). It uses the same pair
     counts as :class:`TANClassifier`, sliced by class: no other statistic. Parameters,
-    smoothing, relearning and missing values are as in TAN (a spanning tree: no edge price, no
+    smoothing (``smoothing``), relearning and missing values are as in TAN (a spanning tree: no edge price, no
     swap margin); numeric features are Gaussian leaves given the class.
 
     Examples

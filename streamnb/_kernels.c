@@ -1171,20 +1171,27 @@ static PyObject *tree_add(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_TRUE;
 }
 
-/* tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)
+/* tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes[, prior])
  *     -> list | None
  * TreePart.joint_one for an event whose cells are all known and whose observed features have
  * their parent observed (no feature to sum out): per class y, the exact sum (math.fsum) over the
  * event's features j of log(n[y, j, p] + alpha) - log(D[y, f(j), p] + alpha |X_j|) with p the
- * parent's cell, or log(n[y, j, j] + alpha) - log(T[y, f(j)] + alpha |X_j|) for a root.
+ * parent's cell, or log(n[y, j, j] + alpha) - log(T[y, f(j)] + alpha |X_j|) for a root. With
+ * ``prior`` s > 0 a feature with a parent is smoothed toward its marginal given the class
+ * (streamnb.bn.tree_inference.smoothed): log(n[y, j, p] + s th) - log(D[y, f(j), p] + s) with
+ * th = (n[y, j, j] + alpha) / (T[y, f(j)] + alpha |X_j|).
  * ``parents``: one list of parent feature ids (-1: none) shared by every class, or one per class.
  * None otherwise (the Python path sums missing features out). */
 static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(12);
+    if (nargs != 12 && nargs != 13) {
+        PyErr_Format(PyExc_TypeError, "expected 12 or 13 arguments, got %zd", nargs);
+        return NULL;
+    }
     PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3], *parents = args[5];
     PyObject *nv = args[9];
     Py_ssize_t C;
-    double alpha;
+    double alpha, prior = 0.0;
+    if (nargs == 13 && get_double(args[12], &prior)) return NULL;
     int strings_only;
     table_t N, D, T;
     if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") ||
@@ -1271,7 +1278,16 @@ static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t na
                     ok = -1;
                     goto done;
                 }
-                terms[i] = log(at3(&N, c, a, b) + alpha) - log(at3(&D, c, j, b) + av);
+                if (prior > 0) {
+                    if (!fits(&N, c, a, a) || !fits(&T, c, j, 0)) {
+                        ok = -1;
+                        goto done;
+                    }
+                    double th = (at3(&N, c, a, a) + alpha) / (at3(&T, c, j, 0) + av);
+                    terms[i] = log(at3(&N, c, a, b) + prior * th) - log(at3(&D, c, j, b) + prior);
+                } else {
+                    terms[i] = log(at3(&N, c, a, b) + alpha) - log(at3(&D, c, j, b) + av);
+                }
             }
         }
         out[c] = fsum(terms, e.n);
@@ -1800,7 +1816,7 @@ static PyMethodDef methods[] = {
     {"lg_joint", (PyCFunction)(void (*)(void))lg_joint, METH_FASTCALL,
      "lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes, scales)"},
     {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,
-     "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes)"},
+     "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes[, prior])"},
     {NULL, NULL, 0, NULL},
 };
 

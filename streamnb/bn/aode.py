@@ -9,7 +9,7 @@ import pandas as pd
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.margins import Margins
-from streamnb.bn.tree_inference import lid
+from streamnb.bn.tree_inference import lid, smoothed, smoothed_rows, smoothing_prior
 from streamnb.bn.tree_part import CHUNK_FLOATS, MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.smoothing import lidstone
@@ -28,8 +28,8 @@ class _AODEPart(TreePart):
     """Every observed feature in turn is the super-parent of all the others; no structure."""
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, min_count: float,
-                 max_cells: int = MAX_CELLS) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every=0, max_cells=max_cells)
+                 max_cells: int = MAX_CELLS, prior: float = 0.0) -> None:
+        super().__init__(classes, class_counts, alpha, relearn_every=0, max_cells=max_cells, prior=prior)
         self.min_count = min_count
 
     def learn_structures(self) -> dict:
@@ -58,7 +58,7 @@ class _AODEPart(TreePart):
         n, (s0, s1, s2) = self.pairs.flat("n")
         Dv, (d0, d1, d2) = m.Dv, m.ds
         Tv, (t0, t1) = m.Tv, m.ts
-        nv, alpha, ks = m.nv, self.alpha, range(n_c)
+        nv, alpha, ks, prior = m.nv, self.alpha, range(n_c), self.prior
         items = list(obs.items())
         limit = max(self.min_count, np.finfo(float).tiny)
         parents = [(i, ci) for i, ci in items if sum(n[k * s0 + ci * (s1 + s2)] for k in ks) >= limit]
@@ -80,7 +80,8 @@ class _AODEPart(TreePart):
                 col, dcol = k * s0 + ci * s2, k * d0 + ci * d2
                 for j, cj in items:
                     if j != i:
-                        t += lid(n[col + cj * s1], Dv[dcol + j * d1], alpha, nv[j])
+                        t += smoothed(n[col + cj * s1], Dv[dcol + j * d1], n[k * s0 + cj * (s1 + s2)],
+                                      Tv[k * t0 + j * t1], alpha, nv[j], prior)
                 spo.append(t)
             top = max(spo)
             if top == -math.inf or cc[k] <= 0:
@@ -99,9 +100,14 @@ class _AODEPart(TreePart):
         n = self.pairs.raw("n")[:n_c]
         nv = np.asarray(m.nv)[js]
         both = n[:, cj[:, None], cj[None, :]]                                       # [C, j, i]
-        log_cond = np.log(both + alpha) - np.log(m.D[:n_c, js[:, None], cj[None, :]] + alpha * nv[:, None])
         diag = np.arange(len(js))
         n_i = both[:, diag, diag]                                                   # [C, i]
+        den = m.D[:n_c, js[:, None], cj[None, :]]
+        if self.prior > 0:
+            log_cond = smoothed_rows(both, den, n_i[:, :, None], m.T[:n_c, js][:, :, None], alpha, nv[:, None],
+                                     self.prior)
+        else:
+            log_cond = np.log(both + alpha) - np.log(den + alpha * nv[:, None])
         log_cond[:, diag, diag] = 0.0
         parents = n_i.sum(axis=0) >= max(self.min_count, np.finfo(float).tiny)
         if not parents.any():  # naive Bayes over the observed features
@@ -137,7 +143,8 @@ class _AODEPart(TreePart):
             log_joint = lidstone(n_i, T.sum(axis=0)[None, None, :], self.alpha, n_c * nv[None, None, :])
             both = n[:, o[:, :, None], o[:, None, :]]                               # [C, R, j, i]
             den = D[:, np.arange(n_f)[None, :, None], o[:, None, :]]
-            log_cond = lidstone(both, den, self.alpha, nv[None, None, :, None])
+            log_cond = smoothed_rows(both, den, n_i[:, :, :, None], T[:, None, :, None], self.alpha,
+                                     nv[None, None, :, None], self.prior)
             valid = observed[:, :, None] & observed[:, None, :] & ~np.eye(n_f, dtype=bool)[None]
             spo = log_joint + np.where(valid[None], log_cond, 0.0).sum(axis=2)     # [C, R, i]
             spo = np.where(parents[None], spo, -np.inf)
@@ -194,7 +201,7 @@ class AODE(TreeAugmentedNB):
     naive Bayes. No structure is learned, so nothing is relearned; every term comes from the
     same :class:`~streamnb.stats.pairwise.PairCounts` as TAN, Lidstone-smoothed with ``alpha``:
     ``P(y, x_i) = (n(y, x_i) + alpha) / (n_i + alpha |Y| |X_i|)`` with ``n_i`` the events in which
-    ``i`` was observed, and ``P(x_j | x_i, y)`` as in TAN. Missing values and values never seen
+    ``i`` was observed, and ``P(x_j | x_i, y)`` as in TAN (``smoothing``). Missing values and values never seen
     are left out of the product and the average (exact marginalization: each one-dependence
     model has ``x_j`` as a leaf); numeric features are class-conditional Gaussians, a common
     factor of every one-dependence model.
@@ -205,6 +212,9 @@ class AODE(TreeAugmentedNB):
         Lidstone smoothing.
     min_count
         Frequency limit of a super-parent value (1, as Weka's AODE; Webb et al. used 30).
+    smoothing
+        ``"marginal"`` (default): ``P(x_j | x_i, y)`` smoothed toward ``P(x_j | y)``,
+        ``"lidstone"``: toward uniform, as in :class:`~streamnb.TANClassifier`.
     kinds, var_smoothing
         As in :class:`~streamnb.MixedNB`.
     max_cells
@@ -223,17 +233,20 @@ class AODE(TreeAugmentedNB):
 
     def __init__(
         self, alpha: float = 1.0, min_count: float = 1.0, kinds: dict | None = None, var_smoothing: float = 1e-9,
-        max_cells: int = MAX_CELLS,
+        max_cells: int = MAX_CELLS, smoothing: str = "marginal",
     ) -> None:
+        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
+        self.smoothing = smoothing
         self.alpha = alpha
         self.min_count = min_count
         super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:
-        return _AODEPart(self._classes, self._class_counts, self.alpha, self.min_count, self.max_cells)
+        return _AODEPart(self._classes, self._class_counts, self.alpha, self.min_count, self.max_cells, self._prior)
 
     @classmethod
     def _unit_test_params(cls):
         yield {}
         yield {"alpha": 0.5, "min_count": 5}
+        yield {"smoothing": "lidstone"}
         yield {"kinds": PHISHING_KINDS}

@@ -14,6 +14,7 @@ from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, MAX_NUMERIC, PRIOR, Lin
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.scales import SCALES, log_key
+from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
@@ -43,8 +44,8 @@ class _TANPart(TreePart):
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
                  max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
-                 edge_penalty: str | None = None, swap_margin: float = 0.0) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every, max_cells)
+                 edge_penalty: str | None = None, swap_margin: float = 0.0, prior: float = 0.0) -> None:
+        super().__init__(classes, class_counts, alpha, relearn_every, max_cells, prior)
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
         self.edge_penalty = edge_penalty
@@ -125,8 +126,9 @@ class _TANPart(TreePart):
         ``X_j`` Gaussian given the class and each value of ``X_i`` (on its log scale if it is
         in ``on_log``), in nats, ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the
         events where both were observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are
-        (:data:`PRIOR`); priced for its ``2 C (|X_i| - 1)`` parameters (a mean and a variance
-        per further value); and those prices."""
+        (:data:`PRIOR`); priced for its ``2 sum_y (r_y - 1)`` parameters (a mean and a variance
+        per further value, ``r_y`` the values of ``X_i`` with events in class ``y``: ``2 C
+        (|X_i| - 1)`` when every value occurs in every class); and those prices."""
         assert self.cross is not None and self.numeric is not None
         out = np.zeros((len(cat_names), len(num_names)))
         if not len(cat_names):
@@ -155,8 +157,8 @@ class _TANPart(TreePart):
             per_class = np.where(nk > 0, 0.5 * (np.log(vk + eps) - inner), 0.0)
             total = nk.sum(axis=0)
             w = np.where(total > 0, (nk * np.maximum(per_class, 0.0)).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
-        classes = (nk > 0).sum(axis=0)
-        price = edge_prices(self.edge_penalty, 2.0 * classes * (hot.sum(axis=0)[:, None] - 1), total)
+        seen = np.einsum("cuj,ui->cij", (n > 0).astype(float), hot)  # values with events, per class
+        price = edge_prices(self.edge_penalty, 2.0 * np.maximum(seen - 1.0, 0.0).sum(axis=0), total)
         return w - price[0], price
 
     def held(self, key: Any, old: Structure, new: Structure) -> Structure:
@@ -324,9 +326,11 @@ class TANClassifier(TreeAugmentedNB):
     **A structure that holds still.** An edge enters only if its weight exceeds its price
     (``edge_penalty``, :func:`~streamnb.structure.chow_liu.edge_price`): by default the
     independence test of the pair given the class at level 0.001 (``"chi2"``: ``2 N I`` against
-    the chi-squared quantile of the edge's ``C (|X_i|-1)(|X_j|-1)`` parameters, ``C`` slopes for
-    a numeric pair), ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's
-    spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
+    the chi-squared quantile of the edge's parameters: ``sum_y (r_y(i) - 1)(r_y(j) - 1)`` for a
+    categorical pair, ``r_y(i)`` the values of ``X_i`` seen in class ``y``
+    (:func:`~streamnb.structure.chow_liu.class_edge_params`: many classes of few events each do
+    not inflate the test with values they never hold), ``C`` slopes for a numeric pair),
+    ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
     from its first feature in canonical order. Two kinds of hysteresis keep it still on a
     stationary stream:
 
@@ -342,8 +346,22 @@ class TANClassifier(TreeAugmentedNB):
     :attr:`history` records the changes that happened; ``structure().weights`` are the
     weights less the price (to stay, for an edge in place).
 
-    CPTs of categorical features are Lidstone-smoothed as in :class:`~streamnb.CategoricalNB`
-    (same ``alpha``, same :func:`~streamnb.naive_bayes.smoothing.lidstone`); a numeric feature
+    **Plain TAN.** ``TANClassifier(edge_penalty=None, swap_margin=0)`` is Friedman et al.'s TAN:
+    at every recompute the maximum spanning tree of ``I(Xi; Xj | Y)`` over every feature (Prim
+    from the first feature in canonical order), whatever stood before; over categorical
+    features its edges are those of pgmpy's ``TreeSearch(estimator_type="tan")`` given that
+    root (tested on sampled networks).
+
+    CPTs of categorical features without a feature parent are Lidstone-smoothed as in
+    :class:`~streamnb.CategoricalNB` (same ``alpha``, same
+    :func:`~streamnb.naive_bayes.smoothing.lidstone`); a categorical feature given its parent
+    is by default smoothed toward its own CPT given the class (``smoothing="marginal"``,
+    Friedman et al.'s remedy for TAN on small data): ``P(x | u, y) = (n(x, u, y) + 5 P(x | y))
+    / (n(u, y) + 5)``, so a parent value seen a few times in a class says little and the term
+    falls back to naive Bayes's (:func:`~streamnb.bn.tree_inference.smoothed`); a function of
+    the pair counts, exact after merges, decay and loads, at the cost of one more lookup per
+    term. ``smoothing="lidstone"``: ``(n(x, u, y) + alpha) / (n(u, y) + alpha |X|)``, as
+    pgmpy's K2 prior and the CPTs of before; a numeric feature
     with a numeric parent is ``N(a_y + b_y x_parent, s_y**2 + eps)`` (least squares per class,
     residual variance shrunk by one pseudo-event toward the feature's class variance, ``eps``
     GaussianNB's variance smoothing); a feature with no feature parent is exactly its naive
@@ -413,6 +431,9 @@ class TANClassifier(TreeAugmentedNB):
     swap_margin
         Gain a change of structure needs, relative to the weight of the edges it adds and
         removes (0: always take the new structure).
+    smoothing
+        ``"marginal"`` (default) or ``"lidstone"``: the CPTs of categorical features given a
+        feature parent, see above.
     scales
         ``"auto"`` (default): each numeric feature stands on its linear or its ``log1p``
         scale, see above; ``"linear"``: every numeric feature on its linear scale, no log
@@ -430,8 +451,8 @@ class TANClassifier(TreeAugmentedNB):
     ...     model.learn_one({"a": str(a), "b": str(b), "c": str(c)}, a ^ b)
     >>> model.structure().edges
     [('a', 'b')]
-    >>> p = model.predict_proba_one({"a": "1", "b": "0", "c": "0"})[1]   # Laplace: (50+1)/(50+2)
-    >>> abs(p - 51 / 52) < 1e-12
+    >>> p = model.predict_proba_one({"a": "1", "b": "0", "c": "0"})[1]   # (50 + 5/2) / (50 + 5)
+    >>> abs(p - 21 / 22) < 1e-12
     True
     >>> model.history[0]["event"], model.history[0]["added"]
     (50, [('a', 'b')])
@@ -464,7 +485,10 @@ class TANClassifier(TreeAugmentedNB):
         swap_margin: float = 0.05,
         max_numeric: int = MAX_NUMERIC,
         scales: str = "auto",
+        smoothing: str = "marginal",
     ) -> None:
+        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
+        self.smoothing = smoothing
         if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
             raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
         if scales not in SCALES:
@@ -486,7 +510,7 @@ class TANClassifier(TreeAugmentedNB):
     def _make_structured_part(self) -> Part:
         return _TANPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
                         self.max_tree_features, self.cmi_alpha, self.max_cells, self.edge_penalty,
-                        self.swap_margin)
+                        self.swap_margin, self._prior)
 
     def _make_numeric_part(self) -> Part:
         return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric,
@@ -566,6 +590,7 @@ class TANClassifier(TreeAugmentedNB):
         yield {}
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
         yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
+        yield {"relearn_every": 5, "smoothing": "lidstone"}
         yield {"relearn_every": 20, "edge_penalty": None, "swap_margin": 0.0}
         yield {"relearn_every": 10, "scales": "linear"}
 
@@ -576,7 +601,7 @@ class ChowLiuClassifier(TreeAugmentedNB):
     The tree of class ``y`` is the maximum spanning tree of ``I(Xi; Xj)`` over the events of
     class ``y`` (a Bayesian multinet; Friedman et al. 1997, section 5). It uses the same pair
     counts as :class:`TANClassifier`, sliced by class: no other statistic. Parameters,
-    smoothing, relearning and missing values are as in TAN (a spanning tree: no edge price, no
+    smoothing (``smoothing``), relearning and missing values are as in TAN (a spanning tree: no edge price, no
     swap margin); numeric features are Gaussian leaves given the class.
 
     Examples
@@ -602,7 +627,10 @@ class ChowLiuClassifier(TreeAugmentedNB):
         kinds: dict | None = None,
         var_smoothing: float = 1e-9,
         max_cells: int = MAX_CELLS,
+        smoothing: str = "marginal",
     ) -> None:
+        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
+        self.smoothing = smoothing
         self.alpha = alpha
         self.relearn_every = relearn_every
         self.max_tree_features = max_tree_features
@@ -611,7 +639,7 @@ class ChowLiuClassifier(TreeAugmentedNB):
 
     def _make_structured_part(self) -> Part:
         return _ClassTreesPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                               self.max_tree_features, self.cmi_alpha, self.max_cells)
+                               self.max_tree_features, self.cmi_alpha, self.max_cells, prior=self._prior)
 
     def structure(self, y: Hashable) -> Structure:
         """The current tree of class ``y``."""
@@ -633,3 +661,4 @@ class ChowLiuClassifier(TreeAugmentedNB):
         yield {}
         yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
         yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
+        yield {"relearn_every": 5, "smoothing": "lidstone"}

@@ -11,8 +11,16 @@ feature summed out exactly:
   ``lambda_t(v, y)`` is the probability of the evidence below ``t`` given ``t = v``
   (one upward pass over the cluster of missing features under ``t``).
 
-Probabilities are Lidstone-smoothed ratios of pair counts over the normalizers kept by
-:class:`~streamnb.bn.margins.Margins`, so a direct term costs one lookup per class and the
+Probabilities are smoothed ratios of pair counts over the normalizers kept by
+:class:`~streamnb.bn.margins.Margins`: a feature without a feature parent Lidstone-smoothed
+(``alpha``), a feature given its parent either Lidstone-smoothed too (``prior`` 0) or, with
+``prior = s > 0``, smoothed toward its own Lidstone-smoothed marginal given the class (Friedman,
+Geiger & Goldszmidt 1997, section 3.3; :func:`smoothed`)::
+
+    P(x | u, y) = (n(x, u, y) + s P(x | y)) / (n(u, y) + s),   P(x | y) = (n(x, y) + alpha) / (n(y) + alpha |X|)
+
+``n(x, y)`` is the diagonal of the pair counts and ``n(y)`` the normalizer ``T``, both kept:
+a direct term costs a few lookups per class and the
 scalar path costs ``O(d C)`` for ``d`` observed features and ``C`` classes, plus
 ``O(C sum V_parent V_child)`` over the edges of the missing clusters (the values summed out),
 whatever the number of cells of the table. The array path computes the same terms vectorized
@@ -30,9 +38,24 @@ import numpy as np
 from streamnb.bn.margins import Margins
 from streamnb.naive_bayes.smoothing import lidstone
 
-__all__ = ["lid", "tree_terms_one", "tree_terms_rows"]
+__all__ = ["MARGINAL_PRIOR", "SMOOTHINGS", "lid", "smoothed", "smoothed_rows", "smoothing_prior",
+           "tree_terms_one", "tree_terms_rows"]
 
 _log, _exp, _inf = math.log, math.exp, math.inf
+
+#: Smoothings of the CPTs of a feature given a feature parent: ``"marginal"`` toward the
+#: feature's marginal given the class, ``"lidstone"`` toward uniform.
+SMOOTHINGS = ("marginal", "lidstone")
+
+#: Strength ``s`` (in events) of the pull toward the marginal, Friedman et al.'s ``N0 = 5``.
+MARGINAL_PRIOR = 5.0
+
+
+def smoothing_prior(smoothing: str) -> float:
+    """The ``prior`` of the inference functions for a learner's ``smoothing`` (0: Lidstone)."""
+    if smoothing not in SMOOTHINGS:
+        raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {smoothing!r}")
+    return MARGINAL_PRIOR if smoothing == "marginal" else 0.0
 
 
 def lid(num: float, den: float, alpha: float, nv: float) -> float:
@@ -48,10 +71,44 @@ def lid(num: float, den: float, alpha: float, nv: float) -> float:
     return -_log(nv) if nv > 0 else 0.0
 
 
+def smoothed(num: float, den: float, nx: float, t: float, alpha: float, nv: float, prior: float) -> float:
+    """``log P(x | u, y)`` of a feature given its parent's value: ``num = n(x, u, y)``, ``den =
+    n(u, y)`` (with the feature observed), ``nx = n(x, y)``, ``t = n(y)``; ``prior`` 0:
+    :func:`lid`, else smoothed toward ``P(x | y)`` with that strength (the module text).
+
+    >>> round(math.exp(smoothed(0.0, 0.0, 3.0, 4.0, 1.0, 3.0, 5.0)), 12)   # no event: P(x | y)
+    0.571428571429
+    >>> round(math.exp(smoothed(2.0, 2.0, 3.0, 4.0, 1.0, 3.0, 5.0)), 12)   # (2 + 5 * 4/7) / (2 + 5)
+    0.69387755102
+    """
+    if prior <= 0:
+        return lid(num, den, alpha, nv)
+    if alpha > 0:
+        th = (nx + alpha) / (t + alpha * nv)
+    else:
+        th = nx / t if t > 0 else (1.0 / nv if nv > 0 else 1.0)
+    p = num + prior * th
+    return _log(p) - _log(den + prior) if p > 0 else -_inf
+
+
+def smoothed_rows(num: np.ndarray, den: np.ndarray, nx: np.ndarray, t: np.ndarray, alpha: float, nv: Any,
+                  prior: float) -> np.ndarray:
+    """:func:`smoothed` over arrays (broadcast)."""
+    if prior <= 0:
+        return lidstone(num, den, alpha, nv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if alpha > 0:
+            th = (nx + alpha) / (t + alpha * np.asarray(nv, dtype=float))
+        else:
+            nv = np.asarray(nv, dtype=float)
+            th = np.where(t > 0, nx / np.where(t > 0, t, 1.0), np.where(nv > 0, 1.0 / np.where(nv > 0, nv, 1.0), 1.0))
+        return np.log(num + prior * th) - np.log(den + prior)
+
+
 # -- one event, plain floats -----------------------------------------------------------------
 def tree_terms_one(
     n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list, children: list, ks: Any,
-    extra: dict | None = None,
+    extra: dict | None = None, prior: float = 0.0,
 ) -> dict:
     """``{feature id: [term per class of ks]}`` for one event.
 
@@ -60,7 +117,7 @@ def tree_terms_one(
     the structure. ``extra``: evidence from outside the table at *missing* features,
     ``{feature id: {class: (log scale, [likelihood per value of the feature, over
     m.fcells])}}`` (a numeric child's density given each value): it enters the cluster of
-    that feature like the evidence of an observed child.
+    that feature like the evidence of an observed child. ``prior``: see :func:`smoothed`.
     """
     s0, s1, s2 = ns
     Dv, (d0, d1, d2) = m.Dv, m.ds
@@ -88,7 +145,16 @@ def tree_terms_one(
                 tops.append(t)
             continue
         a, b, v = cj * s1 + cp * s2, j * d1 + cp * d2, nv[j]
-        if smooth:
+        if prior > 0:
+            a2, b2 = cj * (s1 + s2), j * t1
+            if smooth:  # smoothed() inlined: the same operations as the compiled path
+                av = alpha * v
+                out[j] = [_log(n[k * s0 + a] + prior * ((n[k * s0 + a2] + alpha) / (Tv[k * t0 + b2] + av)))
+                          - _log(Dv[k * d0 + b] + prior) for k in ks]
+            else:
+                out[j] = [smoothed(n[k * s0 + a], Dv[k * d0 + b], n[k * s0 + a2], Tv[k * t0 + b2], alpha, v, prior)
+                          for k in ks]
+        elif smooth:
             av = alpha * v
             out[j] = [_log(n[k * s0 + a] + alpha) - _log(Dv[k * d0 + b] + av) for k in ks]
         else:
@@ -100,32 +166,34 @@ def tree_terms_one(
         if t not in tops:
             tops.append(t)
     for t in tops:
-        out[t] = [_cluster_one(n, ns, m, alpha, obs, parents, children, t, k, extra) for k in ks]
+        out[t] = [_cluster_one(n, ns, m, alpha, obs, parents, children, t, k, extra, prior) for k in ks]
     return out
 
 
 def _cluster_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list,
-                 children: list, t: int, k: int, extra: dict | None = None) -> float:
+                 children: list, t: int, k: int, extra: dict | None = None, prior: float = 0.0) -> float:
     """``log sum_v P(t = v | parent, y=k) lambda_t(v)`` for the missing top ``t``."""
     s0, s1, s2 = ns
     Dv, (d0, d1, d2) = m.Dv, m.ds
     scale = [0.0]
-    lam = _lambda_one(n, ns, m, alpha, obs, children, t, k, extra, scale)
+    lam = _lambda_one(n, ns, m, alpha, obs, children, t, k, extra, scale, prior)
     vt, nvt = m.fcells[t], m.nv[t]
     p = parents[t]
+    tt = m.Tv[k * m.ts[0] + t * m.ts[1]]
     if p >= 0:
         cp = obs[p]
         den = Dv[k * d0 + t * d1 + cp * d2]
-        prior = [_exp(lid(n[k * s0 + v * s1 + cp * s2], den, alpha, nvt)) for v in vt]
+        top = [_exp(smoothed(n[k * s0 + v * s1 + cp * s2], den, n[k * s0 + v * (s1 + s2)], tt, alpha, nvt, prior))
+               for v in vt]
     else:
-        den = m.Tv[k * m.ts[0] + t * m.ts[1]]
-        prior = [_exp(lid(n[k * s0 + v * (s1 + s2)], den, alpha, nvt)) for v in vt]
-    total = math.fsum(a * b for a, b in zip(prior, lam))  # type: ignore[arg-type]
+        top = [_exp(lid(n[k * s0 + v * (s1 + s2)], tt, alpha, nvt)) for v in vt]
+    total = math.fsum(a * b for a, b in zip(top, lam))  # type: ignore[arg-type]
     return _log(total) + scale[0] if total > 0 else -_inf
 
 
 def _lambda_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, children: list,
-                t: int, k: int, extra: dict | None = None, scale: list | None = None) -> list | None:
+                t: int, k: int, extra: dict | None = None, scale: list | None = None,
+                prior: float = 0.0) -> list | None:
     """``P(evidence below the missing t | t = v, y=k)`` over t's values, divided by
     ``exp(scale[0])`` (what ``extra`` evidence adds to it); None: no evidence."""
     s0, s1, s2 = ns
@@ -138,20 +206,24 @@ def _lambda_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, children
     for c in children[t]:
         nvc = m.nv[c]
         dc = k * d0 + c * d1
+        tc = m.Tv[k * m.ts[0] + c * m.ts[1]]
         cc = obs.get(c, -1)
         if cc >= 0:
             row = k * s0 + cc * s1
-            msg = [_exp(lid(n[row + v * s2], Dv[dc + v * d2], alpha, nvc)) for v in vt]
+            nx = n[row + cc * s2]
+            msg = [_exp(smoothed(n[row + v * s2], Dv[dc + v * d2], nx, tc, alpha, nvc, prior)) for v in vt]
         else:
-            sub = _lambda_one(n, ns, m, alpha, obs, children, c, k, extra, scale)
+            sub = _lambda_one(n, ns, m, alpha, obs, children, c, k, extra, scale, prior)
             if sub is None:
                 continue
             vc = m.fcells[c]
+            marg = [n[k * s0 + u * (s1 + s2)] for u in vc]
             msg = []
             for v in vt:
                 den = Dv[dc + v * d2]
                 col = k * s0 + v * s2
-                msg.append(math.fsum(_exp(lid(n[col + u * s1], den, alpha, nvc)) * s for u, s in zip(vc, sub)))
+                msg.append(math.fsum(_exp(smoothed(n[col + u * s1], den, nu, tc, alpha, nvc, prior)) * s
+                                     for u, nu, s in zip(vc, marg, sub)))
         lam = msg if lam is None else [a * b for a, b in zip(lam, msg)]
     return lam
 
@@ -159,10 +231,11 @@ def _lambda_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, children
 # -- many events, numpy ----------------------------------------------------------------------
 def tree_terms_rows(
     n: np.ndarray, m: Margins, alpha: float, obs: np.ndarray, parents: list, children: list,
-    ks: np.ndarray, terms: np.ndarray, present: np.ndarray,
+    ks: np.ndarray, terms: np.ndarray, present: np.ndarray, prior: float = 0.0,
 ) -> None:
     """Fill ``terms[j, rows, ks]`` (``[features, rows, classes]``) and ``present[j, rows]``
-    with the terms of the rows of ``obs`` (``[rows, features]`` cell ids, -1: missing)."""
+    with the terms of the rows of ``obs`` (``[rows, features]`` cell ids, -1: missing);
+    ``prior``: see :func:`smoothed`."""
     D, T, nv = m.D, m.T, np.asarray(m.nv)
     observed = obs >= 0
     kk = ks[:, None]
@@ -174,12 +247,13 @@ def tree_terms_rows(
         if not len(rows):
             continue
         cj = obs[rows, j]
+        nx = n[kk, cj[None, :], cj[None, :]]
         if p < 0:
-            num, den = n[kk, cj[None, :], cj[None, :]], T[kk, j]
+            terms[j][np.ix_(rows, ks)] = lidstone(nx, T[kk, j], alpha, nv[j]).T
         else:
             cp = obs[rows, p]
             num, den = n[kk, cj[None, :], cp[None, :]], D[kk, j, cp[None, :]]
-        terms[j][np.ix_(rows, ks)] = lidstone(num, den, alpha, nv[j]).T
+            terms[j][np.ix_(rows, ks)] = smoothed_rows(num, den, nx, T[kk, j], alpha, nv[j], prior).T
         present[j, rows] = True
     pa = np.asarray(parents, dtype=np.intp)
     child = np.flatnonzero(pa >= 0)
@@ -201,42 +275,47 @@ def tree_terms_rows(
                 tops.append(t)
         sub = obs[rows]
         for t in tops:
-            lam = _lambda_rows(n, m, alpha, sub, mask, children, t, ks)
+            lam = _lambda_rows(n, m, alpha, sub, mask, children, t, ks, prior)
             vt = np.asarray(m.fcells[t], dtype=np.intp)
             p = int(pa[t])
+            nx = n[kk, vt[None, :], vt[None, :]][:, None, :]                            # [k, 1, V]
+            tt = T[ks, t][:, None, None]
             if p >= 0:
                 cp = sub[:, p]
                 num = n[ks[:, None, None], vt[None, None, :], cp[None, :, None]]        # [k, r, V]
                 den = D[kk, t, cp[None, :]][:, :, None]
+                top = np.exp(smoothed_rows(num, den, nx, tt, alpha, nv[t], prior))
             else:
-                num = n[kk, vt[None, :], vt[None, :]][:, None, :]                       # [k, 1, V]
-                den = T[ks, t][:, None, None]
-            prior = np.exp(lidstone(num, den, alpha, nv[t]))
+                top = np.exp(lidstone(nx, tt, alpha, nv[t]))
             with np.errstate(divide="ignore"):
-                term = np.log((prior * lam).sum(axis=2))                                  # [k, r]
+                term = np.log((top * lam).sum(axis=2))                                    # [k, r]
             terms[t][np.ix_(rows, ks)] = term.T
             present[t, rows] = True
 
 
 def _lambda_rows(n: np.ndarray, m: Margins, alpha: float, obs: np.ndarray, mask: np.ndarray,
-                 children: list, t: int, ks: np.ndarray) -> np.ndarray | None:
+                 children: list, t: int, ks: np.ndarray, prior: float = 0.0) -> np.ndarray | None:
     """``[k, rows, V_t]``: P(evidence below the missing t | t = v, y); None: no evidence."""
-    D, nv = m.D, m.nv
+    D, T, nv = m.D, m.T, m.nv
     vt = np.asarray(m.fcells[t], dtype=np.intp)
     kk = ks[:, None]
     lam = None
     for c in children[t]:
         den = D[kk, c, vt[None, :]][:, None, :]                                          # [k, 1, Vt]
+        tc = T[ks, c][:, None, None]
         if mask[c]:
             cc = obs[:, c]
             num = n[ks[:, None, None], cc[None, :, None], vt[None, None, :]]              # [k, r, Vt]
-            msg = np.exp(lidstone(num, den, alpha, nv[c]))
+            nx = n[kk, cc[None, :], cc[None, :]][:, :, None]                              # [k, r, 1]
+            msg = np.exp(smoothed_rows(num, den, nx, tc, alpha, nv[c], prior))
         else:
-            sub = _lambda_rows(n, m, alpha, obs, mask, children, c, ks)
+            sub = _lambda_rows(n, m, alpha, obs, mask, children, c, ks, prior)
             if sub is None:
                 continue
             vc = np.asarray(m.fcells[c], dtype=np.intp)
-            cpt = np.exp(lidstone(n[ks[:, None, None], vc[None, :, None], vt[None, None, :]], den, alpha, nv[c]))
+            nx = n[kk, vc[None, :], vc[None, :]][:, :, None]                              # [k, Vc, 1]
+            num = n[ks[:, None, None], vc[None, :, None], vt[None, None, :]]              # [k, Vc, Vt]
+            cpt = np.exp(smoothed_rows(num, den, nx, tc, alpha, nv[c], prior))
             msg = np.einsum("kcm,krc->krm", cpt, sub)
         lam = msg if lam is None else lam * msg
     return lam

@@ -6,14 +6,22 @@ each have the class and at most one feature as parents. It owns one
 recomputed on demand (:meth:`TreePart.relearn`), so a new tree predicts at once, with every
 event learned so far, and nothing is replayed.
 
-Conditional probabilities are Lidstone-smoothed exactly like
-:class:`~streamnb.naive_bayes.categorical.CategoricalPart` (same :func:`lidstone`):
+A feature without a feature parent uses ``P(x_j | y)``, Lidstone-smoothed exactly like
+:class:`~streamnb.naive_bayes.categorical.CategoricalPart` (same :func:`lidstone`), so it is
+identical to categorical naive Bayes. A feature given its parent is either Lidstone-smoothed
+too (``prior`` 0):
 
 ``P(x_j = v | x_p = u, y) = (n[y, (j,v), (p,u)] + alpha) / (sum_v' n[y, (j,v'), (p,u)] + alpha |X_j|)``
 
+or smoothed toward ``P(x_j = v | y)`` with strength ``prior`` (Friedman et al. 1997; see
+:func:`~streamnb.bn.tree_inference.smoothed`):
+
+``P(x_j = v | x_p = u, y) = (n[y, (j,v), (p,u)] + prior P(x_j = v | y)) / (sum_v' n[y, (j,v'), (p,u)] + prior)``
+
 where the denominator counts the events of class ``y`` with ``x_p = u`` *and* ``x_j``
-observed, and ``|X_j|`` is the number of values of ``j`` seen so far. A feature without a
-feature parent uses ``P(x_j | y)``, identical to categorical naive Bayes.
+observed, and ``|X_j|`` is the number of values of ``j`` seen so far. Both are functions of
+the pair counts alone (``P(x_j | y)`` reads their diagonal), so they are exact after a merge,
+a decay or a load.
 
 Missing values (and values never seen, which are treated the same way, as CategoricalNB's
 ``unseen="ignore"``) are marginalized exactly: the likelihood of the observed features given
@@ -94,6 +102,9 @@ class TreePart(Part):
         automatically; call :meth:`relearn`).
     max_cells
         Most ``(feature, value)`` cells the pair table takes.
+    prior
+        Strength of the pull of a feature's CPT given its parent toward its marginal given the
+        class (0: Lidstone with ``alpha``; see the module text).
 
     Memory: the pair table holds ``classes x cells x cells`` float64 (8 bytes), ``cells``
     being the distinct ``(feature, value)`` pairs seen; the normalizers add
@@ -108,9 +119,10 @@ class TreePart(Part):
     kind = "categorical"
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
-                 max_cells: int = MAX_CELLS) -> None:
+                 max_cells: int = MAX_CELLS, prior: float = 0.0) -> None:
         super().__init__(classes, class_counts)
         self.alpha = alpha
+        self.prior = prior
         self.relearn_every = relearn_every
         self.cells = Index()
         self.pairs = PairCounts(classes, self.cells, max_cells=max_cells)
@@ -233,8 +245,9 @@ class TreePart(Part):
         m = self.margins.current()
         _, parents, _ = self._tree(m)
         exclude, strings_only = self._fast_args()
-        return native.tree_joint(x, self.pairs.cells._ids, m.cf, exclude, strings_only, parents,
-                                 *self._fast_tables(m), m.nv, self.alpha, len(self.classes.keys))
+        args = (x, self.pairs.cells._ids, m.cf, exclude, strings_only, parents, *self._fast_tables(m), m.nv,
+                self.alpha, len(self.classes.keys))
+        return native.tree_joint(*args, self.prior) if self.prior > 0 else native.tree_joint(*args)
 
     def _fast_tables(self, m: Margins) -> tuple:
         """``((pair counts view, strides...), (D view, ...), (T view, ...))`` for the compiled
@@ -387,11 +400,13 @@ class TreePart(Part):
         shared, parents, children = self._tree(m)
         n, ns = self.pairs.flat("n")
         if shared:
-            terms = tree_terms_one(n, ns, m, self.alpha, obs, parents[0], children[0], range(n_c), extra)
+            terms = tree_terms_one(n, ns, m, self.alpha, obs, parents[0], children[0], range(n_c), extra,
+                                   self.prior)
         else:
             terms = {}
             for k in range(n_c):
-                for j, (v,) in tree_terms_one(n, ns, m, self.alpha, obs, parents[k], children[k], (k,)).items():
+                for j, (v,) in tree_terms_one(n, ns, m, self.alpha, obs, parents[k], children[k], (k,),
+                                              None, self.prior).items():
                     terms.setdefault(j, [0.0] * n_c)[k] = v
         terms.update(more)
         return terms
@@ -443,7 +458,7 @@ class TreePart(Part):
         n = self.pairs.raw("n")
         groups = [(np.arange(n_c), 0)] if shared else [(np.array([k]), k) for k in range(n_c)]
         for ks, g in groups:
-            tree_terms_rows(n, m, self.alpha, obs, parents[g], children[g], ks, out, present)
+            tree_terms_rows(n, m, self.alpha, obs, parents[g], children[g], ks, out, present, self.prior)
         return out, present
 
     def log_likelihoods(self, prepared: tuple) -> tuple[list, np.ndarray]:

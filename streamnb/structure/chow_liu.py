@@ -41,7 +41,7 @@ from streamnb.structure.spanning_tree import (
 
 __all__ = [
     "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "forest_structure", "top_features",
-    "counted", "counted_cells", "canonical", "bic_penalty", "edge_price", "edge_prices", "favour_incumbents", "hold", "with_rest", "mixed_forest",
+    "counted", "counted_cells", "canonical", "bic_penalty", "class_edge_params", "edge_price", "edge_prices", "favour_incumbents", "hold", "with_rest", "mixed_forest",
 ]
 
 #: Edge penalties a learner accepts (see :func:`edge_price`); None: a spanning tree.
@@ -260,19 +260,44 @@ def favour_incumbents(weights: np.ndarray, prices: np.ndarray, names: Sequence[H
     return out
 
 
+def class_edge_params(diag: np.ndarray, cell_feature: np.ndarray, n_features: int) -> np.ndarray:
+    """``[F, F]``: the free parameters of every categorical pair given the class, the degrees
+    of freedom of its independence test: ``sum_y (r_y(i) - 1)(r_y(j) - 1)`` over the classes,
+    ``r_y(i)`` the values of ``i`` seen in class ``y`` (``diag``, ``[C, cells]``: the events
+    of each class and cell).
+
+    ``2 N I(Xi; Xj | Y)`` is the sum over the classes of the G statistics of the class's own
+    table, each chi-squared with ``(rows - 1)(columns - 1)`` degrees of freedom under
+    independence, rows and columns being the values that occur in that class (a value never
+    seen there adds no parameter: its probabilities are 0 by estimate, not by test; the
+    "adjusted degrees of freedom" of bnlearn's ``mi-adf`` test). With values spread over every
+    class this is ``C (|X_i| - 1)(|X_j| - 1)``; with many classes of few events each, most
+    values occur in a few classes only and the price falls with them, so the test does not
+    grow with classes that hold no evidence.
+
+    >>> diag = np.array([[3, 1, 0, 2, 2], [0, 4, 0, 5, 0]])   # cells: a=0,1,2; b=0,1
+    >>> class_edge_params(diag, np.array([0, 0, 0, 1, 1]), 2).tolist()
+    [[1.0, 1.0], [1.0, 1.0]]
+    """
+    cf = np.asarray(cell_feature, dtype=np.intp)
+    hot = np.zeros((len(cf), n_features))
+    hot[np.arange(len(cf)), cf] = 1.0
+    free = np.maximum((np.asarray(diag) > 0) @ hot - 1.0, 0.0)  # [C, F]: values seen in the class, less 1
+    return free.T @ free
+
+
 def categorical_edge_params(n: np.ndarray, cell_feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(parameters, events)`` of every categorical pair: a TAN edge between ``i`` and ``j``
-    adds ``C (|X_i| - 1)(|X_j| - 1)`` parameters (``C`` classes with events, values seen),
-    and the pair's estimate rests on the events where both were observed."""
+    adds :func:`class_edge_params` parameters (``C (|X_i| - 1)(|X_j| - 1)`` when every value
+    occurs in every class), and the pair's estimate rests on the events where both were
+    observed."""
     cf = np.asarray(cell_feature, dtype=np.intp)
     n_f = int(cf.max()) + 1 if len(cf) else 0
     hot = np.zeros((len(cf), n_f))
     hot[np.arange(len(cf)), cf] = 1.0
-    nv = hot.sum(axis=0)
     joint = n.sum(axis=0)
     events = hot.T @ joint @ hot                               # [F, F] co-observed weight
-    classes = float((np.diagonal(n, axis1=1, axis2=2).sum(axis=1) > 0).sum())
-    return classes * np.outer(nv - 1, nv - 1), events
+    return class_edge_params(np.diagonal(n, axis1=1, axis2=2), cf, n_f), events
 
 
 def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Hashable], margin: float,
@@ -477,10 +502,8 @@ def tan_scored(
         w = cmi[np.ix_(ids, ids)]
         price = np.zeros((2, *w.shape))
         if penalty is not None:
-            nv = np.bincount(cf, minlength=len(names)).astype(float)
             diag = np.diagonal(pairs.raw("n"), axis1=1, axis2=2)[: len(pairs.classes.keys)][:, keep]
-            classes = float((diag.sum(axis=1) > 0).sum())
-            price = edge_prices(penalty, classes * np.outer(nv - 1, nv - 1), events[np.ix_(ids, ids)])
+            price = edge_prices(penalty, class_edge_params(diag, cf, len(names)), events[np.ix_(ids, ids)])
     w = w - price[0]
     w, names, enter, stay = _restricted(w, names, features, price[0], price[1])
     price = np.stack([enter, stay])

@@ -19,6 +19,7 @@ import streamnb
 from streamnb import persistence
 from streamnb.bn import TANClassifier
 from streamnb.bn.linear_gaussian import PRIOR, gaussian_pair_weights
+from streamnb.bn.tree_inference import MARGINAL_PRIOR
 from streamnb.structure.chow_liu import forest_structure
 
 #: The planted tree: child -> (parent, slope per class, residual sd); roots have class means.
@@ -301,10 +302,13 @@ def mixed_rows(n: int, seed: int = 0) -> list:
     return rows
 
 
-def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, var_smoothing: float = 1e-9) -> dict:
+def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, var_smoothing: float = 1e-9,
+                      prior: float = MARGINAL_PRIOR) -> dict:
     """log P(observed features | y) by enumeration of the missing categorical values and the
     multivariate normal of the numeric features given them; every parameter counted from the
-    rows (Lidstone counts, group means and variances, least squares), nothing from the model."""
+    rows (Lidstone counts, a categorical feature given its parent pulled toward its Lidstone
+    marginal given the class with strength ``prior`` (0: Lidstone), group means and variances,
+    least squares), nothing from the model."""
     X, y = frame(rows)
     cats = ["a", "b"]
     nums = ["w", "x", "z"]
@@ -316,7 +320,12 @@ def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, va
 
         def p_cat(f: str, v: str, assign: dict) -> float:
             par = parents[f]
-            sub = D if par is None else D[D[par] == assign[par]]
+            marginal = ((D[f] == v).sum() + alpha) / (len(D) + alpha * len(values[f]))
+            if par is None:
+                return marginal
+            sub = D[D[par] == assign[par]]
+            if prior > 0:
+                return ((sub[f] == v).sum() + prior * marginal) / (len(sub) + prior)
             return ((sub[f] == v).sum() + alpha) / (len(sub) + alpha * len(values[f]))
 
         def gauss(f: str, assign: dict) -> tuple:
@@ -356,9 +365,10 @@ def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, va
     return out
 
 
-def test_a_mixed_network_is_found_and_its_posteriors_equal_brute_force():
+@pytest.mark.parametrize("smoothing", ["marginal", "lidstone"])
+def test_a_mixed_network_is_found_and_its_posteriors_equal_brute_force(smoothing):
     rows = mixed_rows(3000)
-    model = learned(TANClassifier(relearn_every=0), rows)
+    model = learned(TANClassifier(relearn_every=0, smoothing=smoothing), rows)
     model.relearn()
     s = model.structure()
     assert s.skeleton() == {frozenset(e) for e in [("a", "b"), ("a", "x"), ("x", "z"), ("b", "w")]}
@@ -374,7 +384,7 @@ def test_a_mixed_network_is_found_and_its_posteriors_equal_brute_force():
     ]
     for x in queries:
         joint, prior = model.joint_log_likelihood(x), model.joint_log_likelihood({})
-        expected = brute_force_mixed(rows, parents, x)
+        expected = brute_force_mixed(rows, parents, x, prior=MARGINAL_PRIOR if smoothing == "marginal" else 0.0)
         for cls in (0, 1):
             assert joint[cls] - prior[cls] == pytest.approx(expected[cls], rel=1e-9, abs=1e-9), (x, cls)
     X, _ = frame(rows[:40])

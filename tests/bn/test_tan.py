@@ -11,6 +11,7 @@ import pytest
 import streamnb
 from streamnb import persistence
 from streamnb.bn import AODE, ChowLiuClassifier, TANClassifier
+from streamnb.bn.tree_inference import MARGINAL_PRIOR
 from streamnb.naive_bayes.values import is_missing
 from tests.structure.helpers import DATA, sample
 
@@ -76,10 +77,10 @@ def pgmpy_posterior(df: pd.DataFrame, target: str, edges: list, queries: list) -
 
 @pytest.mark.parametrize("name,n,target", [("car", None, "class"), ("child", 2000, "Disease")])
 def test_tan_posterior_equals_pgmpy_exact_inference(car, name, n, target):
-    """Laplace CPTs = pgmpy's K2 prior on the TAN DAG; with features missing (parents
-    included) our marginalization equals pgmpy's variable elimination."""
+    """Laplace CPTs (``smoothing="lidstone"``) = pgmpy's K2 prior on the TAN DAG; with features
+    missing (parents included) our marginalization equals pgmpy's variable elimination."""
     df = car.astype(str) if name == "car" else sample(name, n, 21)
-    tan = learned(TANClassifier(relearn_every=0), rows_of(df, target))
+    tan = learned(TANClassifier(relearn_every=0, smoothing="lidstone"), rows_of(df, target))
     tan.relearn()
     rng = np.random.default_rng(5)
     queries = []
@@ -111,8 +112,11 @@ def test_numeric_features_are_gaussian_leaves():
         assert_proba_equal(tan.predict_proba_one(x), nb.predict_proba_one(x))
 
 
-def brute_class_trees(df: pd.DataFrame, target: str, model: ChowLiuClassifier, alpha: float, x: dict) -> dict:
-    """P(y | x) of a per-class tree model by direct counting, unobserved features summed out."""
+def brute_class_trees(df: pd.DataFrame, target: str, model: ChowLiuClassifier, alpha: float, x: dict,
+                      strength: float = MARGINAL_PRIOR) -> dict:
+    """P(y | x) of a per-class tree model by direct counting, unobserved features summed out; a
+    feature given its parent pulled toward its Lidstone marginal with ``strength`` (0:
+    Lidstone)."""
     feats = [c for c in df.columns if c != target]
     values = {f: sorted(df[f].unique()) for f in feats}
     prior = df[target].value_counts()
@@ -122,7 +126,12 @@ def brute_class_trees(df: pd.DataFrame, target: str, model: ChowLiuClassifier, a
 
         def p(f, v, pv):
             par = parents.get(f)
-            sub = g if par is None else g[g[par] == pv[par]]
+            marginal = ((g[f] == v).sum() + alpha) / (len(g) + alpha * len(values[f]))
+            if par is None:
+                return marginal
+            sub = g[g[par] == pv[par]]
+            if strength > 0:
+                return ((sub[f] == v).sum() + strength * marginal) / (len(sub) + strength)
             return ((sub[f] == v).sum() + alpha) / (len(sub) + alpha * len(values[f]))
 
         missing = [f for f in feats if f not in x]
@@ -135,19 +144,22 @@ def brute_class_trees(df: pd.DataFrame, target: str, model: ChowLiuClassifier, a
     return {y: v / z for y, v in out.items()}
 
 
-def test_class_chow_liu_equals_brute_force(car):
+@pytest.mark.parametrize("smoothing", ["marginal", "lidstone"])
+def test_class_chow_liu_equals_brute_force(car, smoothing):
     df = car.sample(600, random_state=8).reset_index(drop=True)
-    model = learned(ChowLiuClassifier(relearn_every=0), rows_of(df, "class"))
+    model = learned(ChowLiuClassifier(relearn_every=0, smoothing=smoothing), rows_of(df, "class"))
+    prior = MARGINAL_PRIOR if smoothing == "marginal" else 0.0
     model.relearn()
     assert set(model.structures()) == set(df["class"])
     assert len({tuple(s.edges) for s in model.structures().values()}) > 1  # trees differ by class
     for x, _ in rows_of(df.sample(8, random_state=0), "class"):
         for drop in ([], ["buying"], ["safety", "maint"]):
             q = {k: v for k, v in x.items() if k not in drop}
-            assert_proba_equal(model.predict_proba_one(q), brute_class_trees(df, "class", model, 1.0, q))
+            assert_proba_equal(model.predict_proba_one(q), brute_class_trees(df, "class", model, 1.0, q, prior))
 
 
-def brute_aode(df: pd.DataFrame, target: str, alpha: float, x: dict, min_count: float = 1) -> dict:
+def brute_aode(df: pd.DataFrame, target: str, alpha: float, x: dict, min_count: float = 1,
+               prior: float = MARGINAL_PRIOR) -> dict:
     classes = list(dict.fromkeys(df[target]))
     feats = list(x)
     n_values = {f: df[f].nunique() for f in df.columns}
@@ -159,24 +171,31 @@ def brute_aode(df: pd.DataFrame, target: str, alpha: float, x: dict, min_count: 
                 continue
             t = ((df[i] == x[i]) & (df[target] == y)).sum() + alpha
             t /= len(df) + alpha * len(classes) * n_values[i]
+            g = df[df[target] == y]
             for j in feats:
                 if j != i:
                     sub = df[(df[i] == x[i]) & (df[target] == y)]
-                    t *= ((sub[j] == x[j]).sum() + alpha) / (len(sub) + alpha * n_values[j])
+                    if prior > 0:
+                        marginal = ((g[j] == x[j]).sum() + alpha) / (len(g) + alpha * n_values[j])
+                        t *= ((sub[j] == x[j]).sum() + prior * marginal) / (len(sub) + prior)
+                    else:
+                        t *= ((sub[j] == x[j]).sum() + alpha) / (len(sub) + alpha * n_values[j])
             terms.append(t)
         out[y] = float(np.mean(terms))
     z = sum(out.values())
     return {y: v / z for y, v in out.items()}
 
 
-@pytest.mark.parametrize("alpha,min_count", [(1.0, 1), (0.5, 30)])
-def test_aode_equals_formula(car, alpha, min_count):
+@pytest.mark.parametrize("alpha,min_count,smoothing", [(1.0, 1, "marginal"), (0.5, 30, "marginal"),
+                                                       (1.0, 1, "lidstone"), (0.5, 30, "lidstone")])
+def test_aode_equals_formula(car, alpha, min_count, smoothing):
     df = car.sample(800, random_state=9).reset_index(drop=True)
-    model = learned(AODE(alpha=alpha, min_count=min_count), rows_of(df, "class"))
+    model = learned(AODE(alpha=alpha, min_count=min_count, smoothing=smoothing), rows_of(df, "class"))
+    prior = MARGINAL_PRIOR if smoothing == "marginal" else 0.0
     for x, _ in rows_of(df.sample(10, random_state=1), "class"):
         for drop in ([], ["doors", "persons"]):
             q = {k: v for k, v in x.items() if k not in drop}
-            assert_proba_equal(model.predict_proba_one(q), brute_aode(df, "class", alpha, q, min_count))
+            assert_proba_equal(model.predict_proba_one(q), brute_aode(df, "class", alpha, q, min_count, prior))
 
 
 # -- streaming behaviour ----------------------------------------------------------------------
@@ -292,3 +311,28 @@ def test_missing_and_unseen_values_are_marginalized_not_guessed(car):
     for v in (None, float("nan"), "never seen"):
         assert tan.predict_proba_one({**x, "lug_boot": v}) == tan.predict_proba_one(x)
     assert not is_missing(tan.predict_proba_one(x)["unacc"])
+
+
+# -- plain TAN (Friedman et al.'s spanning tree) ----------------------------------------------
+@pytest.mark.parametrize("name,n,seed,target", [("asia", 4000, 4, "either"), ("child", 2000, 5, "Disease"),
+                                                ("alarm", 1000, 6, "BP")])
+def test_plain_tan_learner_has_pgmpy_tree_search_edges(name, n, seed, target):
+    """``TANClassifier(edge_penalty=None, swap_margin=0)`` learned on a stream (a recompute
+    every 100 events, so earlier trees stood in between) ends on pgmpy's
+    ``TreeSearch(estimator_type="tan")`` tree, edge for edge and direction for direction when
+    pgmpy is given our root (the first feature in canonical order), at a prefix and at the end."""
+    from streamnb.structure.chow_liu import canonical
+    from tests.structure.helpers import pgmpy_edges
+
+    df = sample(name, n, seed)
+    root = min((c for c in df.columns if c != target), key=canonical)
+    model = TANClassifier(edge_penalty=None, swap_margin=0)
+    rows = rows_of(df, target)
+    for stop in (n // 2, n):
+        for x, y in rows[stop - n // 2: stop]:
+            model.learn_one(x, y)
+        model.relearn()
+        seen = df.iloc[:stop]
+        expected = pgmpy_edges(seen, root, "tan", class_node=target)
+        assert len(expected) == df.shape[1] - 2  # a spanning tree over the features
+        assert set(model.structure().edges) == expected, stop

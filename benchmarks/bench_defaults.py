@@ -1,0 +1,169 @@
+"""TAN's defaults against its naive Bayes counterpart and against plain TAN (issue 26), on every
+UCI/PMLB set of the shared data: accuracy and log-loss, 5-fold, the same folds for every model.
+
+Run: ``.venv/bin/python benchmarks/bench_defaults.py`` (all sets, several minutes on 2 cores:
+letter and shuttle are most of it), ``--sets car colic`` for some sets, ``--data DIR`` or
+``STREAMNB_DATA`` for the shared data directory (default ``/work/shared/data``; sets are read
+from its ``uci_pmlb`` folder). Nothing is asserted: figures are printed, and a loss of the
+default beyond 2 standard errors is flagged ``LOSS``.
+
+Sets and kinds:
+
+- categorical sets (:data:`CATEGORICAL_SETS`, those of ``bench_structure.py``): every column
+  read as categories (strings); the naive Bayes counterpart is ``CategoricalNB``;
+- numeric sets (``bench_tree_numeric.NUMERIC_SETS`` and glass2, spambase, letter, shuttle):
+  every column ``"gaussian"``; the counterpart is ``GaussianNB``;
+- mixed sets (``bench_tree_numeric``'s mixed and extra mixed sets): an integer column with at
+  most 10 distinct values in the file is categorical, the rest numeric
+  (``bench_tree_numeric.column_kinds``); the counterpart is the better of ``GaussianNB`` and
+  ``MixedNB(kinds=...)`` on that set and metric.
+
+Models: ``NB`` (the counterpart), ``plain`` = ``TANClassifier(edge_penalty=None, swap_margin=0)``
+(Friedman's spanning tree; the default smoothing), ``TAN`` = ``TANClassifier()`` (defaults
+only), and for information ``TAN lid`` = ``TANClassifier(smoothing="lidstone")`` (the default
+structure, the CPTs smoothed toward uniform as before this issue). Stratified 5-fold
+cross-validation (``StratifiedKFold(5, shuffle=True, random_state=0)``), each fold learned with
+``learn_many`` (``relearn_every`` = 100 as by default), then ``relearn()`` once, then
+``predict_many`` and ``predict_proba_many`` on the test fold. Log-loss: mean ``-log P(true
+class)`` in nats, a probability below 1e-15 counted as 1e-15. ``d NB`` = TAN - NB and ``d pl`` =
+TAN - plain (signed so that ``d > 0`` is a win for TAN in both tables), ``se`` the standard
+deviation of the 5 per-fold differences over sqrt(5); ``vs best`` is the comparison with the
+better of the two (by mean) on that set and metric. ``edges``: TAN's and plain TAN's edges
+learned on the whole set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_tree_numeric import EXTRA_MIXED_SETS, MIXED_SETS, NUMERIC_SETS, column_kinds  # noqa: E402
+
+from streamnb import CategoricalNB, GaussianNB, MixedNB, TANClassifier  # noqa: E402
+
+DATA = Path(os.environ.get("STREAMNB_DATA", "/work/shared/data"))
+CATEGORICAL_SETS = ["car", "corral", "monk1", "monk2", "monk3", "tic_tac_toe", "breast_cancer", "led7", "flare",
+                    "mushroom", "nursery"]
+MIXED = MIXED_SETS + EXTRA_MIXED_SETS
+NUMERIC = NUMERIC_SETS + ["glass2", "spambase", "letter", "shuttle"]
+ALL_SETS = CATEGORICAL_SETS + MIXED + NUMERIC
+FLOOR = 1e-15
+Scores = dict[str, list[float]]
+
+
+def models(name: str, X: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
+    """The set's frame as learned, the makers of the models, and the kinds."""
+    if name in CATEGORICAL_SETS:
+        X = X.astype(str)
+        kinds = {c: "categorical" for c in X.columns}
+        nb = {"NB": CategoricalNB}
+    else:
+        kinds = column_kinds(X, name in MIXED)
+        nb = {"GaussNB": GaussianNB}
+        if name in MIXED:
+            nb["MixedNB"] = lambda: MixedNB(kinds=kinds)
+    makers = {
+        **nb,
+        "plain": lambda: TANClassifier(kinds=kinds, edge_penalty=None, swap_margin=0),
+        "TAN": lambda: TANClassifier(kinds=kinds),
+        "TAN lid": lambda: TANClassifier(kinds=kinds, smoothing="lidstone"),
+    }
+    return X, makers, kinds
+
+
+def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict) -> tuple[Scores, Scores]:
+    acc: Scores = {m: [] for m in makers}
+    loss: Scores = {m: [] for m in makers}
+    labels = list(y.unique())
+    for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
+        Xtr, ytr, Xte, yte = X.iloc[train], y.iloc[train], X.iloc[test], y.iloc[test].to_numpy()
+        for m, make in makers.items():
+            model = make()
+            model.learn_many(Xtr, ytr)
+            if hasattr(model, "relearn"):
+                model.relearn()
+            acc[m].append(float(np.mean(model.predict_many(Xte).to_numpy() == yte)))
+            proba = model.predict_proba_many(Xte).reindex(columns=labels, fill_value=0.0).to_numpy()
+            p_true = proba[np.arange(len(yte)), [labels.index(v) for v in yte]]
+            loss[m].append(float(-np.mean(np.log(np.maximum(p_true, FLOOR)))))
+    if "MixedNB" in makers:  # the better naive Bayes on this set and metric
+        for scores, better in ((acc, max), (loss, min)):
+            best = better(("GaussNB", "MixedNB"), key=lambda m: float(np.mean(scores[m])))
+            scores["NB"] = scores[best]
+    elif "GaussNB" in makers:
+        acc["NB"], loss["NB"] = acc["GaussNB"], loss["GaussNB"]
+    return acc, loss
+
+
+def diff(scores: Scores, a: str, b: str, sign: float) -> tuple[float, float]:
+    d = sign * (np.array(scores[a]) - np.array(scores[b]))
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def main(argv: list[str]) -> int:
+    global DATA
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", nargs="+", default=None, help="these sets only")
+    parser.add_argument("--data", type=Path, default=None, help="shared data directory (holds uci_pmlb/)")
+    args = parser.parse_args(argv)
+    if args.data is not None:
+        DATA = args.data
+    names = args.sets or ALL_SETS
+    t_all = time.perf_counter()
+    head = (f"{'dataset':<14}{'kind':<6}{'rows':>6}{'cls':>4}{'NB':>8}{'plain':>8}{'TAN':>8}{'TAN lid':>8}"
+            f"{'d NB':>8}{'se':>7}{'d pl':>8}{'se':>7}{'vs best':>9}{'flag':>6}")
+    tables: dict = {"accuracy": [], "log-loss": []}
+    tally = {t: [0, 0] for t in tables}
+    edges = []
+    for name in names:
+        path = DATA / "uci_pmlb" / f"{name}.tsv.gz"
+        if not path.exists():
+            print(f"skipped (file absent): {name}")
+            continue
+        t0 = time.perf_counter()
+        df = pd.read_csv(path, sep="\t")
+        X, y = df.drop(columns="target"), df["target"]
+        X, makers, kinds = models(name, X)
+        acc, loss = fold_scores(X, y, makers)
+        kind = "cat" if name in CATEGORICAL_SETS else "mixed" if name in MIXED else "num"
+        lead = f"{name:<14}{kind:<6}{len(df):>6}{y.nunique():>4}"
+        for metric, scores, sign, fmt in (("accuracy", acc, 1.0, ".4f"), ("log-loss", loss, -1.0, ".3f")):
+            mean = {m: float(np.mean(v)) for m, v in scores.items()}
+            (d_nb, se_nb), (d_pl, se_pl) = diff(scores, "TAN", "NB", sign), diff(scores, "TAN", "plain", sign)
+            best = "NB" if sign * mean["NB"] >= sign * mean["plain"] else "plain"
+            lost = d_nb < -2 * se_nb or d_pl < -2 * se_pl
+            tally[metric][0] += lost
+            tally[metric][1] += d_nb >= -2 * se_nb and d_pl >= -2 * se_pl and (d_nb > 2 * se_nb or d_pl > 2 * se_pl)
+            tables[metric].append(
+                lead + "".join(f"{mean[m]:>8{fmt}}" for m in ("NB", "plain", "TAN", "TAN lid"))
+                + f"{d_nb:>+8{fmt}}{se_nb:>7{fmt}}{d_pl:>+8{fmt}}{se_pl:>7{fmt}}{best:>9}{'LOSS' if lost else '':>6}")
+        whole = {}
+        for m in ("TAN", "plain"):
+            model = makers[m]()
+            model.learn_many(X, y)
+            model.relearn()
+            whole[m] = len(model.structure().edges)
+        edges.append(f"{name}: TAN {whole['TAN']}, plain {whole['plain']} ({time.perf_counter() - t0:.0f} s)")
+        print(f"{tables['accuracy'][-1]}   [{edges[-1]}]", flush=True)
+    for metric, rows in tables.items():
+        print(f"\n## {metric}{' (nats per event, lower is better; d > 0: TAN lower)' if metric == 'log-loss' else ''}\n")
+        print(head)
+        print("-" * len(head))
+        print("\n".join(rows))
+        print(f"\n{metric}: TAN loses beyond 2 se against NB or plain TAN on {tally[metric][0]} of {len(rows)} "
+              f"sets; wins beyond 2 se against one of them (and loses to neither) on {tally[metric][1]}")
+    print("\nedges learned on the whole set:\n  " + "\n  ".join(edges))
+    print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

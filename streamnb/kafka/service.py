@@ -28,7 +28,6 @@ from typing import Any
 
 from streamnb import persistence
 from streamnb.exceptions import StateError
-from streamnb.kafka.checkpoint import Checkpointer, tp_key
 from streamnb.kafka.checkpointing import Checkpointing, Due
 from streamnb.kafka.config import ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
@@ -40,7 +39,9 @@ from streamnb.kafka.outputs import Predictions, Rejects
 from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import DeadLetter, Publisher
 from streamnb.kafka.source import Backoff, make_source
+from streamnb.kafka.statestore import tp_key
 from streamnb.kafka.step import Stepper
+from streamnb.kafka.stores import open_store
 from streamnb.kafka.topics import ensure_topics
 
 __all__ = ["RunSummary", "Service"]
@@ -117,7 +118,8 @@ class Service:
             else FieldFeaturizer(c.label_field, c.features, c.ignore_fields, c.allow_missing)
         )
         self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
-        self.checkpointer = Checkpointer(c.checkpoint_dir, c.member)
+        #: the state store (``config.state_url()``): this member's checkpoints and the others' offsets
+        self.checkpointer = open_store(c.state_url(), c.member, c.bootstrap)
         self.metrics = Metrics()
         #: ``/healthz``: the poll loop beats on every pass; stale => unhealthy
         self.health = Health(c.health_timeout)

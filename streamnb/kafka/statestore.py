@@ -207,6 +207,11 @@ class StateStore:
             raise StateError(f"no usable checkpoint for member {member!r} in {self.url}: " + "; ".join(errors))
         return None
 
+    def newest_id(self, member: str) -> int | None:
+        """The id of ``member``'s newest stored checkpoint (not verified), None if it has none."""
+        listed = self._list(member)
+        return listed[0][1] if listed else None
+
     def newest_offsets(self, member: str) -> dict[str, int] | None:
         """Offsets of ``member``'s newest intact checkpoint (headers only), None if it has none."""
         listed = self._list(member)

@@ -346,3 +346,34 @@ def test_lost_member_and_its_disk_replaced_from_the_store(bootstrap, names, tmp_
 def test_member_config_without_state_uses_its_checkpoint_dir(tmp_path):
     cfg = config("127.0.0.1:1", type("N", (), {"topic": "in", "output": "out", "group": "g"}), tmp_path)
     assert cfg.state is None and cfg.state_url() == f"dir:{tmp_path / 'ckpt'}"
+
+
+def test_checkpoint_a_dead_member_never_published_reaches_every_merge(bootstrap, names, tmp_path):
+    """Member c checkpointed the first 300 events of partition 0 to the store and died before its
+    snapshot reached the model topic (and never comes back): the members that take over its
+    partition republish that checkpoint from the store, so every merged model has every event."""
+    url = f"kafka:state-{names.group}"
+    create(bootstrap, names.topic, 2)
+    p0, p1 = weather(800, seed=61), weather(700, seed=62)
+    produce(bootstrap, names.topic, p0, partition=0)
+    produce(bootstrap, names.topic, p1, partition=1)
+    dead = open_store(url, "c", bootstrap)
+    try:
+        dead.save(clean_pass(p0[:300], "categorical"), {f"{names.topic}:0": 300})
+    finally:
+        dead.release()
+    a, b = member(bootstrap, names, tmp_path / "a", "a", state=url), member(bootstrap, names, tmp_path / "b", "b",
+                                                                          state=url)
+    services = [a, b]
+    runs = [start(a), start(b)]
+    summaries = converge_and_stop(services, runs, p0 + p1, timeout=60)
+    expected = clean_pass(p0 + p1, "categorical")
+    for s in services:
+        assert_same_model(s.view, expected)
+    store = open_store(url, "reader", bootstrap)
+    try:
+        own = {m: store.newest(m).model.n_seen for m in store.members()}
+    finally:
+        store.release()
+    assert own["c"] == 300 and sum(own.values()) == 1500  # a and b started partition 0 at c's offset
+    assert sum(s.learned for s in summaries) == 1200

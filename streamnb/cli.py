@@ -137,8 +137,12 @@ def main() -> None:
 @click.option("--partitions", metavar="0,1,...", help="Assign these partitions statically (no rebalancing).")
 @click.option("--member", default="main", show_default=True,
               help="This instance's name in the checkpoint directory (unique per live instance).")
-@click.option("--checkpoint-dir", default="streamnb-checkpoints", show_default=True, type=click.Path(),
-              help="Where checkpoints go (share it between the members of a group).")
+@click.option("--state", metavar="URL",
+              help="Where learned state goes: dir:PATH, kafka:TOPIC (a compacted topic on --bootstrap; no disk) "
+                   "or s3://bucket/prefix (boto3; AWS_ENDPOINT_URL for other S3 servers). "
+                   "[default: dir:streamnb-checkpoints]")
+@click.option("--checkpoint-dir", type=click.Path(),
+              help="Same as --state dir:PATH.")
 @click.option("--checkpoint-every", default=10_000, show_default=True, type=int, help="Events per checkpoint.")
 @click.option("--checkpoint-interval", default=10.0, show_default=True, type=float,
               help="Seconds between checkpoints.")
@@ -191,7 +195,8 @@ def run(**o: Any) -> None:
             allow_missing=o["allow_missing"], text_field=o["text_field"], deserializer=o["deserializer"],
             max_message_bytes=o["max_message_bytes"], mode=o["mode"], group_id=o["group_id"],
             partitions=[int(p) for p in _split((o["partitions"],))] if o["partitions"] else None,
-            member=o["member"], checkpoint_dir=o["checkpoint_dir"], checkpoint_every=o["checkpoint_every"],
+            member=o["member"], checkpoint_dir=o["checkpoint_dir"] or "streamnb-checkpoints",
+            state=_state_url(o["state"], o["checkpoint_dir"]), checkpoint_every=o["checkpoint_every"],
             checkpoint_interval=o["checkpoint_interval"], model_topic=o["model_topic"],
             model_interval=o["model_interval"], batch_size=o["batch_size"],
             batch_learning=o["batch_learning"], on_checkpoint_ahead=o["on_checkpoint_ahead"],
@@ -269,24 +274,44 @@ def produce(bootstrap: str, topic: str, partitions: int, limit: int | None, rate
 
 
 @main.command()
-@click.argument("checkpoint_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("checkpoint_dir", required=False, type=click.Path(exists=True, file_okay=False))
+@click.option("--state", metavar="URL", help="Read the members' state here (dir:PATH, kafka:TOPIC, s3://bucket/prefix).")
+@click.option("--bootstrap", metavar="HOST:PORT", help="Kafka bootstrap servers (for --state kafka:TOPIC).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Write the merged model here.")
-def merge(checkpoint_dir: str, out: str) -> None:
-    """Merge the newest checkpoint of every member in CHECKPOINT_DIR into one model file.
+def merge(checkpoint_dir: str | None, state: str | None, bootstrap: str | None, out: str) -> None:
+    """Merge the newest checkpoint of every member into one model file.
 
-    The members of a consumer group each learn their partitions; the merged model has learned
-    every event once. Load it with streamnb.persistence.load.
+    The state is CHECKPOINT_DIR or --state URL (one of them). The members of a consumer group
+    each learn their partitions; the merged model has learned every event once. Load it with
+    streamnb.persistence.load.
     """
     from streamnb import persistence
-    from streamnb.kafka.checkpoint import merge_checkpoints
+    from streamnb.kafka.statestore import merge_state
+    from streamnb.kafka.stores import open_store
 
+    url = _state_url(state, checkpoint_dir)
+    if url is None:
+        raise click.UsageError("give CHECKPOINT_DIR or --state URL")
     try:
-        model, offsets = merge_checkpoints(checkpoint_dir)
+        store = open_store(url, "merge-reader", bootstrap)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        model, offsets = merge_state(store)
         persistence.save(model, out, extra={"offsets": offsets})
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
         return
+    finally:
+        store.release()
     click.echo(f"merged model ({model.n_seen:g} events learned) written to {out}; offsets {offsets}")
+
+
+def _state_url(state: str | None, checkpoint_dir: str | None) -> str | None:
+    """``--state`` or ``--checkpoint-dir`` as a state URL (not both)."""
+    if state is not None and checkpoint_dir is not None:
+        raise click.UsageError("give --state or --checkpoint-dir, not both")
+    return f"dir:{checkpoint_dir}" if checkpoint_dir is not None else state
 
 
 @main.command(

@@ -33,6 +33,8 @@ from streamnb.kafka.errors import BadMessage, BrokerUnavailableError, Checkpoint
 from streamnb.kafka.featurize import Example, FieldFeaturizer, TextFeaturizer  # noqa: E402
 from streamnb.kafka.publisher import DeadLetter, Publisher  # noqa: E402
 from streamnb.kafka.service import RunSummary, Service  # noqa: E402
+from streamnb.kafka.statestore import StateStore, merge_state  # noqa: E402
+from streamnb.kafka.stores import open_store  # noqa: E402
 from streamnb.kafka.topics import ensure_topics  # noqa: E402
 
 __all__ = [
@@ -52,10 +54,13 @@ __all__ = [
     "Service",
     "ServiceConfig",
     "ServiceError",
+    "StateStore",
     "TextFeaturizer",
     "ensure_topics",
     "make_model",
     "merge_checkpoints",
+    "merge_state",
+    "open_store",
     "run",
 ]
 

@@ -18,9 +18,9 @@ import time
 from typing import Any
 
 from streamnb.exceptions import StateError
-from streamnb.kafka.checkpoint import Checkpointer
 from streamnb.kafka.metrics import Metrics
 from streamnb.kafka.publisher import Publisher
+from streamnb.kafka.statestore import StateStore
 
 __all__ = ["Due", "Checkpointing"]
 
@@ -62,7 +62,7 @@ class Checkpointing:
     """Writes a checkpoint only after every output so far is acknowledged by the broker
     (:meth:`Publisher.flush`), so outputs are at-least-once and model state exactly-once."""
 
-    def __init__(self, checkpointer: Checkpointer, publisher: Publisher, metrics: Metrics,
+    def __init__(self, checkpointer: StateStore, publisher: Publisher, metrics: Metrics,
                  flush_timeout: float) -> None:
         self.checkpointer, self.publisher = checkpointer, publisher
         self.metrics, self.flush_timeout = metrics, flush_timeout

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import streamnb
+from streamnb.kafka.stores import parse_state_url
 
 __all__ = ["MODELS", "MODES", "ServiceConfig", "make_model"]
 
@@ -69,7 +70,11 @@ class ServiceConfig:
         Consumer group; ``partitions`` assigns those partition numbers of every input topic
         statically instead of joining the group's rebalancing; ``member`` names this instance's
         checkpoints (unique per live instance, stable across restarts).
-    checkpoint_dir, checkpoint_every, checkpoint_interval
+    state, checkpoint_dir
+        Where checkpoints (model + offsets) go: a state URL (see :mod:`streamnb.kafka.stores`):
+        ``dir:PATH``, ``kafka:TOPIC`` (a compacted changelog topic on ``bootstrap``; no disk) or
+        ``s3://bucket/prefix``. None: the directory ``checkpoint_dir`` (``dir:checkpoint_dir``).
+    checkpoint_every, checkpoint_interval
         Checkpoint after this many events or seconds (whichever first), and at shutdown.
     batch_size, batch_learning
         Records per poll. ``"auto"`` (default) predicts every event with the model that has
@@ -122,6 +127,7 @@ class ServiceConfig:
     partitions: list[int] | None = None
     member: str = "main"
     checkpoint_dir: str = "streamnb-checkpoints"
+    state: str | None = None
     checkpoint_every: int = 10_000
     checkpoint_interval: float = 10.0
     batch_size: int = 1000
@@ -146,6 +152,10 @@ class ServiceConfig:
     model_max_bytes: int = 1_000_000
     consumer_config: dict = field(default_factory=dict)
     producer_config: dict = field(default_factory=dict)
+
+    def state_url(self) -> str:
+        """The state store's URL (``state``, else ``dir:`` + ``checkpoint_dir``)."""
+        return self.state if self.state is not None else f"dir:{self.checkpoint_dir}"
 
     def consumer_backend(self) -> str:
         """The consumer backend ``consumer`` names (``"auto"`` resolved)."""
@@ -177,6 +187,10 @@ class ServiceConfig:
         if self.model_topic is not None and self.model_topic in (*self.input_topics, self.output_topic,
                                                                   self.dead_letter_topic):
             raise ValueError("the model topic must differ from the input, output and dead-letter topics")
+        kind, where, _prefix = parse_state_url(self.state_url())
+        if kind == "kafka" and where in (*self.input_topics, self.output_topic, self.dead_letter_topic,
+                                         self.model_topic):
+            raise ValueError("the state topic must differ from the input, output, dead-letter and model topics")
         if self.health_timeout <= 0:
             raise ValueError("health_timeout must be > 0")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:

@@ -4,7 +4,9 @@ Every member of a consumer group learns from its own partitions. After each chec
 publishes that *checkpointed* model (``streamnb.persistence`` bytes, the safe format) to the
 model topic, keyed by its member name, so compaction keeps the latest snapshot per member.
 Every member also reads the whole model topic (its own consumer, ``assign()``, no group) and
-keeps the latest snapshot of every *other* member. The model it predicts with is its own model
+keeps the newest snapshot (by checkpoint id) of every *other* member; a snapshot of an older
+checkpoint than one already taken is skipped (the new owner of a partition republishes a dead
+member's newest checkpoint from the state store, which may arrive after that member's own). The model it predicts with is its own model
 merged with those snapshots; its own model stays separate, so checkpoints and exactly-once
 state stay per member.
 
@@ -150,9 +152,14 @@ class ModelSync:
                       "a %s with %s", member, type(model).__name__, _params(model), type(own).__name__,
                       _params(own))
             return False
+        ck_id = extra.get("checkpoint", 0) if isinstance(extra, dict) else 0
+        ck_id = ck_id if type(ck_id) is int else 0
+        if ck_id < self.checkpoints.get(member, 0):  # an older checkpoint republished late
+            log.debug("skipping checkpoint %d of member %s: %d is newer", ck_id, member, self.checkpoints[member])
+            return False
         self.received += 1
         self.models[member] = model
-        self.checkpoints[member] = int(extra.get("checkpoint", 0)) if isinstance(extra, dict) else 0
+        self.checkpoints[member] = ck_id
         log.debug("model snapshot of member %s (checkpoint %s, %g events)", member,
                   self.checkpoints[member], model.n_seen)
         return True

@@ -28,7 +28,6 @@ from typing import Any
 
 from streamnb import persistence
 from streamnb.exceptions import StateError
-from streamnb.kafka.checkpoint import Checkpointer, tp_key
 from streamnb.kafka.checkpointing import Checkpointing, Due
 from streamnb.kafka.config import ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
@@ -40,7 +39,9 @@ from streamnb.kafka.outputs import Predictions, Rejects
 from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import DeadLetter, Publisher
 from streamnb.kafka.source import Backoff, make_source
+from streamnb.kafka.statestore import tp_key
 from streamnb.kafka.step import Stepper
+from streamnb.kafka.stores import open_store
 from streamnb.kafka.topics import ensure_topics
 
 __all__ = ["RunSummary", "Service"]
@@ -117,7 +118,8 @@ class Service:
             else FieldFeaturizer(c.label_field, c.features, c.ignore_fields, c.allow_missing)
         )
         self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
-        self.checkpointer = Checkpointer(c.checkpoint_dir, c.member)
+        #: the state store (``config.state_url()``): this member's checkpoints and the others' offsets
+        self.checkpointer = open_store(c.state_url(), c.member, c.bootstrap)
         self.metrics = Metrics()
         #: ``/healthz``: the poll loop beats on every pass; stale => unhealthy
         self.health = Health(c.health_timeout)
@@ -143,6 +145,8 @@ class Service:
         self.view: Any = None
         self._view_stale = True
         self._view_at = float("-inf")
+        #: after an assignment: republish other owners' checkpoints the model topic lacks
+        self._adopt_due = False
 
     # -- control ---------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -252,6 +256,9 @@ class Service:
             if self.models is not None:
                 self._view_stale = self._view_stale or bool(records)
                 self._sync_models(now)
+                if self._adopt_due:
+                    self._adopt_due = False
+                    self._republish_others()
             self.offsets.check_ahead(source.owned, source.highwater, source.seek_to_beginning)
             if self.due.is_due(now):
                 if self._checkpoint("due"):
@@ -378,6 +385,7 @@ class Service:
                     self.source.seek(tp, start)
             self.metrics.partitions.set(len(tps))
             self._assigned_at = time.monotonic()
+            self._adopt_due = self.models is not None
 
     def _on_revoked(self, tps: set, lost: bool) -> None:
         with self._lock:
@@ -400,6 +408,29 @@ class Service:
             return
         self.publisher.send(c.model_topic, data, key=c.member.encode())
         self.summary.snapshots_published += 1
+
+    def _republish_others(self) -> None:
+        """Publish each other owner's newest checkpoint from the state store when the model topic
+        holds an older one: an owner that died after its checkpoint and before its snapshot was
+        acknowledged would otherwise be missing from every merge until it came back."""
+        assert self.models is not None and self.publisher is not None
+        c = self.config
+        try:
+            for other in self.checkpointer.members():
+                if other == c.member:
+                    continue
+                newest = self.checkpointer.newest_id(other)
+                if newest is None or newest <= self.models.checkpoints.get(other, 0):
+                    continue
+                ck = self.checkpointer.newest(other)
+                if ck is None or ck.id <= self.models.checkpoints.get(other, 0):
+                    continue
+                data = snapshot(ck.model, other, ck.id, ck.offsets)
+                if len(data) <= c.model_max_bytes:
+                    self.publisher.send(c.model_topic, data, key=other.encode())
+                    log.info("republished checkpoint %d of member %s to the model topic", ck.id, other)
+        except (StateError, OSError) as exc:
+            log.warning("could not republish other members' checkpoints: %s", exc)
 
     def _sync_models(self, now: float, force: bool = False) -> None:
         """Read new snapshots; rebuild the merged view at most every ``model_interval`` seconds."""

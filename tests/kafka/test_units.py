@@ -70,7 +70,7 @@ def test_checkpoint_of_unknown_version_is_refused(tmp_path):
     head, digest, payload = data[len(MAGIC):].split(b"\n", 2)
     header = json.loads(head)
     header["version"] = 99
-    from streamnb.kafka.checkpoint import _encode
+    from streamnb.kafka.statestore import encode as _encode
 
     path.write_bytes(_encode(header, payload))
     with pytest.raises(streamnb.StateError, match="version 99"):
@@ -97,7 +97,7 @@ def test_claims_read_only_checkpoint_headers(tmp_path):
     """claims() runs on every partition assignment: it takes the offsets from the headers and
     never loads the other members' models (here a model part no loader could read, under a
     valid checksum), and still skips a damaged file for the previous good one."""
-    from streamnb.kafka.checkpoint import FORMAT, VERSION, _encode
+    from streamnb.kafka.statestore import FORMAT, VERSION, encode as _encode
 
     def write(member: str, ck_id: int, offsets: dict, payload: bytes) -> None:
         header = {"format": FORMAT, "version": VERSION, "id": ck_id, "member": member, "created": 0.0,

@@ -1,0 +1,104 @@
+"""The object-storage store (``s3://bucket/prefix``): one object per checkpoint, no disk.
+
+Each checkpoint blob (see :mod:`streamnb.kafka.statestore`) is one object,
+``<prefix>/<member>/<id>.ckpt``. An S3 PUT is atomic (readers see the whole object or none) and
+S3 lists and reads are strongly consistent, so no manifest is needed; a new object is written
+with ``If-None-Match: *``, so two live instances that share a member name cannot overwrite one
+another's checkpoint (the second write fails and is counted as a failed checkpoint).
+
+The client is boto3, configured the usual way (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_DEFAULT_REGION``, profiles, instance roles; ``AWS_ENDPOINT_URL`` for MinIO, Ceph, moto or
+another S3-compatible server).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from streamnb.exceptions import MissingExtraError, StateError
+from streamnb.kafka.statestore import StateStore
+
+__all__ = ["S3Store"]
+
+log = logging.getLogger(__name__)
+
+_KEY = re.compile(r"([A-Za-z0-9_-]{1,100})/(\d{12})\.ckpt$")
+#: a checkpoint object larger than this is refused (damaged listing, wrong bucket)
+MAX_OBJECT_BYTES = 4 * 1024**3
+
+
+class S3Store(StateStore):
+    """Checkpoints of every member under one prefix of a bucket (see the module docstring).
+
+    Parameters
+    ----------
+    bucket, prefix
+        Where the objects go (the bucket must exist).
+    member, keep
+        See :class:`~streamnb.kafka.statestore.StateStore`.
+    client
+        A boto3 S3 client (default: ``boto3.client("s3")`` from the environment).
+    """
+
+    def __init__(self, bucket: str, prefix: str = "", member: str = "main", keep: int = 2,
+                 client: Any = None) -> None:
+        super().__init__(member, keep)
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.url = f"s3://{bucket}/{self.prefix}"
+        self._client = client
+        try:
+            from botocore.exceptions import BotoCoreError, ClientError
+        except ImportError as exc:
+            raise MissingExtraError("the s3:// state store needs boto3: pip install 'streamnb[s3]'") from exc
+        self._errors: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("s3")
+        return self._client
+
+    def _key(self, member: str, ck_id: int) -> str:
+        return f"{self.prefix}{member}/{ck_id:012d}.ckpt"
+
+    def _name(self, member: str, ck_id: int) -> str:
+        return f"s3://{self.bucket}/{self._key(member, ck_id)}"
+
+    def _list(self, member: str | None = None) -> list[tuple[str, int]]:
+        prefix = self.prefix + (f"{member}/" if member is not None else "")
+        out = []
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+                for obj in page.get("Contents", []):
+                    m = _KEY.fullmatch(obj["Key"][len(self.prefix):])
+                    if m:
+                        out.append((m.group(1), int(m.group(2))))
+        except self._errors as exc:
+            raise StateError(f"state store {self.url}: listing failed: {exc}") from exc
+        return sorted(out, key=lambda t: (t[0], -t[1]))
+
+    def _get(self, member: str, ck_id: int) -> bytes:
+        try:
+            got = self.client.get_object(Bucket=self.bucket, Key=self._key(member, ck_id))
+            if got.get("ContentLength", 0) > MAX_OBJECT_BYTES:
+                raise StateError(f"{self._name(member, ck_id)}: {got['ContentLength']} bytes is too large")
+            return bytes(got["Body"].read())
+        except self._errors as exc:
+            raise StateError(f"{self._name(member, ck_id)}: {exc}") from exc
+
+    def _put(self, member: str, ck_id: int, data: bytes) -> None:
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(member, ck_id), Body=data, IfNoneMatch="*")
+        except self._errors as exc:
+            raise StateError(f"{self._name(member, ck_id)}: write failed: {exc}") from exc
+
+    def _delete(self, member: str, ck_id: int) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(member, ck_id))
+        except self._errors as exc:
+            raise StateError(f"{self._name(member, ck_id)}: delete failed: {exc}") from exc

@@ -199,6 +199,18 @@ class SpamFilter(base.Classifier):
         self._version = 0  # bumped by every change of the counts
         self._memo: tuple[int, dict, Verdict] | None = None
 
+    @classmethod
+    def migrate_params(cls, params: dict) -> dict:
+        """Parameters of a filter saved before the operating point kept a budget: its
+        ``calibration_half_life`` (in hams) becomes ``calibration_memory`` (the same half-life:
+        ``memory / max_ham_rate`` hams)."""
+        if "calibration_half_life" not in params:
+            return params
+        params = dict(params)
+        half_life, rate = params.pop("calibration_half_life"), params.get("max_ham_rate", 0.002)
+        params["calibration_memory"] = None if half_life is None or rate is None else half_life * rate
+        return params
+
     @property
     def _multiclass(self) -> bool:
         return False

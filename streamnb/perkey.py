@@ -51,6 +51,7 @@ from river import base
 
 from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.naive_bayes.values import check_event
 from streamnb.stats.index import decode_key, encode_key, is_saveable_key
 
 __all__ = ["DirectoryStore", "PerKey"]
@@ -155,6 +156,7 @@ class PerKey(base.Wrapper, base.Classifier):
     # -- keys ------------------------------------------------------------------------------
     def split(self, x: Mapping) -> tuple[Hashable, Mapping]:
         """The key of ``x`` (None if it has none) and the features the learners see."""
+        check_event(x)
         if self.by is None or self.by not in x:
             return None, x
         key = x[self.by]

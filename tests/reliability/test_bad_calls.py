@@ -23,6 +23,7 @@ LEARNERS = {
     "Windowed": lambda: streamnb.Windowed(streamnb.CategoricalNB(), window=100),
     "DriftTriggered": lambda: streamnb.DriftTriggered(streamnb.CategoricalNB()),
     "SpamFilter": streamnb.SpamFilter,
+    "PerKey": lambda: streamnb.PerKey(streamnb.SpamFilter(), by="user"),
 }
 
 NOT_EVENTS = [None, "some text", 5, ["a", 1], b"bytes"]
@@ -115,7 +116,7 @@ def test_a_batch_with_bad_labels_or_weights_is_refused_and_changes_nothing(name,
 def test_an_empty_model_answers(name):
     model = LEARNERS[name]()
     x = {"a": 1}
-    if name == "SpamFilter":  # two classes from the start: no evidence either way
+    if name in ("SpamFilter", "PerKey"):  # a spam filter: two classes from the start, no evidence either way
         assert model.predict_proba_one(x) == {"spam": 0.5, "ham": 0.5}
         return
     assert model.predict_proba_one(x) == {}

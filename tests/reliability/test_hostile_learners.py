@@ -329,7 +329,30 @@ def test_pairwise_learners_cap_their_pair_table(name, n):
         one = FACTORIES[name]()
         for x, yi in zip(X.to_dict("records"), y):
             one.learn_one(x, yi)
-        assert state(one) == state(model)
+        # the statistics and the edges exactly; the edges' weights are sums kept current
+        # between relearns (streamnb.bn.cmi_sums), equal to rounding only, and how many bits
+        # rounding leaves depends on the path and the processor's vector units
+        assert_same_state(one.to_state(), model.to_state())
+
+
+def assert_same_state(a, b, path: str = "") -> None:
+    """Equal states, except structure weights: equal to 1e-12 relative."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            assert_same_state(a[key], b[key], f"{path}/{key}")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, path
+        np.testing.assert_array_equal(a, b, err_msg=path)
+    elif isinstance(a, (list, tuple)) and not path.endswith("/weights"):
+        assert len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b)):
+            assert_same_state(u, v, f"{path}[{i}]")
+    elif path.endswith("/weights"):
+        assert [w[:2] for w in a] == [w[:2] for w in b], path  # the same edges
+        assert [w[2] for w in a] == pytest.approx([w[2] for w in b], rel=1e-12, abs=1e-15), path
+    else:
+        assert a == b or (a != a and b != b), path
 
 
 def test_complement_nb_survives_huge_counts():

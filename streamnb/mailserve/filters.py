@@ -86,7 +86,7 @@ class MailFilters:
         shared, position, ledger = self._load_shared(max_ham_rate)
         self.users = PerKey(shared, by=None, takeover=takeover, learn_shared=learn_shared,
                             max_resident=max_resident, store=f"{self.path}.users",
-                            key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
+                            key_model=SpamFilter("spam", "ham", max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
         self.seq = position
@@ -100,7 +100,7 @@ class MailFilters:
 
     def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, list]:
         if not self.path.exists():
-            return SpamFilter(max_ham_rate=max_ham_rate), -1, []
+            return SpamFilter("spam", "ham", max_ham_rate=max_ham_rate), -1, []
         model, extra = persistence.loads(self.path.read_bytes(), with_extra=True)
         if not isinstance(model, SpamFilter):
             raise StateError(f"{self.path} holds a {type(model).__name__}, not a SpamFilter")

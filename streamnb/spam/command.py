@@ -199,7 +199,7 @@ def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, s
     data = _stream(spam, ham, order, seed)
     tok = _tokenizer()
     with _locked(model):
-        filt = _load(model) if Path(model).exists() else SpamFilter(max_ham_rate=max_ham_rate)
+        filt = _load(model) if Path(model).exists() else SpamFilter("spam", "ham", max_ham_rate=max_ham_rate)
         for raw, label in data:
             filt.learn_one(tok.transform_one(raw), label)
         persistence.save(filt, model)
@@ -335,7 +335,7 @@ def evaluate_cmd(spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: 
     if roc:
         require_plotting()  # before the work, not after it
     data = _stream(spam, ham, order, seed)
-    model = compose.Pipeline(_tokenizer(), SpamFilter(max_ham_rate=max_ham_rate))
+    model = compose.Pipeline(_tokenizer(), SpamFilter("spam", "ham", max_ham_rate=max_ham_rate))
     result = evaluate(model, data, limit=limit, roc_to=roc)
     if as_json:
         click.echo(json.dumps({"n": result.n, **result.metrics}))
@@ -352,7 +352,8 @@ def info(model: str) -> None:
     """What the model has learned and its operating point, in words."""
     filt = _load(model)
     n = filt.n_messages
-    click.echo(f"{model}: {n[filt.spam_label]:g} spam and {n[filt.ham_label]:g} ham learned, {filt.n_tokens:,} tokens")
+    spam, ham = filt.labels or ("spam", "ham")
+    click.echo(f"{model}: {n.get(spam, 0.0):g} spam and {n.get(ham, 0.0):g} ham learned, {filt.n_tokens:,} tokens")
     point = filt.operating_point
     click.echo(point.describe() if point is not None else f"fixed cut-offs: ham <= {filt.ham_cutoff}, "
                f"spam >= {filt.spam_cutoff}")  # fmt: skip

@@ -86,7 +86,7 @@ class MailFilters:
         shared, position, ledger = self._load_shared(max_ham_rate)
         self.users = PerKey(shared, by=None, takeover=takeover, learn_shared=learn_shared,
                             max_resident=max_resident, store=f"{self.path}.users",
-                            key_model=SpamFilter("spam", "ham", max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
+                            key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
         self.seq = position
@@ -100,7 +100,7 @@ class MailFilters:
 
     def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, list]:
         if not self.path.exists():
-            return SpamFilter("spam", "ham", max_ham_rate=max_ham_rate), -1, []
+            return SpamFilter(max_ham_rate=max_ham_rate), -1, []
         model, extra = persistence.loads(self.path.read_bytes(), with_extra=True)
         if not isinstance(model, SpamFilter):
             raise StateError(f"{self.path} holds a {type(model).__name__}, not a SpamFilter")
@@ -181,7 +181,7 @@ class MailFilters:
     def stat(self, user: str | None = None) -> dict[str, Any]:
         n = self.shared.n_messages
         out: dict[str, Any] = {
-            "learned": {"spam": n["spam"], "ham": n["ham"]},
+            "learned": {"spam": n.get("spam", 0.0), "ham": n.get("ham", 0.0)},  # {} before the first learn
             "tokens": self.shared.n_tokens,
             "users_resident": len(self.users.keys()),
             "journal_records": self.journal.records,
@@ -191,7 +191,7 @@ class MailFilters:
         if user is not None:
             learner = self.users.learner(user)
             own = learner.n_messages if learner is not None else {"spam": 0.0, "ham": 0.0}
-            out["user"] = {"name": user, "learned": {"spam": own["spam"], "ham": own["ham"]},
+            out["user"] = {"name": user, "learned": {"spam": own.get("spam", 0.0), "ham": own.get("ham", 0.0)},
                            "tokens": 0 if learner is None else learner.n_tokens,
                            "weight": self.users.weight(user) if learner is not None else 0.0}  # fmt: skip
         return out

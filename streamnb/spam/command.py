@@ -147,7 +147,8 @@ def _with_header(raw: bytes, line: str) -> bytes:
     return nl.join([*kept, line.encode()]) + nl + (rest if rest.startswith(nl) else nl + rest)
 
 
-@click.group("mail", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group("mail", short_help="Spam filtering of mbox, maildir and folders; verdicts for an MTA.",
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 def mail() -> None:
     """Spam filtering for a mail admin: mbox, maildir and folder input, one-message verdicts.
 
@@ -199,7 +200,7 @@ def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, s
     data = _stream(spam, ham, order, seed)
     tok = _tokenizer()
     with _locked(model):
-        filt = _load(model) if Path(model).exists() else SpamFilter("spam", "ham", max_ham_rate=max_ham_rate)
+        filt = _load(model) if Path(model).exists() else SpamFilter(max_ham_rate=max_ham_rate)
         for raw, label in data:
             filt.learn_one(tok.transform_one(raw), label)
         persistence.save(filt, model)
@@ -335,7 +336,7 @@ def evaluate_cmd(spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: 
     if roc:
         require_plotting()  # before the work, not after it
     data = _stream(spam, ham, order, seed)
-    model = compose.Pipeline(_tokenizer(), SpamFilter("spam", "ham", max_ham_rate=max_ham_rate))
+    model = compose.Pipeline(_tokenizer(), SpamFilter(max_ham_rate=max_ham_rate))
     result = evaluate(model, data, limit=limit, roc_to=roc)
     if as_json:
         click.echo(json.dumps({"n": result.n, **result.metrics}))

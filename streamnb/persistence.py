@@ -34,7 +34,7 @@ from streamnb.exceptions import StateError
 from streamnb.stats.index import decode_key, encode_key
 
 __all__ = [
-    "FORMAT", "VERSION", "register", "dumps", "loads", "save", "load", "write_atomic", "to_plain", "from_plain",
+    "FORMAT", "VERSION", "build", "register", "dumps", "loads", "save", "load", "write_atomic", "to_plain", "from_plain",
 ]
 
 FORMAT = "streamnb-model"
@@ -142,11 +142,19 @@ def from_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
             cls = _learner(obj["__learner__"])
             if cls is None:
                 raise StateError(f"unknown learner {obj['__learner__']!r}")
-            return cls(**from_plain(obj["params"], arrays))
+            return build(cls, from_plain(obj["params"], arrays))
         return {k: from_plain(v, arrays) for k, v in obj.items()}
     if isinstance(obj, list):
         return [from_plain(v, arrays) for v in obj]
     return obj
+
+
+def build(cls: type, params: dict) -> Any:
+    """A learner of class ``cls`` from saved ``params``. A class whose parameters changed offers
+    ``migrate_params(params) -> params`` (a classmethod), which brings the parameters of a model
+    saved by an earlier version to this one's, so that the model answers as it did."""
+    migrate = getattr(cls, "migrate_params", None)
+    return cls(**(migrate(params) if migrate is not None else params))
 
 
 def _digest(arrays: list[np.ndarray]) -> str:
@@ -228,8 +236,7 @@ def loads(data: bytes, with_extra: bool = False) -> Any:
     if cls is None:
         raise StateError(f"unknown learner {doc.get('class')!r}")
     try:
-        params = from_plain(doc["params"], arrays)
-        model = cls(**params)
+        model = build(cls, from_plain(doc["params"], arrays))
         model.load_state(from_plain(doc["state"], arrays))
         extra = from_plain(doc.get("extra", {}), arrays)
     except StateError:

@@ -36,6 +36,11 @@ PHISHING_KINDS = {
 class TreeAugmentedNB(FeatureKinds):
     """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part."""
 
+    @classmethod
+    def migrate_params(cls, params: dict) -> dict:
+        """Parameters of a model saved before ``smoothing`` existed: Lidstone, as it was then."""
+        return params if "smoothing" in params else {**params, "smoothing": "lidstone"}
+
     def __init__(self, kinds: dict | None = None, var_smoothing: float = 1e-9, max_cells: int = MAX_CELLS) -> None:
         self.kinds = kinds
         self.var_smoothing = var_smoothing

@@ -27,7 +27,7 @@ import numpy as np
 
 from streamnb.bn.margins import Margins
 from streamnb.stats.pairwise import PairCounts
-from streamnb.structure.chow_liu import _canonical_cells
+from streamnb.structure.chow_liu import canonical_cells
 from streamnb.structure.information import xlogx
 
 __all__ = ["CMISums"]
@@ -120,7 +120,7 @@ class CMISums:
         the feature ids)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(tot > 0, (sj + sc - (sm + sm.T)) / np.where(tot > 0, tot, 1.0), 0.0)
-        rank = _canonical_cells(self.pairs)[1][: len(out)]
+        rank = canonical_cells(self.pairs)[1][: len(out)]
         first = rank[:, None] < rank[None, :]
         upper = np.where(first, np.maximum(out, 0.0), 0.0)  # rounding can leave -1e-17 where the truth is 0
         return upper + upper.T
@@ -175,7 +175,7 @@ class CMISums:
     def _canonical(self, K: int) -> tuple[np.ndarray, np.ndarray]:
         """The cells in canonical order and each cell's position in it: sums taken in this
         order are bit-identical whatever order features and values arrived in."""
-        order, _ = _canonical_cells(self.pairs)
+        order, _ = canonical_cells(self.pairs)
         crank = np.empty(K, dtype=np.intp)
         crank[order] = np.arange(K)
         return order, crank

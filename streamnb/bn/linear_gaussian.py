@@ -172,7 +172,7 @@ class LinearGaussianPart(GaussianPart):
     # -- scales ----------------------------------------------------------------------------
     def _register(self, keys: list) -> None:
         """Register the new features of ``keys``, each with its log slot right after it."""
-        ids, spread = self.features._ids, self._spreads()
+        ids, spread = self.features.ids, self._spreads()
         new = [f for f in keys if f not in ids]
         if not new:
             return
@@ -242,7 +242,7 @@ class LinearGaussianPart(GaussianPart):
         views, modes = self._scalar(), self._scales()
         PN, p1 = views[4], views[7][1]  # the pooled weights
         assert modes is not None
-        return (self.features._ids,
+        return (self.features.ids,
                 lambda j: bool(modes[j]) and not PN[(j + 1) * p1] < PN[j * p1],
                 lambda j: PN[j * p1] > 0)
 
@@ -451,8 +451,8 @@ class LinearGaussianPart(GaussianPart):
         spread = self._spread if self._spread is not None else self._spreads()
         _, welford, pooled, co, _, limit = self._fast_views()
         other = self.fast_exclude
-        got = native.lg_learn(x, self.features._ids, *welford, k, w, *pooled, spread, self._top, self._top_id,
-                              None if other is None else other.features._ids,  # type: ignore[attr-defined]
+        got = native.lg_learn(x, self.features.ids, *welford, k, w, *pooled, spread, self._top, self._top_id,
+                              None if other is None else other.features.ids,  # type: ignore[attr-defined]
                               limit, *co, self._scales())
         if got is None:
             return False
@@ -470,7 +470,7 @@ class LinearGaussianPart(GaussianPart):
             return super().joint_fast(x)
         key, _, _, _, tables, _ = self._fast_views()
         other = self.fast_exclude
-        return native.lg_joint(x, self.features._ids, parents, None if other is None else other.features._ids,  # type: ignore[attr-defined]
+        return native.lg_joint(x, self.features.ids, parents, None if other is None else other.features.ids,  # type: ignore[attr-defined]
                                *tables, self._eps(), key[0], self._scales())
 
     def _fast_views(self) -> tuple:
@@ -678,7 +678,7 @@ class LinearGaussianPart(GaussianPart):
         return self._ids_of(*self._on_scales(*prepared))
 
     def _ids_of(self, keys: list, values: list) -> dict:
-        get = self.features._ids.get
+        get = self.features.ids.get
         obs = {}
         for key, x in zip(keys, values):
             j = get(key)

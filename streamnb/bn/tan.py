@@ -24,8 +24,8 @@ from streamnb.stats.index import decode_key, encode_key
 from streamnb.structure import Structure, class_chow_liu, top_features
 from streamnb.structure.chow_liu import (
     EDGE_PENALTIES,
-    _canonical_cells,
     canonical,
+    canonical_cells,
     edge_prices,
     favour_incumbents,
     forest_structure,
@@ -140,7 +140,7 @@ class _TANPart(TreePart):
         cf = self.pairs.cell_features()
         fkeys = self.pairs.features.keys
         where = np.array([pos.get(fkeys[j], -1) for j in cf.tolist()], dtype=np.intp)
-        order = _canonical_cells(self.pairs)[0]  # cells summed in canonical order: same bits
+        order = canonical_cells(self.pairs)[0]  # cells summed in canonical order: same bits
         order = order[where[order] >= 0]            # whatever order the features arrived in
         n, mean, m2, where = n[:, order], mean[:, order], m2[:, order], where[order]
         hot = np.zeros((len(where), len(cat_names)))

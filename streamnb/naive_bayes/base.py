@@ -200,7 +200,7 @@ class Part:
 
     def _fast_args(self) -> tuple[dict | None, bool]:
         other = self.fast_exclude
-        return (None if other is None else other.features._ids), self.fast_strings_only  # type: ignore[attr-defined]
+        return (None if other is None else other.features.ids), self.fast_strings_only  # type: ignore[attr-defined]
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         """Learn the raw event ``x`` (a dict) of known class ``k`` through the compiled path
@@ -453,7 +453,7 @@ class BaseNB(base.MiniBatchClassifier):
         ``w`` a positive finite float; else None."""
         if (self._wholes and type(y) in PLAIN_LABELS
                 and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
-            k = self._classes._ids.get(y)
+            k = self._classes.ids.get(y)
             if k is not None:
                 return k, float(w)
         return None

@@ -111,7 +111,7 @@ class BernoulliPart(Part):
         absent[k] = None  # the class count changed
         if not keys:
             return
-        ids = self.features._ids
+        ids = self.features.ids
         if any(key not in ids for key in keys):
             for key in keys:
                 if key not in ids:
@@ -150,7 +150,7 @@ class BernoulliPart(Part):
                     n_features * log(n_c + 2 * alpha)
                 )
         out = list(absent[:n_classes])
-        ids, threshold = self.features._ids, self.true_threshold
+        ids, threshold = self.features.ids, self.true_threshold
         for key, x in zip(keys, values):
             j = ids.get(key)
             if j is not None and x > threshold:

@@ -103,7 +103,7 @@ class CategoricalPart(Part):
         feats, cells = prepared
         if not feats:
             return
-        cell_ids, feat_ids = self.cells._ids, self.features._ids
+        cell_ids, feat_ids = self.cells.ids, self.features.ids
         for f, cell in zip(feats, cells):
             if cell not in cell_ids:  # a new category: register it, count it for |X_f|
                 nv = self._values_per_feature()
@@ -128,7 +128,7 @@ class CategoricalPart(Part):
         if native is None or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str):
             return False
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        return native.categorical_learn(x, self.cells._ids, self.features._ids, cv, c0, c1, tv, t0, t1, k, w,
+        return native.categorical_learn(x, self.cells.ids, self.features.ids, cv, c0, c1, tv, t0, t1, k, w,
                                         *self._fast_args()) is not None
 
     def joint_fast(self, x: dict) -> list | None:
@@ -156,7 +156,7 @@ class CategoricalPart(Part):
             return args
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        args = (self.cells._ids, self.features._ids, nv, cv, c0, c1, tv, t0, t1, len(self.classes.keys),
+        args = (self.cells.ids, self.features.ids, nv, cv, c0, c1, tv, t0, t1, len(self.classes.keys),
                 self.alpha, self.unseen == "smooth", *self._fast_args())
         self._kernel = (self._kernel_state(), self._views_key, args)
         return args
@@ -171,7 +171,7 @@ class CategoricalPart(Part):
         out = [0.0] * n_classes
         if not feats:
             return out
-        cell_ids, feat_ids = self.cells._ids, self.features._ids
+        cell_ids, feat_ids = self.cells.ids, self.features.ids
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         alpha, epsilon, smooth = self.alpha, self.epsilon, self.unseen == "smooth"

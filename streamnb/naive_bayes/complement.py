@@ -85,7 +85,7 @@ class ComplementPart(MultinomialPart):
         n_tokens = len(self.tokens.keys)
         if not keys or not n_tokens:
             return out
-        ids, alpha, log = self.tokens._ids, self.alpha, math.log
+        ids, alpha, log = self.tokens.ids, self.alpha, math.log
         cv, (c0, c1), tv, (t0,) = self._scalar()
         rows = [c * c0 for c in range(n_classes)]
         totals = [tv[c * t0] for c in range(n_classes)]

@@ -117,7 +117,7 @@ class GaussianPart(Part):
         if not keys:
             return
         spread = self._spreads()
-        ids = self.features._ids
+        ids = self.features.ids
         if len(ids) < len(keys) or any(key not in ids for key in keys):
             for key in keys:
                 if key not in ids:
@@ -166,7 +166,7 @@ class GaussianPart(Part):
             return False
         spread = self._spreads()
         N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
-        got = native.gaussian_learn(x, self.features._ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread,
+        got = native.gaussian_learn(x, self.features.ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread,
                                     self._top, self._top_id, self._fast_args()[0])
         if got is None:
             return False
@@ -180,7 +180,7 @@ class GaussianPart(Part):
             return None
         eps = self._eps()
         N, M, S, (n0, n1) = self._scalar()[:4]
-        return native.gaussian_joint(x, self.features._ids, N, M, S, n0, n1, len(self.classes.keys), self.ddof, eps,
+        return native.gaussian_joint(x, self.features.ids, N, M, S, n0, n1, len(self.classes.keys), self.ddof, eps,
                                      self._fast_args()[0])
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
@@ -208,7 +208,7 @@ class GaussianPart(Part):
                     out.append(-0.5 * (width * _LOG_2PI + sum(map(log, var)) + quad))
             if len(out) == n_classes:
                 return out
-        ids = self.features._ids
+        ids = self.features.ids
         event = [(j * n1, x) for j, x in zip(map(ids.get, keys), values) if j is not None]
         out = []
         for c in range(n_classes):  # the usual case: every cell has a variance above 0

@@ -77,7 +77,7 @@ class MultinomialPart(Part):
         if not keys:
             return
         self._table = None
-        ids = self.tokens._ids
+        ids = self.tokens.ids
         if any(key not in ids for key in keys):
             for key in keys:
                 self.tokens.add(key)
@@ -94,7 +94,7 @@ class MultinomialPart(Part):
             return False
         cv, (c0, c1), tv, (t0,) = self._scalar()
         self._table = None
-        return native.multinomial_learn(x, self.tokens._ids, cv, c0, c1, tv, t0, k, w) is not None
+        return native.multinomial_learn(x, self.tokens.ids, cv, c0, c1, tv, t0, k, w) is not None
 
     def joint_fast(self, x: dict) -> list | None:
         args = self._kernel_args()
@@ -115,7 +115,7 @@ class MultinomialPart(Part):
         if kernels.native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
             return None
         cv, (c0, c1), tv, (t0,) = self._scalar()
-        return self.tokens._ids, cv, c0, c1, tv, t0, len(self.classes.keys), self.alpha, len(self.tokens.keys)
+        return self.tokens.ids, cv, c0, c1, tv, t0, len(self.classes.keys), self.alpha, len(self.tokens.keys)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared
@@ -123,7 +123,7 @@ class MultinomialPart(Part):
         out = [0.0] * n_classes
         if not keys:
             return out
-        ids = self.tokens._ids
+        ids = self.tokens.ids
         cv, (c0, c1), tv, (t0,) = self._scalar()
         alpha, n_tokens, log = self.alpha, len(self.tokens.keys), math.log
         rows = [c * c0 for c in range(n_classes)]

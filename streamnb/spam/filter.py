@@ -12,7 +12,7 @@ from river import base
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import check_event, check_weight, numeric_items
 from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
-from streamnb.spam.robinson import fisher, fisher_logit, robinson, significant
+from streamnb.spam.robinson import combine, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.text.degenerate import degenerates
 
@@ -211,6 +211,18 @@ class SpamFilter(base.Classifier):
         self._version = 0  # bumped by every change of the counts
         self._memo: tuple[int, dict, Verdict] | None = None
 
+    @classmethod
+    def migrate_params(cls, params: dict) -> dict:
+        """Parameters of a filter saved before the operating point kept a budget: its
+        ``calibration_half_life`` (in hams) becomes ``calibration_memory`` (the same half-life:
+        ``memory / max_ham_rate`` hams)."""
+        if "calibration_half_life" not in params:
+            return params
+        params = dict(params)
+        half_life, rate = params.pop("calibration_half_life"), params.get("max_ham_rate", 0.002)
+        params["calibration_memory"] = None if half_life is None or rate is None else half_life * rate
+        return params
+
     @property
     def _multiclass(self) -> bool:
         return False
@@ -391,9 +403,11 @@ class SpamFilter(base.Classifier):
         """The verdict on a message whose tokens have the message counts ``n_spam, n_ham`` in
         classes of ``total_spam, total_ham`` messages."""
         f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
-        f = f[significant(f, self.min_dev, self.max_discriminators)]
-        S, H, indicator = fisher(f)
-        logit = fisher_logit(f)
+        return self._judge(f[significant(f, self.min_dev, self.max_discriminators)])
+
+    def _judge(self, f: np.ndarray) -> Verdict:
+        """The verdict on the ``f(w)`` of the tokens combined."""
+        S, H, indicator, logit = combine(f)
         threshold = self.spam_threshold()
         if self._operating is not None:
             label = self._operating.label(logit)
@@ -423,10 +437,10 @@ class SpamFilter(base.Classifier):
         weight = check_weight(weight)
         keys = self._present(x)
         counts = self._blend_counts(keys, other, weight)
-        verdict = self._decide(*counts)
         n_spam, n_ham = counts[0], counts[1]
         f = robinson(*counts, self.s, self.x)
         used = significant(f, self.min_dev, self.max_discriminators)
+        verdict = self._judge(f[used])
         log_odds = np.log(f[used]) - np.log1p(-f[used])
         order = np.argsort(log_odds, kind="stable")
         hammy = [j for j in order[:top].tolist() if log_odds[j] < 0]

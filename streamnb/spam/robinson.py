@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-__all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "fisher", "fisher_logit", "robinson", "significant"]
+__all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "combine", "fisher", "fisher_logit", "robinson", "significant"]
 
 
 def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:
@@ -60,6 +60,18 @@ def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham
         return pi * ratio / (pi * ratio + (1.0 - pi))
 
 
+_LOG_FACTORIALS = np.zeros(1)  # ln i! for i = 0, 1, ...: grown on demand, never recomputed
+
+
+def _log_factorials(upto: int) -> np.ndarray:
+    """``ln i!`` for ``i < upto`` (a view of one table kept across calls)."""
+    global _LOG_FACTORIALS
+    if len(_LOG_FACTORIALS) < upto:
+        size = max(upto, 2 * len(_LOG_FACTORIALS))
+        _LOG_FACTORIALS = np.array([math.lgamma(i + 1.0) for i in range(size)])
+    return _LOG_FACTORIALS[:upto]
+
+
 def chi2_logsf(chi: float, df: int) -> float:
     """``ln P(X >= chi)`` for a chi-square with an even number ``df`` of degrees of freedom:
     ``ln [exp(-m) sum_{i < df/2} m^i / i!]`` with ``m = chi / 2``, summed in log space, so it
@@ -75,8 +87,8 @@ def chi2_logsf(chi: float, df: int) -> float:
     if math.isinf(chi):
         return -math.inf
     m = chi / 2.0
-    i = np.arange(df // 2)
-    log_terms = -m + i * math.log(m) - np.concatenate([[0.0], np.cumsum(np.log(i[1:]))])
+    k = df // 2
+    log_terms = -m + np.arange(k) * math.log(m) - _log_factorials(k)
     top = log_terms.max()
     return min(0.0, float(top + math.log(np.exp(log_terms - top).sum())))
 
@@ -94,12 +106,16 @@ def chi2_logcdf(chi: float, df: int) -> float:
         raise ValueError(f"df must be even and positive, got {df}")
     if chi <= 0:
         return -math.inf
-    log_sf = chi2_logsf(chi, df)
+    return _logcdf(chi, df, chi2_logsf(chi, df))
+
+
+def _logcdf(chi: float, df: int, log_sf: float) -> float:
+    """:func:`chi2_logcdf` given ``chi2_logsf(chi, df)`` (``chi > 0``)."""
     if log_sf <= -math.log(2.0):
         return math.log1p(-math.exp(log_sf))
     m, k = chi / 2.0, df // 2  # here m < k + 1: the terms decrease from i = k on
-    i = np.arange(k, k + int(12.0 * math.sqrt(k + m) + 60.0))
-    log_terms = -m + i * math.log(m) - np.array([math.lgamma(v + 1.0) for v in i.tolist()])
+    end = k + int(12.0 * math.sqrt(k + m) + 60.0)
+    log_terms = -m + np.arange(k, end) * math.log(m) - _log_factorials(end)[k:]
     top = log_terms.max()
     return min(0.0, float(top + math.log(np.exp(log_terms - top).sum())))
 
@@ -123,13 +139,7 @@ def _chis(f: np.ndarray) -> tuple[float, float, int]:
 
 def fisher(f: np.ndarray) -> tuple[float, float, float]:
     """``(S, H, I)`` of the token probabilities ``f``; ``(0, 0, 0.5)`` for no token."""
-    f = np.asarray(f, dtype=float)
-    if not len(f):
-        return 0.0, 0.0, 0.5
-    ham_chi, spam_chi, n = _chis(f)
-    H = 1.0 - chi2q(ham_chi, 2 * n)
-    S = 1.0 - chi2q(spam_chi, 2 * n)
-    return S, H, (1.0 + S - H) / 2.0
+    return combine(f)[:3]
 
 
 def fisher_logit(f: np.ndarray) -> float:
@@ -143,13 +153,24 @@ def fisher_logit(f: np.ndarray) -> float:
     >>> fisher(np.full(400, 0.999))[2], round(fisher_logit(np.full(400, 0.999)), 1)
     (1.0, 1596.4)
     """
+    return combine(f)[3]
+
+
+def combine(f: np.ndarray) -> tuple[float, float, float, float]:
+    """``(S, H, I, logit)``: :func:`fisher` and :func:`fisher_logit` of ``f`` from one pass
+    (each chi-square tail computed once)."""
     f = np.asarray(f, dtype=float)
     if not len(f):
-        return 0.0
+        return 0.0, 0.0, 0.5, 0.0
     ham_chi, spam_chi, n = _chis(f)
-    log_i = np.logaddexp(chi2_logsf(ham_chi, 2 * n), chi2_logcdf(spam_chi, 2 * n))
-    log_not_i = np.logaddexp(chi2_logcdf(ham_chi, 2 * n), chi2_logsf(spam_chi, 2 * n))
-    return float(log_i - log_not_i)
+    df = 2 * n
+    ham_sf, spam_sf = chi2_logsf(ham_chi, df), chi2_logsf(spam_chi, df)
+    ham_cdf = _logcdf(ham_chi, df, ham_sf) if ham_chi > 0 else -math.inf
+    spam_cdf = _logcdf(spam_chi, df, spam_sf) if spam_chi > 0 else -math.inf
+    H = 1.0 - math.exp(ham_sf)
+    S = 1.0 - math.exp(spam_sf)
+    logit = float(np.logaddexp(ham_sf, spam_cdf) - np.logaddexp(ham_cdf, spam_sf))
+    return S, H, (1.0 + S - H) / 2.0, logit
 
 
 def significant(f: np.ndarray, min_dev: float, max_tokens: int | None) -> np.ndarray:

@@ -64,6 +64,12 @@ class Index:
         for key in keys:
             self.add(key)
 
+    @property
+    def ids(self) -> dict[Any, int]:
+        """The key -> id mapping itself, for the per-event paths that look keys up one by one
+        (read it, never change it: :meth:`add`, :meth:`drop` keep it and ``keys`` in step)."""
+        return self._ids
+
     def __len__(self) -> int:
         return len(self.keys)
 

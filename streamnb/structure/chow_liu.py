@@ -41,7 +41,7 @@ from streamnb.structure.spanning_tree import (
 
 __all__ = [
     "Structure", "chow_liu", "tan", "class_chow_liu", "tree_structure", "forest_structure", "top_features",
-    "counted", "counted_cells", "canonical", "bic_penalty", "class_edge_params", "edge_price", "edge_prices", "favour_incumbents", "hold", "with_rest", "mixed_forest",
+    "counted", "counted_cells", "canonical", "canonical_cells", "bic_penalty", "class_edge_params", "edge_price", "edge_prices", "favour_incumbents", "hold", "with_rest", "mixed_forest",
 ]
 
 #: Edge penalties a learner accepts (see :func:`edge_price`); None: a spanning tree.
@@ -353,7 +353,7 @@ def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Ha
 _CANONICAL: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _canonical_cells(pairs: PairCounts) -> tuple[np.ndarray, np.ndarray]:
+def canonical_cells(pairs: PairCounts) -> tuple[np.ndarray, np.ndarray]:
     """``(cell ids in canonical order, canonical rank of each feature id)``."""
     cells = pairs.cells.keys
     cached = _CANONICAL.get(pairs)
@@ -379,7 +379,7 @@ def counted_cells(pairs: PairCounts, k: int | None = None) -> tuple[np.ndarray, 
     C = len(pairs.classes.keys)
     rows = slice(0, C) if k is None else slice(k, k + 1)
     live = np.diagonal(n[rows, :K, :K], axis1=1, axis2=2).sum(axis=0) > 0
-    order, rank = _canonical_cells(pairs)
+    order, rank = canonical_cells(pairs)
     # cells in canonical order: the sums, hence the weights, are then bit-identical whatever
     # order the features and values arrived in
     keep_ids = order[live[order]]

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 __all__ = ["main"]
 
@@ -50,12 +51,12 @@ def _setup_logging(level: str, fmt: str) -> None:
         logging.getLogger("kafka").setLevel(logging.ERROR)
 
 
-def _params(values: tuple[str, ...]) -> dict:
+def _params(values: tuple[str, ...], option: str = "--param") -> dict:
     out = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise click.BadParameter(f"{item!r}: expected NAME=VALUE", param_hint="--param")
+            raise click.BadParameter(f"{item!r}: expected NAME=VALUE", param_hint=option)
         try:
             out[key] = json.loads(raw)
         except ValueError:
@@ -97,22 +98,21 @@ class _Commands(click.Group):
 @click.group(name="streamnb", cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="streamnb")
 def main() -> None:
-    """Streaming naive Bayes classifiers, as a Kafka service.
+    """Streaming naive Bayes classifiers, as a Kafka service; spam filtering for mail.
 
-    \b
-    streamnb demo     the embedded demo: SMS spam filtering through Kafka (no setup)
-    streamnb run      consume events, predict, learn, publish, with exactly-once state
-    streamnb produce  stream the bundled SMS collection into a topic
-    streamnb merge    merge the checkpoints of a consumer group's members into one model
-    streamnb evaluate prequential evaluation of a text model (SMS or JSON lines)
-    streamnb mail     spam filtering of mbox / maildir / folders; one-message verdicts for an MTA
+    Each command has its --help.
     """
 
 
-@main.command()
-@click.option("--bootstrap", required=True, metavar="HOST:PORT", help="Kafka bootstrap servers.")
-@click.option("--input", "inputs", required=True, multiple=True, metavar="TOPIC",
-              help="Input topic (repeat for several).")
+@main.command(short_help="Consume events, predict, learn, publish, with exactly-once state.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Read settings from this TOML file (JSON if it ends in .json; keys are the option names "
+                   "with _ for -, see docs/operations.md); options given here override them.")
+@click.option("--print-config", is_flag=True,
+              help="Print the effective configuration (file and options, as JSON) and exit.")
+@click.option("--bootstrap", metavar="HOST:PORT", help="Kafka bootstrap servers (needed).")
+@click.option("--input", "inputs", multiple=True, metavar="TOPIC",
+              help="Input topic (repeat for several; needed).")
 @click.option("--output", metavar="TOPIC", help="Topic for predictions (needed unless --mode learn).")
 @click.option("--dead-letter-topic", metavar="TOPIC", help="Topic for rejected messages "
               "[default: <first input>.dead-letter].")
@@ -146,11 +146,16 @@ def main() -> None:
 @click.option("--checkpoint-every", default=10_000, show_default=True, type=int, help="Events per checkpoint.")
 @click.option("--checkpoint-interval", default=10.0, show_default=True, type=float,
               help="Seconds between checkpoints.")
+@click.option("--flush-timeout", default=5.0, show_default=True, type=float, metavar="SECONDS",
+              help="A checkpoint waits this long for outputs to be acknowledged, else it is postponed.")
 @click.option("--model-topic", metavar="TOPIC",
               help="Scale-out: publish each checkpointed model here (compacted, key = --member) and predict "
                    "with the own model merged with the other members' latest snapshots.")
 @click.option("--model-interval", default=5.0, show_default=True, type=float, metavar="SECONDS",
               help="Rebuild the merged model at most this often (with --model-topic).")
+@click.option("--model-max-bytes", default=1_000_000, show_default=True, type=int,
+              help="Larger model snapshots are not published to --model-topic (raise with the producer's "
+                   "and broker's message size limits).")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="auto: predict each event with the model that learned the events before it "
@@ -167,8 +172,20 @@ def main() -> None:
               show_default=True, help="Producer for outputs (auto: confluent-kafka when installed).")
 @click.option("--consumer", type=click.Choice(["auto", "confluent", "kafka-python"]), default="auto",
               show_default=True, help="Consumer of the input topics (auto: confluent-kafka when installed).")
+@click.option("--consumer-config", "consumer_config", multiple=True, metavar="NAME=VALUE",
+              help="Consumer setting in the consumer library's names, VALUE as JSON (repeat for several).")
+@click.option("--producer-config", "producer_config", multiple=True, metavar="NAME=VALUE",
+              help="Producer setting in the producer library's names, VALUE as JSON (repeat for several).")
+@click.option("--create-topics/--no-create-topics", default=True, show_default=True,
+              help="Create missing output, dead-letter and model topics.")
+@click.option("--output-partitions", default=1, show_default=True, type=int,
+              help="Partitions of the output and dead-letter topics it creates.")
+@click.option("--connect-timeout", type=float, metavar="SECONDS",
+              help="Give up (exit 4) if no broker answers this long [default: retry forever].")
 @click.option("--metrics-port", type=int, help="Serve Prometheus metrics on this port (0: any free port).")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address for the metrics endpoint.")
+@click.option("--health-timeout", default=60.0, show_default=True, type=float, metavar="SECONDS",
+              help="/healthz answers 503 when the poll loop has made no pass this long.")
 @click.option("--progress/--no-progress", default=None, help="Live progress line [default: on a terminal].")
 @click.option("--exit-when-idle", type=float, metavar="SECONDS",
               help="Stop once caught up and idle this long (bounded runs).")
@@ -183,28 +200,21 @@ def run(**o: Any) -> None:
     unlabelled event with the same key. Bad messages go to the dead-letter topic with their
     reason. Stop with SIGTERM or Ctrl-C: the batch is finished, checkpointed and committed.
     """
-    from streamnb.kafka.config import ServiceConfig
+    from streamnb.kafka.config import ServiceConfig, check_settings, read_config, settings_of
     from streamnb.kafka.service import Service
 
     _setup_logging(o["log_level"], o["log_format"])
     try:
-        config = ServiceConfig(
-            bootstrap=o["bootstrap"], input_topics=list(o["inputs"]), output_topic=o["output"],
-            dead_letter_topic=o["dead_letter_topic"], model=o["model"], model_params=_params(o["params"]),
-            label_field=o["label_field"], features=_split(o["features"]) or None, ignore_fields=_split(o["ignore"]),
-            allow_missing=o["allow_missing"], text_field=o["text_field"], deserializer=o["deserializer"],
-            max_message_bytes=o["max_message_bytes"], mode=o["mode"], group_id=o["group_id"],
-            partitions=[int(p) for p in _split((o["partitions"],))] if o["partitions"] else None,
-            member=o["member"], checkpoint_dir=o["checkpoint_dir"] or "streamnb-checkpoints",
-            state=_state_url(o["state"], o["checkpoint_dir"]), checkpoint_every=o["checkpoint_every"],
-            checkpoint_interval=o["checkpoint_interval"], model_topic=o["model_topic"],
-            model_interval=o["model_interval"], batch_size=o["batch_size"],
-            batch_learning=o["batch_learning"], on_checkpoint_ahead=o["on_checkpoint_ahead"],
-            max_pending=o["max_pending"], idempotent_producer=o["idempotent_producer"],
-            producer=o["producer"], consumer=o["consumer"],
-            metrics_port=o["metrics_port"], metrics_host=o["metrics_host"], progress=o["progress"],
-            exit_when_idle=o["exit_when_idle"], max_events=o["max_events"],
-        )
+        settings = read_config(o["config_file"]) if o["config_file"] else {}
+        options = _run_settings(o, settings)
+        for name, option in (("bootstrap", "--bootstrap"), ("input_topics", "--input")):
+            if not (options.get(name) or settings.get(name)):
+                raise click.UsageError(f"{option} (or {name} in --config FILE) is needed")
+        settings.update(check_settings(options, "command line"))
+        config = ServiceConfig(**settings)
+        if o["print_config"]:
+            click.echo(json.dumps(settings_of(config), indent=2))
+            return
         service = Service(config)
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
         raise click.UsageError(str(exc)) from exc
@@ -222,7 +232,7 @@ def run(**o: Any) -> None:
         s.reason, s.events, s.learned, s.predicted, s.late_labels, s.dead_letters, s.checkpoint_id)
 
 
-@main.command()
+@main.command(short_help="The embedded demo: SMS spam filtering through Kafka (no setup).")
 @click.option("--bootstrap", metavar="HOST:PORT", help="Use this broker instead of starting the embedded one.")
 @click.option("--limit", type=int, help="Stream only the first N messages.")
 @click.option("--rate", type=float, help="Messages per second to produce [default: as fast as possible].")
@@ -248,7 +258,7 @@ def demo(bootstrap: str | None, limit: int | None, rate: float | None, checkpoin
         _fail(exc)
 
 
-@main.command()
+@main.command(short_help="Stream the bundled SMS collection into a topic.")
 @click.option("--bootstrap", required=True, metavar="HOST:PORT", help="Kafka bootstrap servers.")
 @click.option("--topic", required=True, help="Topic to write to (created if missing).")
 @click.option("--partitions", default=1, show_default=True, type=int, help="Partitions if the topic is created.")
@@ -273,7 +283,7 @@ def produce(bootstrap: str, topic: str, partitions: int, limit: int | None, rate
     click.echo(f"sent {n} messages to {topic} in {time.monotonic() - start:.1f} s")
 
 
-@main.command()
+@main.command(short_help="Merge the checkpoints of a group's members into one model file.")
 @click.argument("checkpoint_dir", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("--state", metavar="URL", help="Read the members' state here (dir:PATH, kafka:TOPIC, s3://bucket/prefix).")
 @click.option("--bootstrap", metavar="HOST:PORT", help="Kafka bootstrap servers (for --state kafka:TOPIC).")
@@ -307,6 +317,44 @@ def merge(checkpoint_dir: str | None, state: str | None, bootstrap: str | None, 
     click.echo(f"merged model ({model.n_seen:g} events learned) written to {out}; offsets {offsets}")
 
 
+#: ``run``'s options that are not :class:`ServiceConfig` fields of the same name.
+_RUN_ONLY = ("config_file", "print_config", "log_level", "log_format", "state", "checkpoint_dir")
+_RUN_RENAMED = {"inputs": "input_topics", "output": "output_topic", "params": "model_params",
+                "ignore": "ignore_fields"}  # fmt: skip
+
+
+def _run_settings(o: dict[str, Any], file: dict[str, Any]) -> dict[str, Any]:
+    """The settings ``run``'s options make: those given on the command line, and the defaults
+    of those ``file`` does not set. Tables (``--param``, ``--consumer-config``,
+    ``--producer-config``) are merged into the file's, key by key."""
+    ctx = click.get_current_context()
+    out: dict[str, Any] = {}
+    for option, value in o.items():
+        if option in _RUN_ONLY:
+            continue
+        name = _RUN_RENAMED.get(option, option)
+        given = ctx.get_parameter_source(option) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+        if not given and name in file:
+            continue
+        if option in ("params", "consumer_config", "producer_config"):
+            value = {**file.get(name, {}), **_params(value, "--" + option.replace("_", "-"))}
+        elif option in ("features", "ignore"):
+            value = _split(value) or (None if option == "features" else [])
+        elif option == "inputs":
+            value = list(value)
+        elif option == "partitions" and value is not None:
+            try:
+                value = [int(p) for p in _split((value,))]
+            except ValueError:
+                raise click.BadParameter(f"{value!r}: expected numbers like 0,1", param_hint="--partitions") from None
+        out[name] = value
+    if o["state"] is not None or o["checkpoint_dir"] is not None:
+        out["state"] = _state_url(o["state"], o["checkpoint_dir"])
+        if o["checkpoint_dir"] is not None:
+            out["checkpoint_dir"] = o["checkpoint_dir"]
+    return out
+
+
 def _state_url(state: str | None, checkpoint_dir: str | None) -> str | None:
     """``--state`` or ``--checkpoint-dir`` as a state URL (not both)."""
     if state is not None and checkpoint_dir is not None:
@@ -316,6 +364,7 @@ def _state_url(state: str | None, checkpoint_dir: str | None) -> str | None:
 
 @main.command(
     "evaluate",
+    short_help="Prequential evaluation of a text model (SMS or JSON lines).",
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
     add_help_option=False,
 )

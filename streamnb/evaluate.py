@@ -58,6 +58,21 @@ def _models() -> dict[str, Callable[[], Any]]:
     }
 
 
+#: How :meth:`Evaluation.table` shows each metric: its name in words and its format.
+METRIC_NAMES: dict[str, tuple[str, str]] = {
+    "accuracy": ("accuracy", "{:.2%}"),
+    "spam_recall": ("spam caught (recall)", "{:.2%}"),
+    "ham_misclassified": ("ham called spam", "{:.2%}"),
+    "precision": ("spam verdicts right (precision)", "{:.2%}"),
+    "f1": ("F1 score", "{:.4f}"),
+    "mcc": ("Matthews correlation (MCC)", "{:.4f}"),
+    "roc_auc": ("ROC AUC", "{:.4f}"),
+    "one_minus_roca_pct": ("(1 - ROC AUC) x 100", "{:.4f}"),
+    "sm_pct_at_hm_0.1": ("spam missed at 0.1% ham called spam", "{:.2f}%"),
+    "unsure": ("unsure (delivered as ham)", "{:.2%}"),
+    "msg_per_s": ("messages per second", "{:,.0f}"),
+}
+
 #: Names accepted by ``main --model``: a streamnb Tokenizer followed by the learner.
 MODELS = ("multinomial", "complement", "bernoulli", "spamfilter")
 
@@ -78,7 +93,21 @@ class Evaluation:
         return len(self.y_true)
 
     def table(self) -> str:
-        return "  ".join(f"{k} {v:.4f}" if k != "msg_per_s" else f"{k} {v:,.0f}" for k, v in self.metrics.items())
+        """The metrics one per line, named in words (:data:`METRIC_NAMES`; ``--json`` has the keys).
+
+        >>> print(Evaluation(np.array([True, False]), np.array([True, False]), np.zeros(2), 1.0,
+        ...                  {"accuracy": 1.0, "mcc": 1.0, "msg_per_s": 2000.0}).table())
+        accuracy                    100.00%
+        Matthews correlation (MCC)   1.0000
+        messages per second           2,000
+        """
+        rows = []
+        for key, value in self.metrics.items():
+            name, fmt = METRIC_NAMES.get(key, (key, "{:.4f}"))
+            rows.append((name, "n/a" if isinstance(value, float) and math.isnan(value) else fmt.format(value)))
+        width = max((len(name) for name, _ in rows), default=0) + 2
+        right = max((len(text) for _, text in rows), default=0)
+        return "\n".join(f"{name:<{width}}{text:>{right}}" for name, text in rows)
 
     def report(self) -> str:
         """The TREC measures and the default operating point, in a mail admin's words."""
@@ -404,7 +433,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"n": result.n, **result.metrics}))
     else:
-        print(f"{args.model} on {args.stream}: {result.n} messages\n{result.table()}")
+        spams = int(result.y_true.sum())
+        print(f"{args.model} on {args.stream}: {result.n} messages ({spams} spam, {result.n - spams} ham), "
+              f"each predicted, then learned\n{result.table()}")
+        for label, path in (("plot", args.plot), ("ROC curve", args.roc)):
+            if path:
+                print(f"{label} written to {path}")
     return 0
 
 

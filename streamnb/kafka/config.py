@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import json
+import os
+import sys
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 import streamnb
+from streamnb.kafka.errors import ConfigError
 from streamnb.kafka.stores import parse_state_url
 
-__all__ = ["MODELS", "MODES", "ServiceConfig", "make_model"]
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["MAX_CONFIG_BYTES", "MODELS", "MODES", "ServiceConfig", "check_settings", "make_model", "read_config",
+           "settings_of"]  # fmt: skip
+
+#: The largest configuration file read.
+MAX_CONFIG_BYTES = 1 << 20
 
 #: Learners selectable by name.
 MODELS: dict[str, type] = {
@@ -195,6 +211,85 @@ class ServiceConfig:
             raise ValueError("health_timeout must be > 0")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
             raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")
+
+
+def read_config(path: str | os.PathLike) -> dict[str, Any]:
+    """The settings of a configuration file: TOML (JSON if the name ends in ``.json``), whose
+    keys are :class:`ServiceConfig` field names (``model_params``, ``consumer_config`` and
+    ``producer_config`` are tables). Raises :class:`~streamnb.kafka.errors.ConfigError` for a
+    file that cannot be read or parsed, larger than :data:`MAX_CONFIG_BYTES`, or with a key
+    or value type :class:`ServiceConfig` does not have (see :func:`check_settings`).
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the configuration file {os.fspath(path)!r}: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{os.fspath(path)}: larger than {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+        doc = json.loads(text) if os.fspath(path).endswith(".json") else tomllib.loads(text)
+    except ValueError as exc:  # TOMLDecodeError, JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ConfigError(f"{os.fspath(path)}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{os.fspath(path)}: expected a table of settings, got {type(doc).__name__}")
+    return check_settings(doc, os.fspath(path))
+
+
+def check_settings(settings: dict[str, Any], source: str = "configuration") -> dict[str, Any]:
+    """``settings`` if every key is a :class:`ServiceConfig` field and every value of its type
+    (an integer is a float; ``None`` only where the field allows it), else
+    :class:`~streamnb.kafka.errors.ConfigError` naming the setting.
+
+    >>> check_settings({"health_timeout": "fast"})
+    Traceback (most recent call last):
+    ...
+    streamnb.kafka.errors.ConfigError: configuration: health_timeout must be float, got 'fast'
+    """
+    hints = typing.get_type_hints(ServiceConfig)
+    unknown = [name for name in settings if name not in hints]
+    if unknown:
+        raise ConfigError(f"{source}: unknown setting {', '.join(map(repr, unknown))}; the settings are "
+                          f"{', '.join(hints)}")  # fmt: skip
+    for name, value in settings.items():
+        if not _fits(value, hints[name]):
+            raise ConfigError(f"{source}: {name} must be {_type_name(hints[name])}, got {value!r}")
+    return settings
+
+
+def settings_of(config: ServiceConfig) -> dict[str, Any]:
+    """Every field of ``config`` as plain data (``read_config`` of it as JSON gives ``config``
+    back); values of ``consumer_config``/``producer_config`` keys naming a password or secret
+    are shown as ``"***"``."""
+    out = dataclasses.asdict(config)
+    for name in ("consumer_config", "producer_config"):
+        out[name] = {k: "***" if "password" in k.lower() or "secret" in k.lower() else v for k, v in out[name].items()}
+    return out
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    return isinstance(value, origin or hint)
+
+
+def _type_name(hint: Any) -> str:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(arg) for arg in args)
+    if typing.get_origin(hint) is list:
+        return f"a list of {_type_name(args[0])}"
+    return "a table" if hint is dict else "none" if hint is type(None) else hint.__name__
 
 
 def _check_client(role: str, value: str) -> None:

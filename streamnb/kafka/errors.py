@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from streamnb.exceptions import MissingExtraError, StateError, StreamnbError
 
-__all__ = ["BadMessage", "BrokerUnavailableError", "CheckpointAheadError", "MissingExtraError", "ServiceError"]
+__all__ = ["BadMessage", "BrokerUnavailableError", "CheckpointAheadError", "ConfigError", "MissingExtraError",
+           "ServiceError"]
 
 
 class BadMessage(StreamnbError, ValueError):
@@ -25,6 +26,10 @@ class BadMessage(StreamnbError, ValueError):
 
 class ServiceError(StreamnbError):
     """The service cannot go on (bad configuration, unusable broker, lost state)."""
+
+
+class ConfigError(ServiceError, ValueError):
+    """A configuration file that cannot be read, or a setting of the wrong name or type."""
 
 
 class BrokerUnavailableError(ServiceError):

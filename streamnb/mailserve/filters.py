@@ -181,7 +181,7 @@ class MailFilters:
     def stat(self, user: str | None = None) -> dict[str, Any]:
         n = self.shared.n_messages
         out: dict[str, Any] = {
-            "learned": {"spam": n["spam"], "ham": n["ham"]},
+            "learned": {"spam": n.get("spam", 0.0), "ham": n.get("ham", 0.0)},  # {} before the first learn
             "tokens": self.shared.n_tokens,
             "users_resident": len(self.users.keys()),
             "journal_records": self.journal.records,
@@ -191,7 +191,7 @@ class MailFilters:
         if user is not None:
             learner = self.users.learner(user)
             own = learner.n_messages if learner is not None else {"spam": 0.0, "ham": 0.0}
-            out["user"] = {"name": user, "learned": {"spam": own["spam"], "ham": own["ham"]},
+            out["user"] = {"name": user, "learned": {"spam": own.get("spam", 0.0), "ham": own.get("ham", 0.0)},
                            "tokens": 0 if learner is None else learner.n_tokens,
                            "weight": self.users.weight(user) if learner is not None else 0.0}  # fmt: skip
         return out

@@ -147,7 +147,8 @@ def _with_header(raw: bytes, line: str) -> bytes:
     return nl.join([*kept, line.encode()]) + nl + (rest if rest.startswith(nl) else nl + rest)
 
 
-@click.group("mail", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group("mail", short_help="Spam filtering of mbox, maildir and folders; verdicts for an MTA.",
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 def mail() -> None:
     """Spam filtering for a mail admin: mbox, maildir and folder input, one-message verdicts.
 
@@ -352,7 +353,8 @@ def info(model: str) -> None:
     """What the model has learned and its operating point, in words."""
     filt = _load(model)
     n = filt.n_messages
-    click.echo(f"{model}: {n[filt.spam_label]:g} spam and {n[filt.ham_label]:g} ham learned, {filt.n_tokens:,} tokens")
+    spam, ham = filt.labels or ("spam", "ham")
+    click.echo(f"{model}: {n.get(spam, 0.0):g} spam and {n.get(ham, 0.0):g} ham learned, {filt.n_tokens:,} tokens")
     point = filt.operating_point
     click.echo(point.describe() if point is not None else f"fixed cut-offs: ham <= {filt.ham_cutoff}, "
                f"spam >= {filt.spam_cutoff}")  # fmt: skip

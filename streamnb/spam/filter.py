@@ -62,7 +62,14 @@ class SpamFilter(base.Classifier):
     Parameters
     ----------
     spam_label, ham_label
-        The two labels (anything else is rejected).
+        The two labels, of any hashable type (anything else is rejected). Both None (the
+        default): taken from the first label learned, which must tell which class is spam:
+        a ``bool`` (``True`` is spam, ``False`` ham: River's ``datasets.SMSSpam`` and most
+        binary datasets) or the string ``"spam"`` or ``"ham"``. Any other first label raises
+        :class:`~streamnb.exceptions.InvalidEventError` asking for both labels (a filter cannot
+        guess which of ``"junk"`` and ``"good"`` is spam). Until a label is learned
+        :attr:`labels` is None and the filter answers as River's binary classifiers do
+        (``True`` for spam, ``False`` for ham). Give both or neither.
     s, x
         Robinson's strength and unknown-word probability: ``s = 1`` is Robinson's own (2003)
         starting value, ``x = 0.52`` bogofilter's default ``robx`` (a token never seen, or
@@ -110,10 +117,10 @@ class SpamFilter(base.Classifier):
 
     Notes
     -----
-    ``predict_proba_one`` gives ``{spam_label: I, ham_label: 1 - I}``; ``classify_one`` the
-    three-way :class:`Verdict`; ``predict_one`` the label a binary filter acts on:
-    ``spam_label`` only for a spam verdict (unsure messages are delivered, as bogofilter's
-    exit codes and SpamBayes' folders treat them).
+    ``predict_proba_one`` gives ``{spam: I, ham: 1 - I}`` (the two :attr:`labels`);
+    ``classify_one`` the three-way :class:`Verdict`; ``predict_one`` the label a binary filter
+    acts on: the spam label only for a spam verdict, so **unsure is delivered as ham** (as
+    bogofilter's exit codes and SpamBayes' folders treat it; use ``classify_one`` to see it).
 
     ``learn_one`` scores the message before counting it (to calibrate the operating point and
     count its verdict's mistake, if any); the verdict of the last message classified is reused
@@ -154,8 +161,8 @@ class SpamFilter(base.Classifier):
 
     def __init__(
         self,
-        spam_label: Hashable = "spam",
-        ham_label: Hashable = "ham",
+        spam_label: Hashable | None = None,
+        ham_label: Hashable | None = None,
         s: float = 1.0,
         x: float = 0.52,
         min_dev: float = 0.1,
@@ -168,7 +175,9 @@ class SpamFilter(base.Classifier):
         calibration_memory: float | None = 5.0,
         max_tokens: int | None = None,
     ) -> None:
-        if spam_label == ham_label:
+        if (spam_label is None) != (ham_label is None):
+            raise ValueError("give both spam_label and ham_label, or neither (then taken from the stream)")
+        if spam_label is not None and spam_label == ham_label:
             raise ValueError("spam_label and ham_label must differ")
         if not (s >= 0 and 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1):
             raise ValueError("need s >= 0, 0 < x < 1 and 0 <= ham_cutoff <= spam_cutoff <= 1")
@@ -188,7 +197,10 @@ class SpamFilter(base.Classifier):
         self.max_spam_rate = max_spam_rate
         self.calibration_memory = calibration_memory
         self.max_tokens = max_tokens
-        self._classes = Index([ham_label, spam_label])  # ids: 0 ham, 1 spam
+        self._classes = Index()  # ids: 0 ham, 1 spam, once the labels are known
+        self._labels: tuple[Hashable, Hashable] | None = None
+        if spam_label is not None:
+            self._set_labels(spam_label, ham_label)
         self._tokens = Index()
         self._messages = Counts([self._classes])
         self._counts = Counts([self._classes, self._tokens])
@@ -215,15 +227,48 @@ class SpamFilter(base.Classifier):
     def _multiclass(self) -> bool:
         return False
 
+    @property
+    def labels(self) -> tuple[Hashable, Hashable] | None:
+        """``(spam label, ham label)``: the parameters, or taken from the first label learned
+        (None until then)."""
+        return self._labels
+
+    def _set_labels(self, spam: Hashable, ham: Hashable) -> None:
+        self._classes.add(ham)
+        self._classes.add(spam)
+        self._labels = (spam, ham)
+
     # -- learning --------------------------------------------------------------------------
-    def _class(self, y: Hashable) -> int:
+    def _class(self, y: Hashable, learn: bool = False) -> int:
+        """The class id of ``y`` (0 ham, 1 spam); with ``learn``, the first label of a filter
+        without labels sets them (see ``spam_label``)."""
+        if self._labels is None and learn:
+            if isinstance(y, (bool, np.bool_)):
+                self._set_labels(True, False)
+            elif isinstance(y, str) and y in ("spam", "ham"):
+                self._set_labels("spam", "ham")
+            else:
+                raise InvalidEventError(
+                    f"cannot tell whether the label {y!r} is spam or ham: give SpamFilter(spam_label=..., "
+                    "ham_label=...); without them the labels must be bool (True is spam) or 'spam'/'ham'"
+                )
+        if self._labels is None:
+            raise InvalidEventError(f"label {y!r}: this filter has learned no label yet")
         try:
             k = self._classes.get(y)
         except TypeError:
             k = -1
         if k < 0:
-            raise InvalidEventError(f"label {y!r} is neither {self.spam_label!r} nor {self.ham_label!r}")
+            spam, ham = self._labels
+            raise InvalidEventError(f"label {y!r} is neither {spam!r} nor {ham!r}")
         return k
+
+    def _totals(self) -> tuple[float, float]:
+        """Messages learned ``(spam, ham)`` (weighted)."""
+        if self._labels is None:
+            return 0.0, 0.0
+        n = self._messages.n
+        return float(n[1]), float(n[0])
 
     @staticmethod
     def _present(x: Mapping) -> list:
@@ -233,9 +278,9 @@ class SpamFilter(base.Classifier):
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
-        k = self._class(y)
         w = check_weight(w)
         keys = self._present(x)
+        k = self._class(y, learn=True)
         if w == 0.0:
             return
         if self._operating is not None:
@@ -293,20 +338,19 @@ class SpamFilter(base.Classifier):
                       weight: float) -> tuple[np.ndarray, np.ndarray, float, float]:  # fmt: skip
         """Token counts and class totals of this filter plus ``weight`` times ``other``'s."""
         n_spam, n_ham = self._token_counts(keys)
-        totals = self._messages.n
-        total_spam, total_ham = float(totals[1]), float(totals[0])
+        total_spam, total_ham = self._totals()
         if other is not None and weight:
             if not isinstance(other, SpamFilter):
                 raise InvalidEventError(f"can only blend a SpamFilter with a SpamFilter, got {type(other).__name__}")
             o_spam, o_ham = other._token_counts(keys)
-            theirs = other._messages.n
+            their_spam, their_ham = other._totals()
             n_spam, n_ham = n_spam + weight * o_spam, n_ham + weight * o_ham
-            total_spam, total_ham = total_spam + weight * float(theirs[1]), total_ham + weight * float(theirs[0])
+            total_spam, total_ham = total_spam + weight * their_spam, total_ham + weight * their_ham
         return n_spam, n_ham, total_spam, total_ham
 
     def _robinson(self, n_spam: np.ndarray, n_ham: np.ndarray) -> np.ndarray:
-        totals = self._messages.n
-        return robinson(n_spam, n_ham, float(totals[1]), float(totals[0]), self.s, self.x)
+        total_spam, total_ham = self._totals()
+        return robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
 
     def _token_counts(self, keys: list) -> tuple[np.ndarray, np.ndarray]:
         """Message counts ``(n_spam, n_ham)`` of the tokens ``keys``. With ``degenerate``, a
@@ -315,7 +359,7 @@ class SpamFilter(base.Classifier):
         :data:`~streamnb.text.degenerate.MAX_FORMS` lookups per unseen token."""
         ids = self._tokens.lookup(keys)
         n = self._counts.n
-        if not n.shape[1]:
+        if self._labels is None or not n.shape[1]:
             return np.zeros(len(keys)), np.zeros(len(keys))
         known, safe = ids >= 0, np.maximum(ids, 0)
         n_ham = np.where(known, n[0, safe], 0.0)
@@ -351,8 +395,7 @@ class SpamFilter(base.Classifier):
         if memo is not None and memo[0] == self._version and memo[1] == x:
             return memo[2]
         n_spam, n_ham = self._token_counts(self._present(x))
-        totals = self._messages.n
-        verdict = self._decide(n_spam, n_ham, float(totals[1]), float(totals[0]))
+        verdict = self._decide(n_spam, n_ham, *self._totals())
         self._memo = (self._version, dict(x), verdict)
         return verdict
 
@@ -410,18 +453,25 @@ class SpamFilter(base.Classifier):
     def predict_proba_blend(self, x: Mapping, other: SpamFilter, weight: float) -> dict:
         """``predict_proba_one`` of the blend of :meth:`classify_blend`."""
         indicator = self.classify_blend(x, other, weight).score
-        return {self.spam_label: indicator, self.ham_label: 1.0 - indicator}
+        return self._proba(indicator)
+
+    def _proba(self, indicator: float) -> dict:
+        spam, ham = self._labels or (True, False)
+        return {spam: indicator, ham: 1.0 - indicator}
 
     def classify_one(self, x: Mapping) -> Verdict:
         """The three-way verdict on ``x``."""
         return self._verdict(x)
 
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
-        indicator = self.classify_one(x).score
-        return {self.spam_label: indicator, self.ham_label: 1.0 - indicator}
+        """``{spam label: I, ham label: 1 - I}`` (``True``/``False`` before the labels are known)."""
+        return self._proba(self.classify_one(x).score)
 
     def predict_one(self, x: Mapping, **kwargs: Any) -> Any:
-        return self.spam_label if self.classify_one(x).label == SPAM else self.ham_label
+        """The spam label for a spam verdict, else the ham label: **unsure is delivered as
+        ham** (``classify_one`` tells it apart). ``True``/``False`` before the labels are known."""
+        spam, ham = self._labels or (True, False)
+        return spam if self.classify_one(x).label == SPAM else ham
 
     # -- inspection and state --------------------------------------------------------------
     @property
@@ -431,9 +481,11 @@ class SpamFilter(base.Classifier):
 
     @property
     def n_messages(self) -> dict:
-        """Messages learned per label (weighted)."""
-        n = self._messages.n
-        return {self.ham_label: float(n[0]), self.spam_label: float(n[1])}
+        """Messages learned per label (weighted); ``{}`` before the labels are known."""
+        if self._labels is None:
+            return {}
+        spam, ham = self._totals()
+        return {self._labels[1]: ham, self._labels[0]: spam}
 
     @property
     def n_seen(self) -> float:
@@ -460,10 +512,16 @@ class SpamFilter(base.Classifier):
                 fresh._operating.load_state(state["operating"])
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"invalid SpamFilter state: {exc}") from exc
+        classes = fresh._classes.keys
+        if fresh._labels is None and classes:  # labels taken from the stream: the state has them
+            if len(classes) != 2:
+                raise StateError(f"invalid SpamFilter state: classes {classes!r}")
+            fresh._labels = (classes[1], classes[0])
         self.__dict__.update(fresh.__dict__)
 
     @classmethod
     def _unit_test_params(cls):
+        yield {}  # the labels taken from the stream
         yield {"spam_label": True, "ham_label": False}
         yield {"spam_label": True, "ham_label": False, "max_tokens": 5, "max_discriminators": 3}
         yield {"spam_label": True, "ham_label": False, "max_ham_rate": None}

@@ -84,12 +84,13 @@ class Trainer(base.Wrapper, base.Classifier):
         """Whether the regime learns ``(x, y)`` now."""
         if self.regime == "everything":
             return True
-        if isinstance(self.model, SpamFilter) and self.model.n_messages.get(y) == 0.0:
+        if isinstance(self.model, SpamFilter) and (self.model.labels is None or self.model.n_messages.get(y) == 0.0):
             return True  # a class never learned: every token is x, no verdict can be an error
         if self.regime == "on_error":
             return self.model.predict_one(x) != y
         if isinstance(self.model, SpamFilter):
-            want = SPAM if y == self.model.spam_label else HAM
+            labels = self.model.labels
+            want = SPAM if labels is not None and y == labels[0] else HAM
             return self.model.classify_one(x).label != want
         return self.model.predict_proba_one(x).get(y, 0.0) < self.confidence
 

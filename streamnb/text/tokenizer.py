@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from river import base
 from river.base import tags
 
+from streamnb.exceptions import InvalidEventError
 from streamnb.text.mail import MAX_BODY_BYTES, decode_bytes, looks_like_mail, parse
 from streamnb.text.plaintext import tokens
 
@@ -75,6 +77,11 @@ class Tokenizer(base.Transformer):
     mail
         ``None``: detect raw messages (bytes always are parsed as mail); ``True``/``False``:
         force.
+    on
+        The field of a dict event to read (River's ``BagOfWords(on="body")``): with
+        ``on="body"``, ``{"body": "Free prize", "id": 7}`` gives the tokens of ``"Free prize"``.
+        None (the default): the event is the text itself. An event without the field, or not a
+        dict, raises :class:`~streamnb.exceptions.InvalidEventError`.
 
     Examples
     --------
@@ -95,6 +102,11 @@ class Tokenizer(base.Transformer):
     >>> model.learn_one("see you at lunch", "ham")
     >>> model.predict_one("free prize")
     'spam'
+
+    On River's dict events:
+
+    >>> Tokenizer(on="body").transform_one({"body": "Free entry! Free prize"})
+    {'free': 2, 'entry': 1, '!': 1, 'prize': 1}
     """
 
     #: Learns nothing: a loop may tokenize a message once for its test and its train
@@ -108,6 +120,7 @@ class Tokenizer(base.Transformer):
         headers: str | tuple[str, ...] = DEFAULT_HEADERS,
         mail: bool | None = None,
         header_names: bool = True,
+        on: str | None = None,
     ) -> None:
         if isinstance(headers, str) and headers != "all":
             raise ValueError(f'headers must be "all" or a tuple of header names, got {headers!r}')
@@ -116,22 +129,35 @@ class Tokenizer(base.Transformer):
         self.headers = headers if isinstance(headers, str) else tuple(headers)
         self.mail = mail
         self.header_names = header_names
+        self.on = on
         self._last: tuple[Any, dict[str, int]] | None = None
 
     def _more_tags(self):
         return {tags.TEXT_INPUT}
 
     def tokens(self, x: Any) -> list[str]:
-        """The tokens of ``x`` in order, with repeats."""
+        """The tokens of ``x`` (of its field ``on``, if set) in order, with repeats."""
+        return self._tokens(self._field(x) if self.on is not None else x)
+
+    def _tokens(self, x: Any) -> list[str]:
         if isinstance(x, (bytes, bytearray, memoryview)):
             if self.mail is False:
                 return self._text(decode_bytes(bytes(x[:MAX_BODY_BYTES])))
             return self._mail(bytes(x))
         if not isinstance(x, str):
-            raise TypeError(f"Tokenizer reads str or bytes, got {type(x).__name__}")
+            hint = " (a dict event: Tokenizer(on=FIELD) reads one of its fields)" if isinstance(x, dict) else ""
+            raise InvalidEventError(f"Tokenizer reads str or bytes, got {type(x).__name__}{hint}")
         if self.mail or (self.mail is None and looks_like_mail(x)):
             return self._mail(x)
         return self._text(x[:MAX_BODY_BYTES])
+
+    def _field(self, x: Any) -> Any:
+        if not isinstance(x, Mapping):
+            raise InvalidEventError(f"Tokenizer(on={self.on!r}) reads a dict event, got {type(x).__name__}")
+        try:
+            return x[self.on]
+        except KeyError:
+            raise InvalidEventError(f"event has no field {self.on!r}") from None
 
     def _text(self, text: str) -> list[str]:
         return tokens(text, self.lowercase, self.bigrams)
@@ -157,11 +183,13 @@ class Tokenizer(base.Transformer):
 
     def transform_one(self, x: Any) -> dict:
         """Token counts of ``x``. The last input's counts are kept, so a predict-then-learn
-        pair on the same message (``str`` or ``bytes``) tokenizes it once; a copy is returned."""
+        pair on the same message (``str`` or ``bytes``, or such a field ``on``) tokenizes it
+        once; a copy is returned."""
+        text = self._field(x) if self.on is not None else x
         last = self._last
-        if last is not None and (x is last[0] or (type(x) is type(last[0]) and x == last[0])):
+        if last is not None and (text is last[0] or (type(text) is type(last[0]) and text == last[0])):
             return dict(last[1])
         counts = dict(Counter(self.tokens(x)))
-        if isinstance(x, (str, bytes)):
-            self._last = (x, counts)
+        if isinstance(text, (str, bytes)):
+            self._last = (text, counts)
         return dict(counts)

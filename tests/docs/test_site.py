@@ -36,5 +36,5 @@ def test_the_site_builds_strictly_with_every_public_name_in_the_api_reference(tm
     assert not missing, f"not in the API reference: {missing}"
     # the methods come with the classes (inherited from streamnb's own bases)
     assert {"streamnb.MixedNB.learn_one", "streamnb.TANClassifier.merge", "streamnb.SpamFilter.classify_one"} <= documented
-    for page in ["index", "getting-started", "concepts", "operations", "scaleout", "mail", "benchmarks"]:
+    for page in ["index", "getting-started", "concepts", "river", "operations", "scaleout", "mail", "benchmarks"]:
         assert (out / f"{page}.html").exists(), page

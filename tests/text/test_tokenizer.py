@@ -6,10 +6,11 @@ import base64
 from email.message import EmailMessage
 
 import pytest
-from river import checks, compose, feature_extraction
+from river import checks, compose, evaluate, feature_extraction, metrics
 
 import streamnb
 from streamnb.datasets import sms_spam
+from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes import ComplementNB
 from streamnb.spam import explain
 from streamnb.text import Tokenizer, parse, tokens
@@ -158,3 +159,31 @@ def test_an_unclosed_html_comment_hides_nothing():
     raw = b"Subject: x\nContent-Type: text/html\n\n<p>Hot <!--#rotate> <b>deals</b> inside"
     got = Tokenizer().transform_one(raw)
     assert {"hot", "deals", "inside"} <= set(got)
+
+
+def test_reads_a_field_of_rivers_dict_events():
+    tok = Tokenizer(on="body")
+    text = "WINNER!! claim your free prize, call 09061701461"
+    assert tok.transform_one({"body": text, "id": 7}) == Tokenizer().transform_one(text)
+    assert tok.tokens({"body": text}) == Tokenizer().tokens(text)
+    raw = b"Subject: Free prize\nContent-Type: text/plain\n\nClaim now"
+    assert tok.transform_one({"body": raw}) == Tokenizer().transform_one(raw)  # mail in a field too
+    with pytest.raises(InvalidEventError, match="event has no field 'body'"):
+        tok.transform_one({"text": text})
+    with pytest.raises(InvalidEventError, match="reads a dict event, got str"):
+        tok.transform_one(text)
+    with pytest.raises(InvalidEventError, match=r"got dict \(a dict event: Tokenizer\(on=FIELD\)"):
+        Tokenizer().transform_one({"body": text})
+    with pytest.raises(InvalidEventError, match="reads str or bytes, got int"):
+        tok.transform_one({"body": 5})
+    checks.check_estimator(Tokenizer(on="body"))
+
+
+def test_dict_events_in_progressive_val_score():
+    stream = [({"body": text}, label) for text, label in list(sms_spam())[:1000]]
+    on_field = compose.Pipeline(Tokenizer(on="body"), streamnb.MultinomialNB())
+    on_text = compose.Pipeline(Tokenizer(), streamnb.MultinomialNB())
+    got = evaluate.progressive_val_score(stream, on_field, metrics.ConfusionMatrix())
+    want = evaluate.progressive_val_score([(x["body"], y) for x, y in stream], on_text, metrics.ConfusionMatrix())
+    assert got.data == want.data and got.total_weight == 999  # the first event has no prediction
+    assert on_field.predict_proba_one({"body": "free prize call now"}) == on_text.predict_proba_one("free prize call now")

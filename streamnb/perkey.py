@@ -15,7 +15,8 @@ answers, exactly; a key with much history is answered mostly by its own.
 The blend is read per event, never materialized: the wrapped learner must offer the capability
 ``predict_proba_blend(x, other, weight)`` (the posterior of ``x`` under its statistics plus
 ``weight`` times ``other``'s, at the cost of ``x``) and ``n_seen``;
-:class:`~streamnb.spam.SpamFilter` does.
+:class:`~streamnb.spam.SpamFilter`, :class:`~streamnb.MultinomialNB` and
+:class:`~streamnb.CategoricalNB` do (see :mod:`streamnb.naive_bayes.blend`).
 
 Memory is bounded by ``max_resident``: past it the key used least recently is written to the
 ``store`` (a directory, one safe archive per key, see :mod:`streamnb.persistence`) and dropped
@@ -150,7 +151,11 @@ class PerKey(base.Wrapper, base.Classifier):
     def _unit_test_params(cls) -> Iterator[dict]:
         from streamnb.spam import SpamFilter
 
+        from streamnb import CategoricalNB, MultinomialNB
+
         yield {"model": SpamFilter(spam_label=True, ham_label=False), "by": "user"}
+        yield {"model": MultinomialNB(), "by": "user"}
+        yield {"model": CategoricalNB(), "by": "user", "takeover": 5.0}
 
     # -- keys ------------------------------------------------------------------------------
     def split(self, x: Mapping) -> tuple[Hashable, Mapping]:

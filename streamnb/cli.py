@@ -151,6 +151,14 @@ def main() -> None:
                    "with the own model merged with the other members' latest snapshots.")
 @click.option("--model-interval", default=5.0, show_default=True, type=float, metavar="SECONDS",
               help="Rebuild the merged model at most this often (with --model-topic).")
+@click.option("--model-key", metavar="FIELD",
+              help="A model per key: this event field (a user, tenant or device; not a feature) keys a learner of "
+                   "its own, blended with the shared one (multinomial, categorical or spamfilter).")
+@click.option("--model-key-takeover", default=50.0, show_default=True, type=float, metavar="N",
+              help="With --model-key: a key's own events weigh max(1, events learned / N) each in its blend.")
+@click.option("--model-key-resident", type=int, metavar="KEYS",
+              help="With --model-key: at most this many keys in memory; the others go to <state dir>/keys/<member> "
+                   "(a dir: state only) [default: all resident].")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="auto: predict each event with the model that learned the events before it "
@@ -198,7 +206,9 @@ def run(**o: Any) -> None:
             member=o["member"], checkpoint_dir=o["checkpoint_dir"] or "streamnb-checkpoints",
             state=_state_url(o["state"], o["checkpoint_dir"]), checkpoint_every=o["checkpoint_every"],
             checkpoint_interval=o["checkpoint_interval"], model_topic=o["model_topic"],
-            model_interval=o["model_interval"], batch_size=o["batch_size"],
+            model_interval=o["model_interval"], model_key=o["model_key"],
+            model_key_takeover=o["model_key_takeover"], model_key_resident=o["model_key_resident"],
+            batch_size=o["batch_size"],
             batch_learning=o["batch_learning"], on_checkpoint_ahead=o["on_checkpoint_ahead"],
             max_pending=o["max_pending"], idempotent_producer=o["idempotent_producer"],
             producer=o["producer"], consumer=o["consumer"],

@@ -117,10 +117,16 @@ class PerKey(base.Wrapper, base.Classifier):
     key_model
         The learner each key starts from (a clone of it; e.g. with a smaller vocabulary cap);
         None: a clone of ``model``.
+    shared_positions
+        Whether the shared learner keeps a position too (and skips events at or before it).
+        False where the shared learner is saved with its log's offsets by its owner (the Kafka
+        service: positions of several partitions do not order events across them): only the
+        keys' learners, which are saved on eviction between checkpoints, skip by position.
     """
 
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
-                 max_resident: int | None = None, store: str | None = None, key_model: Any = None) -> None:  # fmt: skip
+                 max_resident: int | None = None, store: str | None = None, key_model: Any = None,
+                 shared_positions: bool = True) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -134,6 +140,7 @@ class PerKey(base.Wrapper, base.Classifier):
         self.max_resident = max_resident
         self.store = store
         self.key_model = key_model
+        self.shared_positions = shared_positions
         self._store = None if store is None else DirectoryStore(store)
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
@@ -279,7 +286,7 @@ class PerKey(base.Wrapper, base.Classifier):
             if user is not None:
                 self._step(user, key, features, y, w, position, method)
             if key is None or self.learn_shared:
-                self._step(self.model, None, features, y, w, position, method)
+                self._step(self.model, None, features, y, w, position if self.shared_positions else None, method)
         except InvalidEventError:
             if fresh:  # a key made for an event that was refused: gone again
                 self._users.pop(key, None)

@@ -15,7 +15,8 @@ answers, exactly; a key with much history is answered mostly by its own.
 The blend is read per event, never materialized: the wrapped learner must offer the capability
 ``predict_proba_blend(x, other, weight)`` (the posterior of ``x`` under its statistics plus
 ``weight`` times ``other``'s, at the cost of ``x``) and ``n_seen``;
-:class:`~streamnb.spam.SpamFilter` does.
+:class:`~streamnb.spam.SpamFilter`, :class:`~streamnb.MultinomialNB` and
+:class:`~streamnb.CategoricalNB` do (see :mod:`streamnb.naive_bayes.blend`).
 
 Memory is bounded by ``max_resident``: past it the key used least recently is written to the
 ``store`` (a directory, one safe archive per key, see :mod:`streamnb.persistence`) and dropped
@@ -117,10 +118,16 @@ class PerKey(base.Wrapper, base.Classifier):
     key_model
         The learner each key starts from (a clone of it; e.g. with a smaller vocabulary cap);
         None: a clone of ``model``.
+    shared_positions
+        Whether the shared learner keeps a position too (and skips events at or before it).
+        False where the shared learner is saved with its log's offsets by its owner (the Kafka
+        service: positions of several partitions do not order events across them): only the
+        keys' learners, which are saved on eviction between checkpoints, skip by position.
     """
 
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
-                 max_resident: int | None = None, store: str | None = None, key_model: Any = None) -> None:  # fmt: skip
+                 max_resident: int | None = None, store: str | None = None, key_model: Any = None,
+                 shared_positions: bool = True) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -134,6 +141,7 @@ class PerKey(base.Wrapper, base.Classifier):
         self.max_resident = max_resident
         self.store = store
         self.key_model = key_model
+        self.shared_positions = shared_positions
         self._store = None if store is None else DirectoryStore(store)
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
@@ -151,7 +159,11 @@ class PerKey(base.Wrapper, base.Classifier):
     def _unit_test_params(cls) -> Iterator[dict]:
         from streamnb.spam import SpamFilter
 
+        from streamnb import CategoricalNB, MultinomialNB
+
         yield {"model": SpamFilter(spam_label=True, ham_label=False), "by": "user"}
+        yield {"model": MultinomialNB(), "by": "user"}
+        yield {"model": CategoricalNB(), "by": "user", "takeover": 5.0}
 
     # -- keys ------------------------------------------------------------------------------
     def split(self, x: Mapping) -> tuple[Hashable, Mapping]:
@@ -276,7 +288,7 @@ class PerKey(base.Wrapper, base.Classifier):
             if user is not None:
                 self._step(user, key, features, y, w, position, method)
             if key is None or self.learn_shared:
-                self._step(self.model, None, features, y, w, position, method)
+                self._step(self.model, None, features, y, w, position if self.shared_positions else None, method)
         except InvalidEventError:
             if fresh:  # a key made for an event that was refused: gone again
                 self._users.pop(key, None)

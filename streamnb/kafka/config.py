@@ -120,6 +120,15 @@ class ServiceConfig:
         Serve ``/metrics`` and ``/healthz`` there (None: not at all). ``/healthz`` answers 200
         while the poll loop has made a pass within ``health_timeout`` seconds (it passes at
         least every 200 ms when nothing is slow), 503 otherwise: "consuming", not just "up".
+    model_key, model_key_takeover, model_key_resident
+        A model per key (see :mod:`streamnb.kafka.keyed`): the event field ``model_key`` (a user,
+        tenant or device; not a feature) keys a learner of its own over the shared one, blended
+        with weight ``max(1, N / model_key_takeover)`` (:class:`~streamnb.perkey.PerKey`). At most
+        ``model_key_resident`` keys stay in memory (None: all); the others are evicted to
+        ``<state dir>/keys/<member>``, which needs a ``dir:`` state (the ``kafka:`` and ``s3://``
+        stores hold checkpoints only: there, every key stays resident, in the checkpoint). Not
+        with a model topic (keyed models are not merged across members) nor
+        ``on_checkpoint_ahead="reset"``.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -149,6 +158,9 @@ class ServiceConfig:
     batch_size: int = 1000
     batch_learning: str = "auto"
     on_checkpoint_ahead: str = "fail"
+    model_key: str | None = None
+    model_key_takeover: float = 50.0
+    model_key_resident: int | None = None
     max_pending: int = 100_000
     idempotent_producer: bool = False
     producer: str = "auto"
@@ -207,10 +219,50 @@ class ServiceConfig:
         if kind == "kafka" and where in (*self.input_topics, self.output_topic, self.dead_letter_topic,
                                          self.model_topic):
             raise ValueError("the state topic must differ from the input, output, dead-letter and model topics")
+        self._check_model_key(kind)
         if self.health_timeout <= 0:
             raise ValueError("health_timeout must be > 0")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
             raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")
+
+    def keys_store(self) -> str | None:
+        """The directory of evicted keys' learners (None: no eviction)."""
+        if self.model_key is None or self.model_key_resident is None:
+            return None
+        from streamnb.kafka.keyed import keys_directory
+
+        return keys_directory(parse_state_url(self.state_url())[1], self.member)
+
+    def _check_model_key(self, state_kind: str) -> None:
+        key = self.model_key
+        if key is None:
+            if self.model_key_resident is not None:
+                raise ValueError("--model-key-resident needs --model-key")
+            return
+        if not key:
+            raise ValueError("--model-key needs a field name")
+        if key == self.label_field or key == self.text_field or key in self.ignore_fields or key in (self.features or ()):
+            raise ValueError(f"the model key {key!r} must not be the label, the text, a feature or an ignored field")
+        cls = MODELS.get(self.model)
+        if cls is not None and not callable(getattr(cls, "predict_proba_blend", None)):
+            raise ValueError(f"--model-key needs a learner that can be blended per key (multinomial, categorical, "
+                             f"spamfilter), not {self.model!r}")
+        if not self.model_key_takeover > 0:
+            raise ValueError("--model-key-takeover must be > 0")
+        if self.model_topic is not None:
+            raise ValueError("--model-key cannot be used with --model-topic: keyed models are not merged across members")
+        if self.on_checkpoint_ahead == "reset":
+            raise ValueError("--model-key cannot be used with --on-checkpoint-ahead reset: the keys' learners "
+                             "would skip a new log's events by their positions in the old one")
+        if self.batch_learning == "always":
+            raise ValueError("--model-key learns and predicts event by event: not with --batch-learning always")
+        if self.model_key_resident is not None:
+            if self.model_key_resident < 1:
+                raise ValueError("--model-key-resident must be >= 1")
+            if state_kind != "dir":
+                raise ValueError(f"--model-key-resident evicts keys to a directory, which a {state_kind}: state "
+                                 "does not have yet: use a dir: state, or keep every key resident (no "
+                                 "--model-key-resident; the keys are then in the checkpoints)")
 
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from streamnb.kafka.config import ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
 from streamnb.kafka.featurize import Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.intake import Intake, Offsets
+from streamnb.kafka.keyed import KeyedFeaturizer, Positions, keyed_model, same_keying
 from streamnb.kafka.metrics import Health, Metrics, Progress, RollingAccuracy
 from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.outputs import Predictions, Rejects
@@ -43,6 +44,7 @@ from streamnb.kafka.statestore import tp_key
 from streamnb.kafka.step import Stepper
 from streamnb.kafka.stores import open_store
 from streamnb.kafka.topics import ensure_topics
+from streamnb.perkey import PerKey
 
 __all__ = ["RunSummary", "Service"]
 
@@ -117,6 +119,8 @@ class Service:
             TextFeaturizer(c.text_field, c.label_field) if c.text_field
             else FieldFeaturizer(c.label_field, c.features, c.ignore_fields, c.allow_missing)
         )
+        if c.model_key is not None:
+            self.featurize = KeyedFeaturizer(self.featurize, c.model_key)
         self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
         #: the state store (``config.state_url()``): this member's checkpoints and the others' offsets
         self.checkpointer = open_store(c.state_url(), c.member, c.bootstrap)
@@ -218,7 +222,8 @@ class Service:
                          self.metrics, self.summary.dead_letters)
         predictions = Predictions(self.publisher, c.output_topic, self.metrics, self.accuracy, self.summary)
         self.stepper = Stepper(c.mode, c.batch_learning, getattr(self.featurize, "sparse", False), predictions,
-                               reject, self.summary, self.metrics, c.label_field)
+                               reject, self.summary, self.metrics, c.label_field,
+                               Positions(c.input_topics).learn if c.model_key is not None else None)
         self.intake = Intake(self.deserialize, self.featurize, self.offsets, reject, self._highwater)
         self.checkpointing = Checkpointing(self.checkpointer, self.publisher, self.metrics, c.flush_timeout)
         if c.model_topic:
@@ -319,11 +324,11 @@ class Service:
         self._view_stale = True
         if ck is None:
             if self._pristine is None:
-                self.model = make_model(c.model, c.model_params)
+                self.model = self._keyed(make_model(c.model, c.model_params))
             elif self.model is None:
-                self.model = self._initial_model  # the first start uses the object given
+                self.model = self._keyed(self._initial_model)  # the first start uses the object given
             else:  # a rollback: the given model as it was given, not the object that has learned since
-                self.model = self._pristine.copy()
+                self.model = self._keyed(self._pristine.copy())
             self.offsets.restore({})
             self.pending = Pending(c.max_pending)
             log.info("no checkpoint: starting with a fresh %s", type(self.model).__name__)
@@ -331,13 +336,32 @@ class Service:
             if self._initial_model is not None and type(ck.model) is not type(self._initial_model):
                 raise StateError(f"checkpoint holds a {type(ck.model).__name__}, "
                                  f"not a {type(self._initial_model).__name__}")
-            self.model = ck.model
+            if not same_keying(ck.model, c.model_key):
+                raise StateError(f"checkpoint {ck.id} holds a {type(ck.model).__name__} keyed by "
+                                 f"{getattr(ck.model, 'by', None)!r}, not by {c.model_key!r} (--model-key)")
+            self.model = ck.model if c.model_key is None else self._keyed_state(ck.model)
             self.offsets.restore(ck.offsets)
             self.pending = Pending.from_state(ck.extra.get("pending", {}), c.max_pending)
             log.info("resumed from checkpoint %d: %s events learned, offsets %s", ck.id, ck.model.n_seen,
                      ck.offsets, extra={"event": "resume", "checkpoint": ck.id})
         if self.models is not None:  # a rollback: do not predict with what was forgotten
             self.view = self.models.merged(self.model)
+
+    def _keyed(self, model: Any) -> Any:
+        """``model`` as the service runs it: with ``model_key``, one learner per key over it."""
+        c = self.config
+        if c.model_key is None or isinstance(model, PerKey):
+            return model
+        return keyed_model(model, c.model_key, c.model_key_takeover, c.model_key_resident, c.keys_store())
+
+    def _keyed_state(self, saved: PerKey) -> PerKey:
+        """A checkpointed keyed model with this configuration's takeover, eviction and store."""
+        model = self._keyed(saved.model.clone())
+        settings = ("takeover", "max_resident", "store", "shared_positions")
+        if all(getattr(model, k) == getattr(saved, k) for k in settings):
+            return saved
+        model.load_state(saved.to_state())
+        return model
 
     def _checkpoint(self, reason: str) -> bool:
         """Outputs acknowledged, then model + offsets atomically; False if it could not."""

@@ -61,20 +61,24 @@ class Stepper:
         Counters (``learned``, ``late_labels``; ``learned``, ``ignored``).
     label_field
         Named in the ``missing_label`` dead letters.
+    keyed
+        ``keyed(model, record, x, y)`` learns instead of ``model.learn_one(x, y)`` (a model per
+        key: :meth:`streamnb.kafka.keyed.Positions.learn`); always event by event.
     """
 
     def __init__(self, mode: str, batch: str, sparse: bool, predictions: Predictions | None,
                  reject: Callable[[Any, str, str], None], summary: Any, metrics: Any,
-                 label_field: str | None = None) -> None:
+                 label_field: str | None = None, keyed: Callable[[Any, Any, dict, Any], None] | None = None) -> None:
         if batch not in BATCH_MODES:
             raise ValueError(f"batch must be one of {BATCH_MODES}")
         self.mode, self.batch, self.sparse = mode, batch, sparse
         self.predictions, self.reject = predictions, reject
         self.summary, self.metrics, self.label_field = summary, metrics, label_field
+        self.keyed = keyed
 
     def plan(self, model: Any) -> str:
         """``"event"``, ``"learn_many"`` or ``"poll"``: how :meth:`step` runs for ``model``."""
-        if self.batch == "never" or self.sparse:
+        if self.batch == "never" or self.sparse or self.keyed is not None:
             return "event"
         if self.batch == "always":
             return "poll"
@@ -94,6 +98,7 @@ class Stepper:
     def _events(self, items: list, model: Any, predictor: Any, pending: Pending) -> None:
         mode = self.mode
         learn_one = model.learn_one
+        keyed = self.keyed
         predict = predictor.predict_proba_one
         # capability: predict then learn in one call (one read of the event), for the same model
         both = getattr(model, "predict_learn_one", None) if predictor is model and mode == "prequential" else None
@@ -109,7 +114,10 @@ class Stepper:
                 x = self._labelled(rec, pending)
                 if x is not None:
                     try:
-                        learn_one(x, ex.y)
+                        if keyed is None:
+                            learn_one(x, ex.y)
+                        else:
+                            keyed(model, rec, x, ex.y)
                         learned += 1
                         late += 1
                     except InvalidEventError as exc:
@@ -120,7 +128,10 @@ class Stepper:
                     self.reject(rec, "missing_label", f"no label field {self.label_field!r}")
                     continue
                 try:
-                    learn_one(ex.x, ex.y)
+                    if keyed is None:
+                        learn_one(ex.x, ex.y)
+                    else:
+                        keyed(model, rec, ex.x, ex.y)
                     learned += 1
                 except InvalidEventError as exc:
                     self.reject(rec, "invalid_event", str(exc))
@@ -137,7 +148,10 @@ class Stepper:
                 else:
                     proba = predict(ex.x)
                     if mode == "prequential" and ex.y is not NO_LABEL:
-                        learn_one(ex.x, ex.y)
+                        if keyed is None:
+                            learn_one(ex.x, ex.y)
+                        else:
+                            keyed(model, rec, ex.x, ex.y)
                         learned += 1
             except InvalidEventError as exc:
                 self.reject(rec, "invalid_event", str(exc))

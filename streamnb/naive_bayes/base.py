@@ -33,7 +33,7 @@ from streamnb.naive_bayes.values import (
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.stats.base import Statistic
 
-__all__ = ["BaseNB", "Part", "Explanation", "posterior", "add_feature"]
+__all__ = ["BaseNB", "Part", "Explanation", "posterior", "posterior_one", "add_feature"]
 
 
 def posterior(jll: np.ndarray) -> np.ndarray:
@@ -90,6 +90,20 @@ def _normalize(jll: list, log_prior: list) -> list:
     e = [math.exp(v - top) for v in jll]
     total = math.fsum(e)
     return [v / total for v in e]
+
+
+def posterior_one(jll: list, log_prior: list) -> list:
+    """The posterior of one event from its log-likelihoods ``jll`` and ``log P(y)`` (lists per
+    class): the evidence is shifted by its maximum before the prior is added; if every class
+    is ruled out, the prior.
+
+    >>> [round(p, 6) for p in posterior_one([-1e9, -1e9 - math.log(2)], [math.log(0.5)] * 2)]
+    [0.666667, 0.333333]
+    """
+    top = max(jll)
+    if math.isfinite(top):
+        jll = [v - top for v in jll]
+    return _normalize([a + b for a, b in zip(log_prior, jll)], log_prior)
 
 
 def _shifted(ll: np.ndarray) -> np.ndarray:
@@ -240,6 +254,13 @@ class Part:
         """:meth:`joint` of one event as a list of floats: the scalar path. Override with
         plain-float code whose cost is that of the event."""
         return self.joint(prepared).tolist()
+
+    def joint_blend(self, prepared: Any, other: Part, weight: float, mine: list, theirs: list) -> list:
+        """:meth:`joint_one` of the blend of this part's counts plus ``weight`` times
+        ``other``'s (see :mod:`streamnb.naive_bayes.blend`), per blended class: ``mine[c]`` and
+        ``theirs[c]`` are that class's id here and in ``other`` (-1: not there). Counting
+        parts that can implement it; the cost is that of the event."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be blended")
 
     def log_likelihoods(self, prepared: Any) -> tuple[list, np.ndarray]:
         """Features used and their log-likelihoods, an array ``[features, classes]``."""
@@ -576,11 +597,7 @@ class BaseNB(base.MiniBatchClassifier):
             p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
             if p is not None:
                 return dict(zip(classes, p))
-        log_prior = self._log_prior_one()
-        top = max(jll)
-        if math.isfinite(top):  # the evidence shifted by its maximum before the prior is added
-            jll = [v - top for v in jll]
-        return dict(zip(classes, _normalize([a + b for a, b in zip(log_prior, jll)], log_prior)))
+        return dict(zip(classes, posterior_one(jll, self._log_prior_one())))
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from streamnb import kernels
-from streamnb.naive_bayes.base import BaseNB, Part, add_feature
+from streamnb.naive_bayes.base import Part, add_feature
+from streamnb.naive_bayes.blend import Blendable
 from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
 from streamnb.stats import Counts, Index
@@ -203,6 +204,41 @@ class CategoricalPart(Part):
                 ])
         return out
 
+    def joint_blend(self, prepared: tuple[list, list], other: Part, weight: float, mine: list,
+                    theirs: list) -> list:  # fmt: skip
+        assert isinstance(other, CategoricalPart)
+        feats, cells = prepared
+        out = [0.0] * len(mine)
+        if not feats:
+            return out
+        cell_ids, feat_ids = self.cells._ids, self.features._ids
+        their_cells, their_feats = other.cells._ids, other.features._ids
+        nv = self._values_per_feature()
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
+        ov, (o0, o1), otv, (ot0, ot1) = other._scalar()
+        alpha, epsilon, smooth = self.alpha, self.epsilon, self.unseen == "smooth"
+        for f, cell in zip(feats, cells):
+            fid, ofid = feat_ids.get(f), their_feats.get(f)
+            if fid is None and ofid is None:
+                continue
+            cid, ocid = cell_ids.get(cell), their_cells.get(cell)
+            if cid is None and ocid is None and not smooth:
+                continue
+            # |X_f|: this model's categories of f, plus the event's if only the other knows it
+            n_values = (nv[fid] if fid is not None else 0.0) + (1.0 if cid is None and ocid is not None else 0.0)
+            ll = []
+            for a, b in zip(mine, theirs):
+                num = cv[a * c0 + cid * c1] if a >= 0 and cid is not None else 0.0
+                den = tv[a * t0 + fid * t1] if a >= 0 and fid is not None else 0.0
+                if b >= 0:
+                    if ocid is not None:
+                        num += weight * ov[b * o0 + ocid * o1]
+                    if ofid is not None:
+                        den += weight * otv[b * ot0 + ofid * ot1]
+                ll.append(lidstone_one(num, den, alpha, n_values, epsilon))
+            add_feature(out, ll)
+        return out
+
     # -- prediction ------------------------------------------------------------------------
     def n_values(self) -> np.ndarray:
         """Number of categories seen per feature (derived from the cells, cached)."""
@@ -259,7 +295,7 @@ class CategoricalPart(Part):
         }
 
 
-class CategoricalNB(BaseNB):
+class CategoricalNB(Blendable):
     """Naive Bayes over categorical features with Laplace/Lidstone smoothing.
 
     Parameters

@@ -12,7 +12,8 @@ from river.base import tags
 
 from streamnb import kernels
 from streamnb.exceptions import InvalidEventError
-from streamnb.naive_bayes.base import BaseNB, Part, add_feature
+from streamnb.naive_bayes.base import Part, add_feature
+from streamnb.naive_bayes.blend import Blendable
 from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
     present,
@@ -153,6 +154,34 @@ class MultinomialPart(Part):
             ])
         return out
 
+    def joint_blend(self, prepared: tuple[list, list], other: Part, weight: float, mine: list,
+                    theirs: list) -> list:  # fmt: skip
+        assert isinstance(other, MultinomialPart)
+        keys, values = prepared
+        out = [0.0] * len(mine)
+        if not keys:
+            return out
+        ids, their_ids = self.tokens._ids, other.tokens._ids
+        cv, (c0, c1), tv, (t0,) = self._scalar()
+        ov, (o0, o1), otv, (ot0,) = other._scalar()
+        totals = [(tv[a * t0] if a >= 0 else 0.0) + (weight * otv[b * ot0] if b >= 0 else 0.0)
+                  for a, b in zip(mine, theirs)]
+        # V: this model's tokens, plus the event's that only the other knows
+        n_tokens = len(self.tokens.keys) + sum(1 for key in keys if key not in ids and key in their_ids)
+        alpha, epsilon = self.alpha, self.epsilon
+        for key, x in zip(keys, values):
+            j, oj = ids.get(key), their_ids.get(key)
+            if (j is None and oj is None and self.unseen == "ignore") or x == 0:
+                continue
+            ll = []
+            for a, b, total in zip(mine, theirs, totals):
+                num = cv[a * c0 + j * c1] if a >= 0 and j is not None else 0.0
+                if b >= 0 and oj is not None:
+                    num += weight * ov[b * o0 + oj * o1]
+                ll.append(x * lidstone_one(num, total, alpha, n_tokens, epsilon))
+            add_feature(out, ll)
+        return out
+
     def check_unlearn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, values = prepared
         ids, v = self.tokens.lookup(keys), np.array(values, dtype=float) * w
@@ -280,7 +309,7 @@ class MultinomialPart(Part):
         }
 
 
-class MultinomialNB(BaseNB):
+class MultinomialNB(Blendable):
     """Multinomial naive Bayes over token frequencies (word counts, TF-IDF).
 
     Parameters

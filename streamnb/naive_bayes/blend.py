@@ -1,0 +1,70 @@
+"""The blend of two counting learners, read per event: the capability :class:`~streamnb.perkey.PerKey`
+needs to answer a key with a shared model plus the key's own.
+
+``predict_proba_blend(x, other, weight)`` is the posterior of ``x`` under a model whose counts
+are this model's plus ``weight`` times ``other``'s: class counts, feature counts and their
+totals all add, and the smoothing is this model's own, applied to the blended counts and
+totals. Only the cells of ``x`` (and the classes) are read: nothing is merged, and the cost is
+that of the event.
+
+The number of values a smoothing divides by (``V``: the tokens of a multinomial model,
+``|X_f|``: the categories of a feature) is this model's, plus the values of ``x`` that only
+``other`` knows. That is the size of the union of both vocabularies whenever ``other``'s
+vocabulary lies within this one's, as it does for :class:`~streamnb.perkey.PerKey` (the shared
+model learns every key's events; no vocabulary cap forgot a key's token): the blend then equals,
+to rounding, one model that learned this model's events once and ``other``'s with weight
+``weight``.
+
+>>> from streamnb import MultinomialNB
+>>> shared, own = MultinomialNB(), MultinomialNB()
+>>> for x, y in [({"cash": 2}, "spam"), ({"lunch": 1}, "ham"), ({"digest": 1}, "spam")]:
+...     shared.learn_one(x, y)
+>>> own.learn_one({"digest": 1}, "ham"); shared.learn_one({"digest": 1}, "ham")
+>>> round(shared.predict_proba_one({"digest": 1})["ham"], 3)
+0.545
+>>> round(shared.predict_proba_blend({"digest": 1}, own, 3.0)["ham"], 3)
+0.824
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from streamnb.exceptions import InvalidEventError
+from streamnb.naive_bayes.base import BaseNB, posterior_one
+from streamnb.naive_bayes.values import check_event, check_weight
+
+__all__ = ["Blendable"]
+
+
+class Blendable(BaseNB):
+    """A naive Bayes learner whose parts can be blended (:meth:`Part.joint_blend`)."""
+
+    def predict_proba_blend(self, x: Mapping, other: Any, weight: float) -> dict:
+        """The posterior of ``x`` under this model's counts plus ``weight`` times ``other``'s
+        (a learner of the same kind; see the module). ``weight = 0``, or an ``other`` that has
+        learned nothing, gives :meth:`predict_proba_one`."""
+        if not isinstance(other, type(self)):
+            raise InvalidEventError(f"can only blend a {type(self).__name__} with another, got {type(other).__name__}")
+        weight = check_weight(weight)
+        if weight == 0.0 or not other._classes.keys:
+            return self.predict_proba_one(x)
+        check_event(x)
+        ids, their_ids = self._classes._ids, other._classes._ids
+        labels = list(self._classes.keys) + [c for c in other._classes.keys if c not in ids]
+        mine = [ids.get(c, -1) for c in labels]
+        theirs = [their_ids.get(c, -1) for c in labels]
+        counts, (step,) = self._class_view()
+        their_counts, (their_step,) = other._class_view()
+        n = [(counts[a * step] if a >= 0 else 0.0) + (weight * their_counts[b * their_step] if b >= 0 else 0.0)
+             for a, b in zip(mine, theirs)]
+        log_total = math.log(math.fsum(n))
+        log_prior = [math.log(v) - log_total if v > 0 else -math.inf for v in n]
+        prepared = self._split(x)
+        jll = [0.0] * len(labels)
+        for name, part in self._parts.items():
+            ll = part.joint_blend(prepared[name], other._parts[name], weight, mine, theirs)
+            jll = [a + b for a, b in zip(jll, ll)]
+        return dict(zip(labels, posterior_one(jll, log_prior)))

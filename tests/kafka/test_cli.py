@@ -97,6 +97,9 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
     "batch_size": (10, ["--batch-size", "10"]),
     "batch_learning": ("never", ["--batch-learning", "never"]),
     "on_checkpoint_ahead": ("reset", ["--on-checkpoint-ahead", "reset"]),
+    "model_key": ("user", ["--model-key", "user"]),
+    "model_key_takeover": (20.0, ["--model-key-takeover", "20"]),
+    "model_key_resident": (500, ["--model-key-resident", "500"]),
     "max_pending": (7, ["--max-pending", "7"]),
     "idempotent_producer": (True, ["--idempotent-producer"]),
     "producer": ("kafka-python", ["--producer", "kafka-python"]),
@@ -118,6 +121,10 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
     "producer_config": ({"linger.ms": 5, "client.id": "x"}, ["--producer-config", "linger.ms=5",
                                                              "--producer-config", "client.id=x"]),
 }
+
+
+#: Settings a field is refused without (its value in CHANGED).
+NEEDS = {"model_key_resident": {"model_key": "user"}}
 
 
 def toml(settings: dict) -> str:
@@ -145,13 +152,15 @@ def test_every_field_has_a_changed_value():
 def test_each_field_from_the_file_and_from_the_command_line(name, tmp_path):
     value, args = CHANGED[name]
     assert printed(BASE)[name] != value
+    needs = NEEDS.get(name, {})  # settings this one is refused without
     path = tmp_path / "service.toml"
-    path.write_text(toml({**FILE_BASE, name: value}))
+    path.write_text(toml({**FILE_BASE, **needs, name: value}))
     assert printed(["--config", str(path)])[name] == value
-    assert printed([*BASE, *args])[name] == value
+    base = [*BASE, *(arg for other in needs for arg in CHANGED[other][1])]
+    assert printed([*base, *args])[name] == value
     json_path = tmp_path / "service.json"  # the printed configuration read back
-    json_path.write_text(json.dumps(printed([*BASE, *args])))
-    assert printed(["--config", str(json_path)]) == printed([*BASE, *args])
+    json_path.write_text(json.dumps(printed([*base, *args])))
+    assert printed(["--config", str(json_path)]) == printed([*base, *args])
 
 
 def test_the_command_line_overrides_the_file_and_merges_tables(tmp_path):

@@ -116,8 +116,8 @@ def test_a_batch_with_bad_labels_or_weights_is_refused_and_changes_nothing(name,
 def test_an_empty_model_answers(name):
     model = LEARNERS[name]()
     x = {"a": 1}
-    if name in ("SpamFilter", "PerKey"):  # a spam filter: two classes from the start, no evidence either way
-        assert model.predict_proba_one(x) == {"spam": 0.5, "ham": 0.5}
+    if name in ("SpamFilter", "PerKey"):  # a spam filter: two classes (True = spam until labels are seen)
+        assert model.predict_proba_one(x) == {True: 0.5, False: 0.5}
         return
     assert model.predict_proba_one(x) == {}
     assert model.predict_one(x) is None

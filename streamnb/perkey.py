@@ -320,6 +320,28 @@ class PerKey(base.Wrapper, base.Classifier):
             return self.model.predict_proba_one(features)
         return getattr(self.model, BLEND)(features, user, weight)
 
+    # -- merging ---------------------------------------------------------------------------
+    def merge(self, other: PerKey) -> PerKey:
+        """Add ``other``'s statistics: the shared learners merged, each of ``other``'s keys
+        merged into this one's learner for the key (or taken as it is). Needs learners that
+        merge (``merge``) and the same parameters; keys evicted to ``other``'s store are not
+        read (flush both and merge per key to include them). A key's position is the larger
+        of the two (members learn disjoint partitions, so a key's events come from one)."""
+        if type(other) is not type(self) or other._get_params() != self._get_params():
+            raise TypeError("can only merge a PerKey with the same parameters")
+        if not callable(getattr(self.model, "merge", None)):
+            raise TypeError(f"{type(self.model).__name__} cannot be merged: it has no merge")
+        self.model.merge(other.model)
+        self._positions[None] = max(self._positions.get(None, -1), other._positions.get(None, -1))
+        for key, theirs in other._users.items():
+            mine = self.learner(key)
+            if mine is None:
+                mine = self.learner(key, create=True)
+            mine.merge(theirs)
+            self._positions[key] = max(self._positions.get(key, -1), other._positions[key])
+            self._dirty.add(key)
+        return self
+
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
         """The shared learner's state and every resident key's (evicted keys are in the store:

@@ -177,3 +177,19 @@ def test_check_estimator_without_skips(params):
     model = PerKey(**params)
     assert model._unit_test_skips() == set()
     checks.check_estimator(model)
+
+
+def test_merging_two_members_equals_one_learner_of_both_streams():
+    from streamnb import MultinomialNB
+
+    data = [({"user": f"u{i % 7}", "a": i % 3, "b": (i * 5) % 4}, "xy"[i % 2]) for i in range(200)]
+    left, right, both = (PerKey(MultinomialNB(), by="user") for _ in range(3))
+    for i, (x, y) in enumerate(data):
+        (left if int(x["user"][1:]) < 4 else right).learn_one(x, y)  # keys split between members
+        both.learn_one(x, y)
+    left.merge(right)
+    assert sorted(left.keys()) == sorted(both.keys())
+    for x, _ in data[:30]:
+        assert left.predict_proba_one(x) == pytest.approx(both.predict_proba_one(x), rel=1e-12)
+    with pytest.raises(TypeError, match="cannot be merged"):
+        PerKey(SpamFilter(), by="user").merge(PerKey(SpamFilter(), by="user"))

@@ -101,7 +101,8 @@ class PerKey(base.Wrapper, base.Classifier):
     ----------
     model
         The shared learner; each key gets a fresh clone of it. It must offer
-        ``predict_proba_blend`` and ``n_seen`` (:class:`~streamnb.spam.SpamFilter` does).
+        ``predict_proba_blend`` and ``n_seen`` (:class:`~streamnb.spam.SpamFilter`,
+        :class:`~streamnb.MultinomialNB` and :class:`~streamnb.CategoricalNB` do).
     by
         The event field that holds the key; it is taken out before the learners see the event.
         An event without it (or with a None key) is learned by the shared model alone and

@@ -23,12 +23,21 @@ scored before it is learned; :meth:`OperatingPoint.update` records the verdict i
   Barber et al., *Conformal prediction beyond exchangeability*, 2023: the filter improves as it
   learns, so old hams, scored by a weaker model, weigh less: a score's weight halves every
   ``memory / max_ham_rate`` hams: 2,500 for 1 in 500 with ``memory = 5``, about 7 expected
-  mistakes' worth of recent hams). The level ``a`` is ``max_ham_rate`` while the budget allows
-  a mistake, 0 (no spam) when it does not; a run of mistakes (a new kind of ham) closes the
-  budget at once, and the calibration follows as the new hams are learned. (Spending the
-  budget more slowly, ``a = max_ham_rate * s / (s + 1)`` with ``s`` the mistakes left, was
-  measured and not kept: the first spam verdicts came twice as late and fewer spams were
-  caught, see ``benchmarks/bench_spam.py``.)
+  mistakes' worth of recent hams), at the level ``a = max_ham_rate``; none while the budget
+  is spent (a run of mistakes, a new kind of ham, closes the budget at once, and the
+  calibration follows as the new hams are learned).
+- **The margin (how the budget is spent).** The threshold is also at least the score a ham
+  exceeds with probability ``max_ham_rate * s / (s + 1)``, ``s`` the mistakes left, under an
+  exponential tail fitted to the ``TAIL`` (10) highest ham scores (peaks over a threshold: with
+  ``K`` hams above ``u`` and ``beta`` their mean excess, ``P(score >= t) = (K / N)
+  exp(-(t - u) / beta)``). A mistake made with few left closes the filter for up to
+  ``1 / max_ham_rate`` hams (500 hams with nothing called spam), so with one left the level
+  is halved and the first spam verdicts, which come when the budget first allows one and rest
+  on few hams, are not placed at the edge of the ham scores; with many left it is about the
+  rate and the conformal quantile decides. The tail reaches levels below ``1 / (N + 1)``, which
+  the empirical quantile cannot: spending the budget slowly with the conformal quantile
+  alone (at the level ``max_ham_rate * s / (s + 1)``) was measured and not kept, its first spam
+  verdicts came twice as late (``benchmarks/bench_spam.py``).
 - The spam threshold is never below ``floor``, and a score at the floor itself is never spam
   (0: a message the filter finds more likely ham, or as likely ham as spam, as one with no
   evidence at all, is never spam).
@@ -54,21 +63,21 @@ Scores are the Fisher indicator on the logit scale (see
 (1.0, 2.0)
 >>> round(op.budget(ham=True), 2)         # 0.01 * (300 + 1) - 1: two more may be called spam
 2.01
->>> op.threshold()       # (K + 1) / 301 <= 0.01: at most 2 of the 300 hams at or above it
-2.0
->>> op.ham_threshold()   # (K + 1) / 301 <= 0.1 allows 3.5, capped at the spam threshold
-2.0
->>> op.label(2.0), op.label(1.9)
+>>> round(op.threshold(), 4)  # (K + 1) / 301 <= 0.01 allows 2.0; the tail at 0.01 * 2.01 / 3.01 is higher
+2.0215
+>>> op.ham_threshold() == op.threshold()  # (K + 1) / 301 <= 0.1 allows 3.5, capped at the spam threshold
+True
+>>> op.label(2.03), op.label(2.0)
 ('spam', 'ham')
 
-The same hams sorted by score, each the most spam-like so far (an adversarial order): each
-time the budget allows a spam verdict the next ham takes it, and the count stays at the bound.
+The same hams sorted by score, each the most spam-like so far (an adversarial order): the count
+never passes the bound (3 of 300), and the margin above the highest hams spared one of them.
 
 >>> op = OperatingPoint(max_ham_rate=0.01, max_spam_rate=0.1, memory=None)
 >>> for i in range(300):
 ...     op.update(-10.0 + 12.0 * i / 299, ham=True)
->>> op.errors(ham=True), op.threshold()   # 3 of 300 = 1%: no spam verdict until more hams
-(3.0, inf)
+>>> op.errors(ham=True), round(op.threshold(), 4)   # 2 of 300: one more may be called spam
+(2.0, 2.1008)
 """
 
 from __future__ import annotations
@@ -87,8 +96,11 @@ HAM, UNSURE, SPAM = "ham", "unsure", "spam"
 BIN_WIDTH = 0.25
 #: Scores are clipped to ``[-LIMIT, LIMIT]`` logits.
 LIMIT = 100.0
+#: The ham scores' tail is fitted to this many of the highest (weighted) ham scores.
+TAIL = 10
 _BINS = int(2 * LIMIT / BIN_WIDTH)
 _EDGES = -LIMIT + BIN_WIDTH * np.arange(_BINS + 1)
+_CENTERS = _EDGES[:-1] + BIN_WIDTH / 2.0
 
 
 class OperatingPoint:
@@ -225,14 +237,18 @@ class OperatingPoint:
         return self._cached
 
     def _spam_threshold(self) -> float:
-        a = self._level(ham=True)
+        rate = self.max_ham_rate
         ham = self._counts[0]
         n = float(ham.sum())
-        if a <= 0.0 or (1.0 / (n + 1.0)) > a:
+        left = self.budget(ham=True)
+        if left < 1.0 or (1.0 / (n + 1.0)) > rate:
             return math.inf
         above = np.cumsum(ham[::-1])[::-1]  # above[j]: hams in bins >= j, i.e. scoring >= edge j
-        ok = np.flatnonzero((above + 1.0) / (n + 1.0) <= a)
-        return max(self.floor, float(_EDGES[ok[0]])) if len(ok) else math.inf
+        ok = np.flatnonzero((above + 1.0) / (n + 1.0) <= rate)
+        if not len(ok):
+            return math.inf
+        margin = _tail_quantile(ham, above, rate * left / (left + 1.0))
+        return max(self.floor, float(_EDGES[ok[0]]), margin)
 
     def _ham_threshold(self) -> float:
         a = self._level(ham=False)
@@ -308,6 +324,18 @@ class OperatingPoint:
             raise StateError("invalid operating point record of the last message")
         self._counts, self._seen, self._errors, self._last = counts.copy(), seen.copy(), errors.copy(), last.copy()
         self._cached = None
+
+
+def _tail_quantile(hist: np.ndarray, above: np.ndarray, level: float) -> float:
+    """The score a ham exceeds with probability ``level`` under an exponential tail fitted to
+    the :data:`TAIL` highest scores of the histogram ``hist`` (``above``: its counts at or
+    above each edge): with ``K`` hams above the edge ``u`` and ``beta`` their mean excess over
+    ``u`` (at least a bin), ``P(score >= t) = (K / N) exp(-(t - u) / beta)``."""
+    n = float(above[0])
+    j = int(np.flatnonzero(above >= min(float(TAIL), n))[-1])
+    u, k = float(_EDGES[j]), float(above[j])
+    beta = max(BIN_WIDTH, float(hist[j:] @ (_CENTERS[j:] - u)) / k)
+    return u + beta * max(0.0, math.log(k / (n * level)))
 
 
 def _p(logit: float) -> str:

@@ -32,15 +32,23 @@ def test_worked_example_of_the_budget_and_the_conformal_threshold():
     # 0.1 * (8 + 1) = 0.9 < 1: a ham called spam now would be 1 of 9 > 10%
     assert (op.budget(), op.threshold(), op.label(99.0)) == (pytest.approx(0.9), math.inf, "unsure")
     op.update(8.0, ham=True)
-    # budget 0.1 * 10 = 1; (K + 1) / (9 + 1) <= 0.1 needs K = 0: the edge above the top ham's bin [8, 8.25)
-    assert (op.budget(), op.threshold()) == (pytest.approx(1.0), 8.25)
-    assert (op.label(8.25), op.label(8.2), op.ham_threshold()) == ("spam", "unsure", -math.inf)
-    op.update(8.5, ham=True)  # a ham called spam: 1 of 10, the budget is spent
+    # budget 0.1 * 10 = 1; (K + 1) / (9 + 1) <= 0.1 needs K = 0: the edge above the top ham's bin [8, 8.25);
+    # the margin: fewer than TAIL = 10 hams, so all 9 above u = 0, their mean excess (bin centres 0.125 ..
+    # 8.125) beta = 4.125, at the level 0.1 * 1 / (1 + 1) = 0.05: t = 4.125 ln(9 / (9 * 0.05)) = 4.125 ln 20
+    margin = 4.125 * math.log(20.0)
+    assert (op.budget(), op.threshold()) == (pytest.approx(1.0), pytest.approx(margin, abs=1e-12))
+    assert margin == pytest.approx(12.3574, abs=1e-4)
+    assert (op.label(12.36), op.label(12.35), op.ham_threshold()) == ("spam", "unsure", -math.inf)
+    op.update(13.0, ham=True)  # a ham called spam: 1 of 10, the budget is spent
     assert (op.errors(), op.budget(), op.threshold()) == (1.0, pytest.approx(0.1), math.inf)
     for i in range(9):
         op.update(-1.0, ham=True)
-    # 1 of 19 so far: 0.1 * 20 - 1 = 1 again; K = 1 allowed ((1 + 1) / 20 <= 0.1): above the 2nd highest
-    assert op.budget() == pytest.approx(1.0) and op.threshold() == 8.25
+    # 1 of 19 so far: 0.1 * 20 - 1 = 1 again; K = 1 allowed ((1 + 1) / 20 <= 0.1): the edge above the 2nd
+    # highest, 8.25; the margin: the 10 highest (0 .. 8 and 13) above u = 0, beta = (37.125 + 13.125) / 10,
+    # at the level 0.05: t = 5.025 ln(10 / (19 * 0.05)) = 11.829, the larger
+    assert op.budget() == pytest.approx(1.0)
+    assert op.threshold() == pytest.approx(5.025 * math.log(10.0 / 0.95), abs=1e-12)
+    assert op.threshold() == pytest.approx(11.8282, abs=1e-4)
 
 
 def test_ham_threshold_from_the_spam_side():
@@ -100,11 +108,11 @@ def test_describe_in_words():
     for i in range(9):
         op.update(float(i), ham=True)
     for i in range(3):
-        op.update(9.0 + i, ham=False)
+        op.update(13.0 + i, ham=False)
     assert op.describe() == (
         "at most 1 legitimate mail in 10 called spam, counted on all mail seen: 0 of 9 hams so far; spam above "
-        "spamicity 0.999739, which called spam 0.00% of recent hams and caught 100.0% of recent spams; at most 1 "
-        "spam in 4 called ham: 0 of 3 spams so far; ham below spamicity 0.999739, which let through 0.0% of recent "
+        "spamicity 0.999996, which called spam 0.00% of recent hams and caught 100.0% of recent spams; at most 1 "
+        "spam in 4 called ham: 0 of 3 spams so far; ham below spamicity 0.999996, which let through 0.0% of recent "
         "spams")
 
 

@@ -129,10 +129,12 @@ def contenders(data: list[tuple], bogofilter: bool) -> dict:
     """Each system as a function of an order. Featurizing is stateless, so each corpus is
     tokenized once and the token dicts are reused across orders."""
     tokens = [(Tokenizer().transform_one(x), y) for x, y in data]
+    grams = [(Tokenizer(char_grams=4).transform_one(x), y) for x, y in data]  # the same tokens, plus byte 4-grams
     bow = feature_extraction.BagOfWords()
     words = [(bow.transform_one(x), y) for x, y in as_text(data)]  # River reads text: raw mail as UTF-8
     out = {
         "streamnb SpamFilter": lambda order: evaluate(SpamFilter(), [tokens[i] for i in order]),
+        GRAMS: lambda order: evaluate(SpamFilter(), [grams[i] for i in order]),
         "River BagOfWords|MultinomialNB": lambda order: evaluate(river_nb.MultinomialNB(), [words[i] for i in order]),
     }  # fmt: skip
     if bogofilter and shutil.which("bogofilter"):
@@ -143,6 +145,7 @@ def contenders(data: list[tuple], bogofilter: bool) -> dict:
 
 
 BOGOFILTER = "bogofilter (defaults)"
+GRAMS = "streamnb SpamFilter, Tokenizer(char_grams=4)"
 
 
 def main(argv: list[str]) -> int:
@@ -195,10 +198,10 @@ def report(rows: dict) -> int:
                   f"({max(m['ham_misclassified'] for m in ms):.3%}) | {mean['unsure']:.1%} "
                   f"({max(m['unsure'] for m in ms):.1%}) | {mean['spam_recall']:.1%} "
                   f"({min(m['spam_recall'] for m in ms):.1%}) |")  # fmt: skip
-    print("\ntargets for streamnb SpamFilter: in every stream ham called spam <= 0.2% and unsure <= 10%, spam "
-          "recall above bogofilter's; (1-ROCA)% below bogofilter's in the mean over the orders")
-    for corpus in corpora:
-        ours = {o: m for (c, o, n), m in rows.items() if c == corpus and n == "streamnb SpamFilter"}
+    print("\ntargets for streamnb SpamFilter (each row): in every stream ham called spam <= 0.2% and unsure <= 10%, spam "
+          "recall above bogofilter's; (1-ROCA)% below bogofilter's in the mean over the orders and in each")
+    for corpus, name in ((c, n) for c in corpora for n in ("streamnb SpamFilter", GRAMS)):
+        ours = {o: m for (c, o, n), m in rows.items() if c == corpus and n == name}
         bogo = {o: m for (c, o, n), m in rows.items() if c == corpus and n == BOGOFILTER}
         checks = {
             "ham called spam <= 0.2% in every order": all(m["ham_misclassified"] <= 0.002 for m in ours.values()),
@@ -209,7 +212,9 @@ def report(rows: dict) -> int:
                 ours[o]["spam_recall"] > bogo[o]["spam_recall"] for o in ours)
             checks["mean (1-ROCA)% < bogofilter's"] = (np.mean([m["one_minus_roca_pct"] for m in ours.values()])
                                                        < np.mean([m["one_minus_roca_pct"] for m in bogo.values()]))
-        print(f"  {corpus}: " + "; ".join(f"{k} {'MET' if v else 'MISSED'}" for k, v in checks.items()))
+            checks["(1-ROCA)% < bogofilter's in every order"] = all(
+                ours[o]["one_minus_roca_pct"] < bogo[o]["one_minus_roca_pct"] for o in ours)
+        print(f"  {corpus}, {name}: " + "; ".join(f"{k} {'MET' if v else 'MISSED'}" for k, v in checks.items()))
     return 0
 
 

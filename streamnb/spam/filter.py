@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +17,7 @@ from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
 from streamnb.spam.robinson import combine, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.text.degenerate import degenerates
+from streamnb.text.tokenizer import GRAM_PREFIX
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
 
@@ -24,8 +27,9 @@ __all__ = ["SpamFilter", "TokenScore", "Verdict"]
 class Verdict:
     """The three-way answer: ``label`` is ``"ham"``, ``"unsure"`` or ``"spam"``; ``score`` the
     indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
-    significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding (the
-    ranking score); ``threshold`` the spam threshold on ``logit`` it was compared with."""
+    significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding, plus the
+    logistic model's log-odds of the message's byte n-grams if it has any (the ranking score);
+    ``threshold`` the spam threshold on ``logit`` it was compared with."""
 
     label: str
     score: float
@@ -107,6 +111,19 @@ class SpamFilter(base.Classifier):
     max_tokens
         Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
         the cap (:mod:`streamnb.stats.prune`). None for no cap.
+    logistic_rate
+        The step of the online logistic regression on the byte n-gram features of
+        :class:`~streamnb.text.Tokenizer` with ``char_grams`` (keys starting with
+        :data:`~streamnb.text.tokenizer.GRAM_PREFIX`; binary, hashed into ``2 ** logistic_bits``
+        weights), one gradient step per message learned (Goodman and Yih, *Online
+        discriminative spam filter training*, 2006; the byte 4-gram logistic regression of the
+        TREC 2007 spam track, step 0.002). Its log-odds are added to the Fisher logit to give
+        the ranking score, so the two see different things: the tokens' message counts, and
+        the raw bytes of the message's start, headers included. A message without such
+        features scores as without the model. None: the features are ignored.
+    logistic_bits
+        The number of weights is ``2 ** logistic_bits`` (float32; allocated at the first
+        n-gram learned).
 
     Notes
     -----
@@ -167,6 +184,8 @@ class SpamFilter(base.Classifier):
         max_spam_rate: float | None = 0.1,
         calibration_memory: float | None = 5.0,
         max_tokens: int | None = None,
+        logistic_rate: float | None = 0.002,
+        logistic_bits: int = 20,
     ) -> None:
         if spam_label == ham_label:
             raise ValueError("spam_label and ham_label must differ")
@@ -188,6 +207,13 @@ class SpamFilter(base.Classifier):
         self.max_spam_rate = max_spam_rate
         self.calibration_memory = calibration_memory
         self.max_tokens = max_tokens
+        if logistic_rate is not None and not logistic_rate > 0:
+            raise ValueError(f"logistic_rate must be positive or None, got {logistic_rate}")
+        if not (isinstance(logistic_bits, int) and 8 <= logistic_bits <= 26):
+            raise ValueError(f"logistic_bits must be an int in [8, 26], got {logistic_bits!r}")
+        self.logistic_rate = logistic_rate
+        self.logistic_bits = logistic_bits
+        self._weights: np.ndarray | None = None  # the logistic model's, once an n-gram is learned
         self._classes = Index([ham_label, spam_label])  # ids: 0 ham, 1 spam
         self._tokens = Index()
         self._messages = Counts([self._classes])
@@ -197,7 +223,7 @@ class SpamFilter(base.Classifier):
             OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, _logit(ham_cutoff))
         )  # fmt: skip
         self._version = 0  # bumped by every change of the counts
-        self._memo: tuple[int, dict, Verdict] | None = None
+        self._memo: tuple[int, dict, Verdict, np.ndarray, float] | None = None
 
     @classmethod
     def migrate_params(cls, params: dict) -> dict:
@@ -226,10 +252,42 @@ class SpamFilter(base.Classifier):
         return k
 
     @staticmethod
-    def _present(x: Mapping) -> list:
+    def _split(x: Mapping) -> tuple[list, list]:
+        """The present tokens of ``x`` (values above 0) and its present byte n-grams."""
         check_event(x)
         keys, v = numeric_items(x)
-        return [key for key, value in zip(keys, v) if value > 0]
+        tokens: list = []
+        grams: list = []
+        for key, value in zip(keys, v):
+            if value > 0:
+                (grams if isinstance(key, str) and key.startswith(GRAM_PREFIX) else tokens).append(key)
+        return tokens, grams
+
+    @classmethod
+    def _present(cls, x: Mapping) -> list:
+        return cls._split(x)[0]
+
+    def _gram_ids(self, grams: list) -> np.ndarray:
+        """The weights' indices of byte n-gram features (CRC-32, the same in every process)."""
+        if self.logistic_rate is None or not grams:
+            return np.zeros(0, dtype=np.int64)
+        crc = np.fromiter((zlib.crc32(g.encode("utf-8", "surrogatepass")) for g in grams), np.uint32, len(grams))
+        return (crc.astype(np.int64) * 2654435761 % (1 << 32)) >> (32 - self.logistic_bits)
+
+    def _log_odds(self, ids: np.ndarray) -> float:
+        """The logistic model's log-odds of spam for the n-gram indices ``ids``."""
+        if self._weights is None or not len(ids):
+            return 0.0
+        return float(self._weights[ids].sum(dtype=np.float64))
+
+    def _step(self, ids: np.ndarray, spam: bool, z: float, w: float) -> None:
+        """One gradient step of the logistic loss at log-odds ``z``, message weight ``w``."""
+        if not len(ids) or self.logistic_rate is None:
+            return
+        if self._weights is None:
+            self._weights = np.zeros(1 << self.logistic_bits, dtype=np.float32)
+        p = 1.0 / (1.0 + math.exp(-min(50.0, max(-50.0, z))))
+        np.add.at(self._weights, ids, np.float32(self.logistic_rate * w * (float(spam) - p)))
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
@@ -238,8 +296,10 @@ class SpamFilter(base.Classifier):
         keys = self._present(x)
         if w == 0.0:
             return
+        verdict, ids, z = self._scored(x)
         if self._operating is not None:
-            self._operating.update(self._verdict(x).logit, ham=k == 0, w=w)
+            self._operating.update(verdict.logit, ham=k == 0, w=w)
+        self._step(ids, k == 1, z, w)
         self._version += 1
         self._messages.add((k,), w)
         if keys:
@@ -263,8 +323,10 @@ class SpamFilter(base.Classifier):
         self._messages.add((k,), -w)
         self._counts.add((k, ids), -w)
         self._counts.drop(1, self._counts.empty(1, ids))
+        verdict, gram_ids, z = self._scored(x)
+        self._step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
         if self._operating is not None:
-            self._operating.remove(self._verdict(x).logit, ham=k == 0, w=w)
+            self._operating.remove(verdict.logit, ham=k == 0, w=w)
 
     def decay(self, factor: float) -> None:
         """Multiply every count learned so far by ``factor`` in (0, 1]."""
@@ -273,6 +335,8 @@ class SpamFilter(base.Classifier):
         self._version += 1
         self._messages.decay(factor)
         self._counts.decay(factor)
+        if self._weights is not None:
+            self._weights *= np.float32(factor)
 
     # -- scoring ---------------------------------------------------------------------------
     def token_scores(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0) -> list[TokenScore]:
@@ -347,24 +411,33 @@ class SpamFilter(base.Classifier):
         return self._operating.threshold()
 
     def _verdict(self, x: Mapping) -> Verdict:
+        return self._scored(x)[0]
+
+    def _scored(self, x: Mapping) -> tuple[Verdict, np.ndarray, float]:
+        """The verdict on ``x``, its n-gram indices and the logistic model's log-odds."""
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == x:
-            return memo[2]
-        n_spam, n_ham = self._token_counts(self._present(x))
+            return memo[2], memo[3], memo[4]
+        keys, grams = self._split(x)
+        ids = self._gram_ids(grams)
+        z = self._log_odds(ids)
+        n_spam, n_ham = self._token_counts(keys)
         totals = self._messages.n
-        verdict = self._decide(n_spam, n_ham, float(totals[1]), float(totals[0]))
-        self._memo = (self._version, dict(x), verdict)
-        return verdict
+        verdict = self._decide(n_spam, n_ham, float(totals[1]), float(totals[0]), z)
+        self._memo = (self._version, dict(x), verdict, ids, z)
+        return verdict, ids, z
 
-    def _decide(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float) -> Verdict:
+    def _decide(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float,
+                z: float = 0.0) -> Verdict:  # fmt: skip
         """The verdict on a message whose tokens have the message counts ``n_spam, n_ham`` in
-        classes of ``total_spam, total_ham`` messages."""
+        classes of ``total_spam, total_ham`` messages, and whose n-grams have log-odds ``z``."""
         f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
-        return self._judge(f[significant(f, self.min_dev, self.max_discriminators)])
+        return self._judge(f[significant(f, self.min_dev, self.max_discriminators)], z)
 
-    def _judge(self, f: np.ndarray) -> Verdict:
-        """The verdict on the ``f(w)`` of the tokens combined."""
+    def _judge(self, f: np.ndarray, z: float = 0.0) -> Verdict:
+        """The verdict on the ``f(w)`` of the tokens combined, plus the n-grams' log-odds ``z``."""
         S, H, indicator, logit = combine(f)
+        logit += z
         threshold = self.spam_threshold()
         if self._operating is not None:
             label = self._operating.label(logit)
@@ -384,7 +457,8 @@ class SpamFilter(base.Classifier):
         (degenerate forms included); the thresholds are this filter's. Costs what ``x``
         holds: nothing is merged. ``weight = 0`` gives :meth:`classify_one`'s verdict."""
         weight = check_weight(weight)
-        return self._decide(*self._blend_counts(self._present(x), other, weight))
+        keys, grams = self._split(x)
+        return self._decide(*self._blend_counts(keys, other, weight), self._log_odds(self._gram_ids(grams)))
 
     def classify_explained(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0,
                            top: int = 10) -> tuple[Verdict, list[TokenScore]]:  # fmt: skip
@@ -392,12 +466,12 @@ class SpamFilter(base.Classifier):
         its evidence: of the tokens combined, the ``top`` pushing most toward ham and the
         ``top`` pushing most toward spam, by ``|ln f - ln (1 - f)|``; one lookup of the counts."""
         weight = check_weight(weight)
-        keys = self._present(x)
+        keys, grams = self._split(x)
         counts = self._blend_counts(keys, other, weight)
         n_spam, n_ham = counts[0], counts[1]
         f = robinson(*counts, self.s, self.x)
         used = significant(f, self.min_dev, self.max_discriminators)
-        verdict = self._judge(f[used])
+        verdict = self._judge(f[used], self._log_odds(self._gram_ids(grams)))
         log_odds = np.log(f[used]) - np.log1p(-f[used])
         order = np.argsort(log_odds, kind="stable")
         hammy = [j for j in order[:top].tolist() if log_odds[j] < 0]
@@ -449,6 +523,8 @@ class SpamFilter(base.Classifier):
         state = {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
         if self._operating is not None:
             state["operating"] = self._operating.to_state()
+        if self._weights is not None:
+            state["logistic"] = self._weights.copy()
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -458,6 +534,11 @@ class SpamFilter(base.Classifier):
             fresh._messages.load_state(state["messages"])
             if fresh._operating is not None and "operating" in state:  # older states: uncalibrated
                 fresh._operating.load_state(state["operating"])
+            if "logistic" in state:  # older states, or no n-gram learned: none
+                weights = np.asarray(state["logistic"], dtype=np.float32)
+                if weights.shape != (1 << fresh.logistic_bits,) or not np.isfinite(weights).all():
+                    raise StateError(f"invalid logistic weights of shape {weights.shape}")
+                fresh._weights = weights.copy()
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"invalid SpamFilter state: {exc}") from exc
         self.__dict__.update(fresh.__dict__)

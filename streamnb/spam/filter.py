@@ -28,7 +28,7 @@ class Verdict:
     """The three-way answer: ``label`` is ``"ham"``, ``"unsure"`` or ``"spam"``; ``score`` the
     indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
     significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding, plus the
-    logistic model's log-odds of the message's byte n-grams if it has any (the ranking score);
+    weighted log-odds of the logistic model on the message's byte n-grams, if any (the ranking score);
     ``threshold`` the spam threshold on ``logit`` it was compared with."""
 
     label: str
@@ -117,10 +117,15 @@ class SpamFilter(base.Classifier):
         :data:`~streamnb.text.tokenizer.GRAM_PREFIX`; binary, hashed into ``2 ** logistic_bits``
         weights), one gradient step per message learned (Goodman and Yih, *Online
         discriminative spam filter training*, 2006; the byte 4-gram logistic regression of the
-        TREC 2007 spam track, step 0.002). Its log-odds are added to the Fisher logit to give
-        the ranking score, so the two see different things: the tokens' message counts, and
-        the raw bytes of the message's start, headers included. A message without such
-        features scores as without the model. None: the features are ignored.
+        TREC 2007 spam track, step 0.002). Its log-odds, times ``logistic_weight``, are added
+        to the Fisher logit to give the ranking score (a fusion of the two log-odds, as in
+        Lynam and Cormack, *On-line spam filter fusion*, 2006), so the two see different things:
+        the tokens' message counts, and the raw bytes of the message's start, headers included.
+        A message without such features scores as without the model. None: the features are
+        ignored.
+    logistic_weight
+        The weight of the logistic model's log-odds in the ranking score (0.5: measured in
+        ``benchmarks/bench_spam.py``, where 1 ranked as well and caught less spam).
     logistic_bits
         The number of weights is ``2 ** logistic_bits`` (float32; allocated at the first
         n-gram learned).
@@ -137,7 +142,9 @@ class SpamFilter(base.Classifier):
     when the same tokens are learned next, so a predict-then-learn pair scores once.
     ``unlearn_one`` restores the counts exactly and takes the message's score back out of the
     calibration (to rounding), and its mistake unless the counts cannot tell (then it stays
-    counted, on the safe side; see :meth:`OperatingPoint.remove`).
+    counted, on the safe side; see :meth:`OperatingPoint.remove`). The logistic model takes the
+    step back at the message's log-odds now, which undoes the step it learned only to within
+    the change of its log-odds between the two (an online gradient step depends on the order).
 
     Examples
     --------
@@ -186,6 +193,7 @@ class SpamFilter(base.Classifier):
         max_tokens: int | None = None,
         logistic_rate: float | None = 0.002,
         logistic_bits: int = 20,
+        logistic_weight: float = 0.5,
     ) -> None:
         if spam_label == ham_label:
             raise ValueError("spam_label and ham_label must differ")
@@ -211,8 +219,11 @@ class SpamFilter(base.Classifier):
             raise ValueError(f"logistic_rate must be positive or None, got {logistic_rate}")
         if not (isinstance(logistic_bits, int) and 8 <= logistic_bits <= 26):
             raise ValueError(f"logistic_bits must be an int in [8, 26], got {logistic_bits!r}")
+        if not (isinstance(logistic_weight, (int, float)) and 0 <= logistic_weight < math.inf):
+            raise ValueError(f"logistic_weight must be finite and >= 0, got {logistic_weight!r}")
         self.logistic_rate = logistic_rate
         self.logistic_bits = logistic_bits
+        self.logistic_weight = logistic_weight
         self._weights: np.ndarray | None = None  # the logistic model's, once an n-gram is learned
         self._classes = Index([ham_label, spam_label])  # ids: 0 ham, 1 spam
         self._tokens = Index()
@@ -437,7 +448,7 @@ class SpamFilter(base.Classifier):
     def _judge(self, f: np.ndarray, z: float = 0.0) -> Verdict:
         """The verdict on the ``f(w)`` of the tokens combined, plus the n-grams' log-odds ``z``."""
         S, H, indicator, logit = combine(f)
-        logit += z
+        logit += self.logistic_weight * z
         threshold = self.spam_threshold()
         if self._operating is not None:
             label = self._operating.label(logit)

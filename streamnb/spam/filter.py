@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 import math
 import zlib
+from itertools import compress
+from operator import methodcaller, not_
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,8 @@ from streamnb.text.degenerate import degenerates
 from streamnb.text.tokenizer import GRAM_PREFIX
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
+
+_IS_GRAM = methodcaller("startswith", GRAM_PREFIX)
 
 
 
@@ -234,7 +238,7 @@ class SpamFilter(base.Classifier):
             OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, _logit(ham_cutoff))
         )  # fmt: skip
         self._version = 0  # bumped by every change of the counts
-        self._memo: tuple[int, dict, Verdict, np.ndarray, float] | None = None
+        self._memo: tuple[int, dict, Verdict, list, np.ndarray, float] | None = None
 
     @classmethod
     def migrate_params(cls, params: dict) -> dict:
@@ -267,23 +271,33 @@ class SpamFilter(base.Classifier):
         """The present tokens of ``x`` (values above 0) and its present byte n-grams."""
         check_event(x)
         keys, v = numeric_items(x)
-        tokens: list = []
-        grams: list = []
-        for key, value in zip(keys, v):
-            if value > 0:
-                (grams if isinstance(key, str) and key.startswith(GRAM_PREFIX) else tokens).append(key)
-        return tokens, grams
+        present = keys if min(v, default=1.0) > 0 else [key for key, value in zip(keys, v) if value > 0]
+        if set(map(type, present)) <= {str}:  # the usual case, in C loops: thousands of n-grams a message
+            gram = list(map(_IS_GRAM, present))
+            if True not in gram:
+                return present, []
+            return list(compress(present, map(not_, gram))), list(compress(present, gram))
+        gram = [type(key) is str and key.startswith(GRAM_PREFIX) for key in present]
+        return list(compress(present, map(not_, gram))), list(compress(present, gram))
 
     @classmethod
     def _present(cls, x: Mapping) -> list:
         return cls._split(x)[0]
 
     def _gram_ids(self, grams: list) -> np.ndarray:
-        """The weights' indices of byte n-gram features (CRC-32, the same in every process)."""
+        """The weights' indices of byte n-gram features: a polynomial hash of the characters
+        (the same in every process), in one pass over a character array; CRC-32 if a key is long."""
         if self.logistic_rate is None or not grams:
             return np.zeros(0, dtype=np.int64)
-        crc = np.fromiter((zlib.crc32(g.encode("utf-8", "surrogatepass")) for g in grams), np.uint32, len(grams))
-        return (crc.astype(np.int64) * 2654435761 % (1 << 32)) >> (32 - self.logistic_bits)
+        if max(map(len, grams)) > 16:
+            h = np.fromiter((zlib.crc32(g.encode("utf-8", "surrogatepass")) for g in grams), np.uint64, len(grams))
+        else:
+            chars = np.array(grams)  # fixed-width UCS-4: one row of code points per key
+            codes = chars.view(np.uint32).reshape(len(grams), -1).astype(np.uint64)
+            h = np.zeros(len(grams), dtype=np.uint64)
+            for column in codes.T:  # at most 16 columns
+                h = (h ^ column) * np.uint64(0x100000001B3)  # FNV-1a on code points, wrapping at 2^64
+        return ((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - self.logistic_bits)).astype(np.int64)
 
     def _log_odds(self, ids: np.ndarray) -> float:
         """The logistic model's log-odds of spam for the n-gram indices ``ids``."""
@@ -304,10 +318,9 @@ class SpamFilter(base.Classifier):
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
         k = self._class(y)
         w = check_weight(w)
-        keys = self._present(x)
+        verdict, keys, ids, z = self._scored(x)  # checks x, whatever w
         if w == 0.0:
             return
-        verdict, ids, z = self._scored(x)
         if self._operating is not None:
             self._operating.update(verdict.logit, ham=k == 0, w=w)
         self._step(ids, k == 1, z, w)
@@ -334,7 +347,7 @@ class SpamFilter(base.Classifier):
         self._messages.add((k,), -w)
         self._counts.add((k, ids), -w)
         self._counts.drop(1, self._counts.empty(1, ids))
-        verdict, gram_ids, z = self._scored(x)
+        verdict, _, gram_ids, z = self._scored(x)
         self._step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
         if self._operating is not None:
             self._operating.remove(verdict.logit, ham=k == 0, w=w)
@@ -424,19 +437,20 @@ class SpamFilter(base.Classifier):
     def _verdict(self, x: Mapping) -> Verdict:
         return self._scored(x)[0]
 
-    def _scored(self, x: Mapping) -> tuple[Verdict, np.ndarray, float]:
-        """The verdict on ``x``, its n-gram indices and the logistic model's log-odds."""
+    def _scored(self, x: Mapping) -> tuple[Verdict, list, np.ndarray, float]:
+        """The verdict on ``x``, its present tokens, its n-gram indices and the logistic
+        model's log-odds (kept for the next call with the same ``x`` and counts)."""
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == x:
-            return memo[2], memo[3], memo[4]
+            return memo[2], memo[3], memo[4], memo[5]
         keys, grams = self._split(x)
         ids = self._gram_ids(grams)
         z = self._log_odds(ids)
         n_spam, n_ham = self._token_counts(keys)
         totals = self._messages.n
         verdict = self._decide(n_spam, n_ham, float(totals[1]), float(totals[0]), z)
-        self._memo = (self._version, dict(x), verdict, ids, z)
-        return verdict, ids, z
+        self._memo = (self._version, dict(x), verdict, keys, ids, z)
+        return verdict, keys, ids, z
 
     def _decide(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float,
                 z: float = 0.0) -> Verdict:  # fmt: skip

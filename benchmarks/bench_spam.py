@@ -12,6 +12,9 @@ true label is learned. Defaults only, nothing fitted to these corpora:
   at most 1 in 500 of the hams seen called spam (a budget of mistakes on the realized stream,
   so it holds from the first message in any order) and at most 1 in 10 of the spams seen called
   ham; between them, unsure;
+* the same with ``Tokenizer(char_grams=4)``: raw mail also gives its byte 4-grams (first 3,000
+  bytes, headers included) to the SpamFilter's online logistic model, whose log-odds (weight
+  0.5) join the Fisher logit; plain texts (SMS) get none, so its SMS rows are the row above;
 * River ``BagOfWords | MultinomialNB`` (River's defaults);
 * bogofilter (the Debian package, default configuration; ``apt-get install bogofilter``): each
   message is piped to ``bogofilter -T`` then registered with ``-s`` or ``-n`` in a temporary
@@ -31,9 +34,46 @@ unlimited: 71.4% / 74.3%); ``max_spam_rate`` 0.05 (unsure up to 10.3% on SMS; 0.
 7.0%); the ham threshold capped at spamicity 0.5 (mean unsure 10.9-13.0%); a soft spam side without its
 budget (the same within 0.3 points).
 
+Then (issue 22, second round; same streams, same discipline, shuffle 5 held aside again) the
+margin of the ham scores' exponential tail (``streamnb.spam.operating``): the threshold is at
+least the score a ham exceeds with probability ``rate * s / (s + 1)`` under an exponential tail
+fitted to the 10 highest ham scores. Mean (lowest) spam recall over the 5 streams, SMS /
+SpamAssassin: without the margin 72.9% (57.0%) / 78.7% (77.7%); kept 77.9% (73.8%) / 78.6%
+(77.6%). Measured and not kept: the tail alone, without the conformal quantile, at the rate
+66.9% (55.7%) / 65.8% (52.3%) or at ``rate * s / (s + 1)`` 76.3% (71.4%) / 73.0% (51.6%); the tail
+also before the conformal quantile is defined (spam verdicts from about 500 weighted hams, not
+from 500 at full weight) 78.7% (74.3%) / 77.6% (71.2%): fitted to 500 hams it was too low, and
+SpamAssassin's given order called a ham spam at message 797; with a 90% upper bound on the
+tail's mean excess 79.8% (75.6%) / 75.0% (70.2%); a Clopper-Pearson upper confidence bound on
+the ham rate above the threshold instead of the conformal quantile, at 50/70/80/90% confidence:
+73.8/74.3/73.0/64.4% / 71.0/75.5/69.0/58.2% (spam verdicts start late; lowest SpamAssassin
+53.9-74.4%), at ``rate * s / (s + 1)`` 75.2% (73.4%) / 75.6% (74.8%); the tail level at
+``s / (s + 2)``, ``s / (s + 3)``, ``(s / (s + 1))^2`` times the rate: 77.8/78.5/78.6% /
+78.2/77.8/78.0% (the lowest within a point of the kept); at the rate when 2 or more mistakes are
+left, half the rate below: 76.2% (73.4%) / 78.6% (77.5%); at the rate always: 74.9% (66.9%) / 78.7%
+(77.7%); the tail fitted to 5, 15 or 20 scores: 76.3/76.2/76.2% / 78.6/78.5/78.5%.
+
 Ranking choices for the SpamFilter (token degeneration, ``x = 0.52``, Robinson's shrinkage on
 the token's share of spam corrected for the class sizes) are unchanged from earlier work,
-chosen on SMS and the first half of the seed-0 SpamAssassin stream.
+chosen on SMS and the first half of the seed-0 SpamAssassin stream. The byte 4-gram logistic
+model was chosen on the given order and shuffles 1-4 (shuffle 5 held aside). (1-ROCA)% on
+SpamAssassin in those 5 orders: Fisher on the tokens 0.120/0.105/0.103/0.143/0.093 (mean 0.113;
+bogofilter 0.141/0.106/0.095/0.143/0.128: behind it in shuffle 2, level in shuffle 3); with the
+byte 4-gram model, log-odds at weight 0.5: 0.090/0.078/0.075/0.106/0.072 (mean 0.084). Measured
+and not kept: the same at weight 1 (0.083/0.075/0.069/0.098/0.073, mean 0.080, but its wider
+score scale let two hams be called spam 36 messages apart in shuffle 2, closing the budget for
+600 messages: spam recall 70.9% against bogofilter's 72.6%; mean recall 78.3% against 79.9% at
+0.5); the 4-gram model alone (0.255-0.290; on SMS 15-16: one pass over short texts learns
+little), and fused on SMS texts too (weight 1: 0.97-1.15 against Fisher's 0.57-0.71: SMS gets
+no n-grams); orthogonal sparse bigrams (OSB, each token paired with the next 4, the distance
+marked) as extra tokens of the Fisher combination: SpamAssassin 0.183-0.216, SMS 0.83-1.12
+(correlated evidence counted again and again; OSBF-Lua weighs it with confidence factors);
+an online logistic regression on the word tokens (step 0.02 or 0.002): 0.28-0.75 alone, fused
+0.117-0.153. The SpamFilter with the 4-grams costs more per SpamAssassin message: its
+predict-then-learn about 3.3 times the plain one's in the table's run (the msg/s column; 5 times
+in a run of its own on a busier machine, 2.2 ms against 0.4 ms), and tokenizing 1.5 ms against
+0.7 ms; the default ``Tokenizer`` gives no n-grams, so the default costs what it did (the
+operating point's margin adds about 10 us a message).
 
 Measures (TREC spam track): (1-ROCA)% of the score (lower is better); then, at each system's
 default decision, counted over the whole stream from its first message: ham called spam, the
@@ -129,10 +169,12 @@ def contenders(data: list[tuple], bogofilter: bool) -> dict:
     """Each system as a function of an order. Featurizing is stateless, so each corpus is
     tokenized once and the token dicts are reused across orders."""
     tokens = [(Tokenizer().transform_one(x), y) for x, y in data]
+    grams = [(Tokenizer(char_grams=4).transform_one(x), y) for x, y in data]  # the same tokens, plus byte 4-grams
     bow = feature_extraction.BagOfWords()
     words = [(bow.transform_one(x), y) for x, y in as_text(data)]  # River reads text: raw mail as UTF-8
     out = {
         "streamnb SpamFilter": lambda order: evaluate(SpamFilter(), [tokens[i] for i in order]),
+        GRAMS: lambda order: evaluate(SpamFilter(), [grams[i] for i in order]),
         "River BagOfWords|MultinomialNB": lambda order: evaluate(river_nb.MultinomialNB(), [words[i] for i in order]),
     }  # fmt: skip
     if bogofilter and shutil.which("bogofilter"):
@@ -143,6 +185,7 @@ def contenders(data: list[tuple], bogofilter: bool) -> dict:
 
 
 BOGOFILTER = "bogofilter (defaults)"
+GRAMS = "streamnb SpamFilter, Tokenizer(char_grams=4)"
 
 
 def main(argv: list[str]) -> int:
@@ -195,10 +238,10 @@ def report(rows: dict) -> int:
                   f"({max(m['ham_misclassified'] for m in ms):.3%}) | {mean['unsure']:.1%} "
                   f"({max(m['unsure'] for m in ms):.1%}) | {mean['spam_recall']:.1%} "
                   f"({min(m['spam_recall'] for m in ms):.1%}) |")  # fmt: skip
-    print("\ntargets for streamnb SpamFilter: in every stream ham called spam <= 0.2% and unsure <= 10%, spam "
-          "recall above bogofilter's; (1-ROCA)% below bogofilter's in the mean over the orders")
-    for corpus in corpora:
-        ours = {o: m for (c, o, n), m in rows.items() if c == corpus and n == "streamnb SpamFilter"}
+    print("\ntargets for streamnb SpamFilter (each row): in every stream ham called spam <= 0.2% and unsure <= 10%, spam "
+          "recall above bogofilter's; (1-ROCA)% below bogofilter's in the mean over the orders and in each")
+    for corpus, name in ((c, n) for c in corpora for n in ("streamnb SpamFilter", GRAMS)):
+        ours = {o: m for (c, o, n), m in rows.items() if c == corpus and n == name}
         bogo = {o: m for (c, o, n), m in rows.items() if c == corpus and n == BOGOFILTER}
         checks = {
             "ham called spam <= 0.2% in every order": all(m["ham_misclassified"] <= 0.002 for m in ours.values()),
@@ -209,7 +252,9 @@ def report(rows: dict) -> int:
                 ours[o]["spam_recall"] > bogo[o]["spam_recall"] for o in ours)
             checks["mean (1-ROCA)% < bogofilter's"] = (np.mean([m["one_minus_roca_pct"] for m in ours.values()])
                                                        < np.mean([m["one_minus_roca_pct"] for m in bogo.values()]))
-        print(f"  {corpus}: " + "; ".join(f"{k} {'MET' if v else 'MISSED'}" for k, v in checks.items()))
+            checks["(1-ROCA)% < bogofilter's in every order"] = all(
+                ours[o]["one_minus_roca_pct"] < bogo[o]["one_minus_roca_pct"] for o in ours)
+        print(f"  {corpus}, {name}: " + "; ".join(f"{k} {'MET' if v else 'MISSED'}" for k, v in checks.items()))
     return 0
 
 

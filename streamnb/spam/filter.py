@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+import math
+import zlib
+from itertools import compress
+from operator import methodcaller, not_
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,8 +19,11 @@ from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
 from streamnb.spam.robinson import combine, robinson, significant
 from streamnb.stats import Counts, Index, rarest, target
 from streamnb.text.degenerate import degenerates
+from streamnb.text.tokenizer import GRAM_PREFIX
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
+
+_IS_GRAM = methodcaller("startswith", GRAM_PREFIX)
 
 
 
@@ -24,8 +31,9 @@ __all__ = ["SpamFilter", "TokenScore", "Verdict"]
 class Verdict:
     """The three-way answer: ``label`` is ``"ham"``, ``"unsure"`` or ``"spam"``; ``score`` the
     indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
-    significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding (the
-    ranking score); ``threshold`` the spam threshold on ``logit`` it was compared with."""
+    significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding, plus the
+    weighted log-odds of the logistic model on the message's byte n-grams, if any (the ranking score);
+    ``threshold`` the spam threshold on ``logit`` it was compared with."""
 
     label: str
     score: float
@@ -114,6 +122,24 @@ class SpamFilter(base.Classifier):
     max_tokens
         Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
         the cap (:mod:`streamnb.stats.prune`). None for no cap.
+    logistic_rate
+        The step of the online logistic regression on the byte n-gram features of
+        :class:`~streamnb.text.Tokenizer` with ``char_grams`` (keys starting with
+        :data:`~streamnb.text.tokenizer.GRAM_PREFIX`; binary, hashed into ``2 ** logistic_bits``
+        weights), one gradient step per message learned (Goodman and Yih, *Online
+        discriminative spam filter training*, 2006; the byte 4-gram logistic regression of the
+        TREC 2007 spam track, step 0.002). Its log-odds, times ``logistic_weight``, are added
+        to the Fisher logit to give the ranking score (a fusion of the two log-odds, as in
+        Lynam and Cormack, *On-line spam filter fusion*, 2006), so the two see different things:
+        the tokens' message counts, and the raw bytes of the message's start, headers included.
+        A message without such features scores as without the model. None: the features are
+        ignored.
+    logistic_weight
+        The weight of the logistic model's log-odds in the ranking score (0.5: measured in
+        ``benchmarks/bench_spam.py``, where 1 ranked as well and caught less spam).
+    logistic_bits
+        The number of weights is ``2 ** logistic_bits`` (float32; allocated at the first
+        n-gram learned).
 
     Notes
     -----
@@ -127,7 +153,9 @@ class SpamFilter(base.Classifier):
     when the same tokens are learned next, so a predict-then-learn pair scores once.
     ``unlearn_one`` restores the counts exactly and takes the message's score back out of the
     calibration (to rounding), and its mistake unless the counts cannot tell (then it stays
-    counted, on the safe side; see :meth:`OperatingPoint.remove`).
+    counted, on the safe side; see :meth:`OperatingPoint.remove`). The logistic model takes the
+    step back at the message's log-odds now, which undoes the step it learned only to within
+    the change of its log-odds between the two (an online gradient step depends on the order).
 
     Examples
     --------
@@ -174,6 +202,9 @@ class SpamFilter(base.Classifier):
         max_spam_rate: float | None = 0.1,
         calibration_memory: float | None = 5.0,
         max_tokens: int | None = None,
+        logistic_rate: float | None = 0.002,
+        logistic_bits: int = 20,
+        logistic_weight: float = 0.5,
     ) -> None:
         if (spam_label is None) != (ham_label is None):
             raise ValueError("give both spam_label and ham_label, or neither (then taken from the stream)")
@@ -197,6 +228,16 @@ class SpamFilter(base.Classifier):
         self.max_spam_rate = max_spam_rate
         self.calibration_memory = calibration_memory
         self.max_tokens = max_tokens
+        if logistic_rate is not None and not logistic_rate > 0:
+            raise ValueError(f"logistic_rate must be positive or None, got {logistic_rate}")
+        if not (isinstance(logistic_bits, int) and 8 <= logistic_bits <= 26):
+            raise ValueError(f"logistic_bits must be an int in [8, 26], got {logistic_bits!r}")
+        if not (isinstance(logistic_weight, (int, float)) and 0 <= logistic_weight < math.inf):
+            raise ValueError(f"logistic_weight must be finite and >= 0, got {logistic_weight!r}")
+        self.logistic_rate = logistic_rate
+        self.logistic_bits = logistic_bits
+        self.logistic_weight = logistic_weight
+        self._weights: np.ndarray | None = None  # the logistic model's, once an n-gram is learned
         self._classes = Index()  # ids: 0 ham, 1 spam, once the labels are known
         self._labels: tuple[Hashable, Hashable] | None = None
         if spam_label is not None:
@@ -209,7 +250,7 @@ class SpamFilter(base.Classifier):
             OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, _logit(ham_cutoff))
         )  # fmt: skip
         self._version = 0  # bumped by every change of the counts
-        self._memo: tuple[int, dict, Verdict] | None = None
+        self._memo: tuple[int, dict, Verdict, list, np.ndarray, float] | None = None
 
     @classmethod
     def migrate_params(cls, params: dict) -> dict:
@@ -271,20 +312,64 @@ class SpamFilter(base.Classifier):
         return float(n[1]), float(n[0])
 
     @staticmethod
-    def _present(x: Mapping) -> list:
+    def _split(x: Mapping) -> tuple[list, list]:
+        """The present tokens of ``x`` (values above 0) and its present byte n-grams."""
         check_event(x)
         keys, v = numeric_items(x)
-        return [key for key, value in zip(keys, v) if value > 0]
+        present = keys if min(v, default=1.0) > 0 else [key for key, value in zip(keys, v) if value > 0]
+        if set(map(type, present)) <= {str}:  # the usual case, in C loops: thousands of n-grams a message
+            gram = list(map(_IS_GRAM, present))
+            if True not in gram:
+                return present, []
+            return list(compress(present, map(not_, gram))), list(compress(present, gram))
+        gram = [type(key) is str and key.startswith(GRAM_PREFIX) for key in present]
+        return list(compress(present, map(not_, gram))), list(compress(present, gram))
+
+    @classmethod
+    def _present(cls, x: Mapping) -> list:
+        return cls._split(x)[0]
+
+    def _gram_ids(self, grams: list) -> np.ndarray:
+        """The weights' indices of byte n-gram features: a polynomial hash of the characters
+        (the same in every process), in one pass over a character array; CRC-32 if a key is long."""
+        if self.logistic_rate is None or not grams:
+            return np.zeros(0, dtype=np.int64)
+        if max(map(len, grams)) > 16:
+            h = np.fromiter((zlib.crc32(g.encode("utf-8", "surrogatepass")) for g in grams), np.uint64, len(grams))
+        else:
+            chars = np.array(grams)  # fixed-width UCS-4: one row of code points per key
+            codes = chars.view(np.uint32).reshape(len(grams), -1).astype(np.uint64)
+            h = np.zeros(len(grams), dtype=np.uint64)
+            for column in codes.T:  # at most 16 columns
+                h = (h ^ column) * np.uint64(0x100000001B3)  # FNV-1a on code points, wrapping at 2^64
+        return ((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - self.logistic_bits)).astype(np.int64)
+
+    def _log_odds(self, ids: np.ndarray) -> float:
+        """The logistic model's log-odds of spam for the n-gram indices ``ids``."""
+        if self._weights is None or not len(ids):
+            return 0.0
+        return float(self._weights[ids].sum(dtype=np.float64))
+
+    def _step(self, ids: np.ndarray, spam: bool, z: float, w: float) -> None:
+        """One gradient step of the logistic loss at log-odds ``z``, message weight ``w``."""
+        if not len(ids) or self.logistic_rate is None:
+            return
+        if self._weights is None:
+            self._weights = np.zeros(1 << self.logistic_bits, dtype=np.float32)
+        p = 1.0 / (1.0 + math.exp(-min(50.0, max(-50.0, z))))
+        np.add.at(self._weights, ids, np.float32(self.logistic_rate * w * (float(spam) - p)))
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
         w = check_weight(w)
-        keys = self._present(x)
+        self._present(x)  # checks x before the labels may be set
         k = self._class(y, learn=True)
+        verdict, keys, ids, z = self._scored(x)
         if w == 0.0:
             return
         if self._operating is not None:
-            self._operating.update(self._verdict(x).logit, ham=k == 0, w=w)
+            self._operating.update(verdict.logit, ham=k == 0, w=w)
+        self._step(ids, k == 1, z, w)
         self._version += 1
         self._messages.add((k,), w)
         if keys:
@@ -308,8 +393,10 @@ class SpamFilter(base.Classifier):
         self._messages.add((k,), -w)
         self._counts.add((k, ids), -w)
         self._counts.drop(1, self._counts.empty(1, ids))
+        verdict, _, gram_ids, z = self._scored(x)
+        self._step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
         if self._operating is not None:
-            self._operating.remove(self._verdict(x).logit, ham=k == 0, w=w)
+            self._operating.remove(verdict.logit, ham=k == 0, w=w)
 
     def decay(self, factor: float) -> None:
         """Multiply every count learned so far by ``factor`` in (0, 1]."""
@@ -318,6 +405,8 @@ class SpamFilter(base.Classifier):
         self._version += 1
         self._messages.decay(factor)
         self._counts.decay(factor)
+        if self._weights is not None:
+            self._weights *= np.float32(factor)
 
     # -- scoring ---------------------------------------------------------------------------
     def token_scores(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0) -> list[TokenScore]:
@@ -391,23 +480,33 @@ class SpamFilter(base.Classifier):
         return self._operating.threshold()
 
     def _verdict(self, x: Mapping) -> Verdict:
+        return self._scored(x)[0]
+
+    def _scored(self, x: Mapping) -> tuple[Verdict, list, np.ndarray, float]:
+        """The verdict on ``x``, its present tokens, its n-gram indices and the logistic
+        model's log-odds (kept for the next call with the same ``x`` and counts)."""
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == x:
-            return memo[2]
-        n_spam, n_ham = self._token_counts(self._present(x))
-        verdict = self._decide(n_spam, n_ham, *self._totals())
-        self._memo = (self._version, dict(x), verdict)
-        return verdict
+            return memo[2], memo[3], memo[4], memo[5]
+        keys, grams = self._split(x)
+        ids = self._gram_ids(grams)
+        z = self._log_odds(ids)
+        n_spam, n_ham = self._token_counts(keys)
+        verdict = self._decide(n_spam, n_ham, *self._totals(), z)
+        self._memo = (self._version, dict(x), verdict, keys, ids, z)
+        return verdict, keys, ids, z
 
-    def _decide(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float) -> Verdict:
+    def _decide(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float,
+                z: float = 0.0) -> Verdict:  # fmt: skip
         """The verdict on a message whose tokens have the message counts ``n_spam, n_ham`` in
-        classes of ``total_spam, total_ham`` messages."""
+        classes of ``total_spam, total_ham`` messages, and whose n-grams have log-odds ``z``."""
         f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
-        return self._judge(f[significant(f, self.min_dev, self.max_discriminators)])
+        return self._judge(f[significant(f, self.min_dev, self.max_discriminators)], z)
 
-    def _judge(self, f: np.ndarray) -> Verdict:
-        """The verdict on the ``f(w)`` of the tokens combined."""
+    def _judge(self, f: np.ndarray, z: float = 0.0) -> Verdict:
+        """The verdict on the ``f(w)`` of the tokens combined, plus the n-grams' log-odds ``z``."""
         S, H, indicator, logit = combine(f)
+        logit += self.logistic_weight * z
         threshold = self.spam_threshold()
         if self._operating is not None:
             label = self._operating.label(logit)
@@ -427,7 +526,8 @@ class SpamFilter(base.Classifier):
         (degenerate forms included); the thresholds are this filter's. Costs what ``x``
         holds: nothing is merged. ``weight = 0`` gives :meth:`classify_one`'s verdict."""
         weight = check_weight(weight)
-        return self._decide(*self._blend_counts(self._present(x), other, weight))
+        keys, grams = self._split(x)
+        return self._decide(*self._blend_counts(keys, other, weight), self._log_odds(self._gram_ids(grams)))
 
     def classify_explained(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0,
                            top: int = 10) -> tuple[Verdict, list[TokenScore]]:  # fmt: skip
@@ -435,12 +535,12 @@ class SpamFilter(base.Classifier):
         its evidence: of the tokens combined, the ``top`` pushing most toward ham and the
         ``top`` pushing most toward spam, by ``|ln f - ln (1 - f)|``; one lookup of the counts."""
         weight = check_weight(weight)
-        keys = self._present(x)
+        keys, grams = self._split(x)
         counts = self._blend_counts(keys, other, weight)
         n_spam, n_ham = counts[0], counts[1]
         f = robinson(*counts, self.s, self.x)
         used = significant(f, self.min_dev, self.max_discriminators)
-        verdict = self._judge(f[used])
+        verdict = self._judge(f[used], self._log_odds(self._gram_ids(grams)))
         log_odds = np.log(f[used]) - np.log1p(-f[used])
         order = np.argsort(log_odds, kind="stable")
         hammy = [j for j in order[:top].tolist() if log_odds[j] < 0]
@@ -501,6 +601,8 @@ class SpamFilter(base.Classifier):
         state = {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
         if self._operating is not None:
             state["operating"] = self._operating.to_state()
+        if self._weights is not None:
+            state["logistic"] = self._weights.copy()
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -510,6 +612,11 @@ class SpamFilter(base.Classifier):
             fresh._messages.load_state(state["messages"])
             if fresh._operating is not None and "operating" in state:  # older states: uncalibrated
                 fresh._operating.load_state(state["operating"])
+            if "logistic" in state:  # older states, or no n-gram learned: none
+                weights = np.asarray(state["logistic"], dtype=np.float32)
+                if weights.shape != (1 << fresh.logistic_bits,) or not np.isfinite(weights).all():
+                    raise StateError(f"invalid logistic weights of shape {weights.shape}")
+                fresh._weights = weights.copy()
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"invalid SpamFilter state: {exc}") from exc
         classes = fresh._classes.keys

@@ -12,7 +12,7 @@ DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
 DEV_STAMP  := $(VENV)/.installed-dev-$(HASH)
 BUILD_FILES := pyproject.toml setup.py streamnb/_kernels.c
 
-.PHONY: setup demo test typecheck docs bench clean
+.PHONY: setup demo test test-pure typecheck docs bench clean
 
 setup: $(DEV_STAMP)
 
@@ -36,6 +36,11 @@ demo: $(DEMO_STAMP)
 test: $(DEV_STAMP)
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
+
+# the same suite on the pure-Python path, as a machine without a C compiler runs it (the tests
+# that compare the compiled path with the Python one skip)
+test-pure: $(DEV_STAMP)
+	STREAMNB_PURE_PYTHON=1 $(BIN)/python -m pytest -q
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/python -m mypy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import pytest
 from hypothesis import settings
 
 DATA = Path(__file__).parent / "data"
+
+#: The compiled kernels switched off on purpose (``STREAMNB_PURE_PYTHON=1``: the suite's
+#: pure-Python run); tests comparing the two paths skip then, and only then.
+needs_native = pytest.mark.skipif(bool(os.environ.get("STREAMNB_PURE_PYTHON")),
+                                  reason="STREAMNB_PURE_PYTHON=1: the compiled path is off")
 
 # Every run draws the same examples: a property test that fails, fails every time (a failure
 # found only on some runs is a defect of the suite). Wider searches: pytest --hypothesis-profile=explore.

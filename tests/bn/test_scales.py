@@ -35,6 +35,7 @@ from tests.bn.test_linear_gaussian import (
     parents_of,
     sample,
 )
+from tests.conftest import needs_native
 from tests.drift.helpers import assert_stats_close
 
 persistence.register(TANClassifier)
@@ -212,6 +213,7 @@ def drifting(n: int, seed: int) -> list:
     return out
 
 
+@needs_native
 def test_the_compiled_and_the_python_paths_give_the_same_model_bit_for_bit():
     rows = drifting(1200, seed=4)
     fast = TANClassifier(relearn_every=50)

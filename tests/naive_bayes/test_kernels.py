@@ -20,6 +20,10 @@ from hypothesis import strategies as st
 import streamnb
 from streamnb import kernels, persistence
 
+from tests.conftest import needs_native
+
+pytestmark = needs_native  # every test here compares the compiled path with the Python one
+
 
 def test_the_kernels_are_built():
     assert kernels.native is not None, "streamnb._kernels was not compiled (pip install -e .)"

@@ -52,7 +52,7 @@ class Blendable(BaseNB):
         if weight == 0.0 or not other._classes.keys:
             return self.predict_proba_one(x)
         check_event(x)
-        ids, their_ids = self._classes._ids, other._classes._ids
+        ids, their_ids = self._classes.ids, other._classes.ids
         labels = list(self._classes.keys) + [c for c in other._classes.keys if c not in ids]
         mine = [ids.get(c, -1) for c in labels]
         theirs = [their_ids.get(c, -1) for c in labels]

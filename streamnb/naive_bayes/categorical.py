@@ -211,8 +211,8 @@ class CategoricalPart(Part):
         out = [0.0] * len(mine)
         if not feats:
             return out
-        cell_ids, feat_ids = self.cells._ids, self.features._ids
-        their_cells, their_feats = other.cells._ids, other.features._ids
+        cell_ids, feat_ids = self.cells.ids, self.features.ids
+        their_cells, their_feats = other.cells.ids, other.features.ids
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         ov, (o0, o1), otv, (ot0, ot1) = other._scalar()

@@ -161,7 +161,7 @@ class MultinomialPart(Part):
         out = [0.0] * len(mine)
         if not keys:
             return out
-        ids, their_ids = self.tokens._ids, other.tokens._ids
+        ids, their_ids = self.tokens.ids, other.tokens.ids
         cv, (c0, c1), tv, (t0,) = self._scalar()
         ov, (o0, o1), otv, (ot0,) = other._scalar()
         totals = [(tv[a * t0] if a >= 0 else 0.0) + (weight * otv[b * ot0] if b >= 0 else 0.0)

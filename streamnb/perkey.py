@@ -124,11 +124,15 @@ class PerKey(base.Wrapper, base.Classifier):
         False where the shared learner is saved with its log's offsets by its owner (the Kafka
         service: positions of several partitions do not order events across them): only the
         keys' learners, which are saved on eviction between checkpoints, skip by position.
+    write_back
+        Whether evicted keys' learners are written to ``store``. False for a read replica of a
+        store another process writes (the mail daemon's check workers): an evicted key is
+        dropped, and read back from the store (at the position it was written with) when needed.
     """
 
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
                  max_resident: int | None = None, store: str | None = None, key_model: Any = None,
-                 shared_positions: bool = True) -> None:  # fmt: skip
+                 shared_positions: bool = True, write_back: bool = True) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -143,6 +147,7 @@ class PerKey(base.Wrapper, base.Classifier):
         self.store = store
         self.key_model = key_model
         self.shared_positions = shared_positions
+        self.write_back = write_back
         self._store = None if store is None else DirectoryStore(store)
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
@@ -203,16 +208,22 @@ class PerKey(base.Wrapper, base.Classifier):
             key, user = self._users.popitem(last=False)
             position = self._positions.pop(key)
             if key in self._dirty:
-                self._store.save(key, user, position)
+                if self.write_back:
+                    self._store.save(key, user, position)
                 self._dirty.discard(key)
 
     def flush(self) -> None:
-        """Write every changed resident key's learner to the store."""
-        if self._store is None:
+        """Write every changed resident key's learner to the store (nothing without
+        ``write_back``)."""
+        if self._store is None or not self.write_back:
             return
         for key in list(self._dirty):
             self._store.save(key, self._users[key], self._positions[key])
         self._dirty.clear()
+
+    def is_resident(self, key: Hashable) -> bool:
+        """Whether the key's learner is in memory."""
+        return key in self._users
 
     def keys(self) -> list:
         """The keys whose learners are in memory, least recently used first."""

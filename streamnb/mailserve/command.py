@@ -53,14 +53,18 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Seconds a milter connection may stay silent (Postfix keeps one per SMTP session; "
                    "its smtpd_timeout is 300 s).")
 @click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1),
-              help="Requests (HTTP) and connections (milter) served at once; more are turned away.")
+              help="Requests (HTTP) and connections (milter) served at once by each process; more are turned away.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Processes answering on the same ports (about one per core); the first alone learns and "
+                   "writes, the others follow its journal.")
 @click.option("--snapshot-every", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Learns between snapshots of the models (the journal keeps them meanwhile).")
 @click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
               help="Seconds between snapshots when something was learned.")
 def serve(model: str, http: str | None, milter: str | None, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
-          timeout: float, milter_timeout: float, max_connections: int, snapshot_every: int, snapshot_seconds: float) -> None:  # fmt: skip
+          timeout: float, milter_timeout: float, max_connections: int, workers: int, snapshot_every: int,
+          snapshot_seconds: float) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
 
     \b
@@ -85,7 +89,7 @@ def serve(model: str, http: str | None, milter: str | None, max_ham_rate: float,
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
                          snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
-                          max_connections)
+                          max_connections, workers=workers)
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -7,6 +7,8 @@ Files, beside the shared model ``MODEL`` (a file :command:`streamnb mail train` 
 - ``MODEL.users/``: one snapshot per user (written when the user is evicted or at a snapshot);
 - ``MODEL.journal``: every learn since the last snapshot (:mod:`streamnb.mailserve.journal`).
 
+One process writes these; check workers (``replica=True``) follow the journal to stay current.
+
 A learn is applied in memory, appended to the journal and answered once the journal is on disk.
 Every learner's snapshot carries the position (journal sequence number) of the last learn it
 holds, so on a restart the journal is replayed over the snapshots and each learn lands in each
@@ -28,7 +30,7 @@ from typing import Any
 
 from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
-from streamnb.mailserve.journal import Journal, read
+from streamnb.mailserve.journal import Journal, Tail, read
 from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
 from streamnb.text import Tokenizer
@@ -74,48 +76,124 @@ class MailFilters:
         Learned messages remembered for moves.
     max_ham_rate
         The operating point of a shared filter made here (a model file keeps its own).
+    replica
+        A check worker's copy (``streamnb mail serve --workers``): it never learns or writes;
+        before each verdict it applies what the writing process journaled since
+        (:meth:`catch_up`), so a learn acknowledged by the writer is in every verdict asked
+        after it. Users evicted from its memory are read back from their snapshots plus the
+        learns journaled since (kept per user until the journal is next emptied).
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
                  learn_shared: bool = True, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
-                 ledger_size: int = 100_000, max_ham_rate: float = 0.002) -> None:  # fmt: skip
+                 ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False) -> None:  # fmt: skip
         self.path = Path(model)
         self.max_bytes = max_bytes
         self.ledger_size = ledger_size
+        self.replica = replica
+        self._settings: dict[str, Any] = {"takeover": takeover, "learn_shared": learn_shared, "max_resident": max_resident,
+                          "user_max_tokens": user_max_tokens, "max_ham_rate": max_ham_rate}  # fmt: skip
         self.tokenizer = Tokenizer()
-        shared, position, ledger = self._load_shared(max_ham_rate)
-        self.users = PerKey(shared, by=None, takeover=takeover, learn_shared=learn_shared,
-                            max_resident=max_resident, store=f"{self.path}.users",
-                            key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
+        self.learns_since_snapshot = 0
+        self.journal: Journal | None = None
+        self.tail: Tail | None = None
+        if replica:
+            self.reload()
+        else:
+            self._load()
+            self._replay()
+            self.journal = Journal(f"{self.path}.journal")
+
+    def _load(self) -> None:
+        """The shared filter, the ledger and the position from the snapshot; no user resident."""
+        cfg = self._settings
+        shared, position, seq, ledger = self._load_shared(cfg["max_ham_rate"])
+        self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
+                            max_resident=cfg["max_resident"], store=f"{self.path}.users", write_back=not self.replica,
+                            key_model=SpamFilter(max_tokens=cfg["user_max_tokens"], max_ham_rate=None,
+                                                 max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
-        self.seq = position
-        self._replay()
-        self.journal = Journal(f"{self.path}.journal")
-        self.learns_since_snapshot = 0
+        self.seq = seq
+        self.recent: dict[str, list[dict]] = {}  # a replica's learns per user since the journal's start
 
     @property
     def shared(self) -> SpamFilter:
         return self.users.model
 
-    def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, list]:
+    def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, int, list]:
+        """The shared filter, its position, the journal position the snapshot covers (past the
+        shared filter's when users' learns do not teach it) and the ledger."""
         if not self.path.exists():
-            return SpamFilter(max_ham_rate=max_ham_rate), -1, []
+            return SpamFilter(max_ham_rate=max_ham_rate), -1, -1, []
         model, extra = persistence.loads(self.path.read_bytes(), with_extra=True)
         if not isinstance(model, SpamFilter):
             raise StateError(f"{self.path} holds a {type(model).__name__}, not a SpamFilter")
         ledger = extra.get("ledger", [])
         if not isinstance(ledger, list) or not all(isinstance(e, list) and len(e) == 2 for e in ledger):
             raise StateError(f"{self.path}: invalid ledger")
-        return model, int(extra.get("position", -1)), ledger
+        position = int(extra.get("position", -1))
+        return model, position, max(position, int(extra.get("seq", -1))), ledger
 
     def _replay(self) -> None:
         for record in read(f"{self.path}.journal"):
-            try:
-                self._apply(record)
-            except (KeyError, TypeError, ValueError, InvalidEventError) as exc:
-                raise StateError(f"journal record {record.get('seq')!r} cannot be replayed: {exc}") from exc
+            self._replay_one(record)
             self.seq = max(self.seq, int(record["seq"]))
+
+    def _replay_one(self, record: dict) -> None:
+        try:
+            self._apply(record)
+        except (KeyError, TypeError, ValueError, InvalidEventError) as exc:
+            raise StateError(f"journal record {record.get('seq')!r} cannot be replayed: {exc}") from exc
+
+    # -- a check worker's copy -------------------------------------------------------------
+    def reload(self) -> None:
+        """(A replica) start over from the snapshots and the journal on disk. The journal is
+        opened before the snapshot is read, so nothing written between the two is missed."""
+        if self.tail is not None:
+            self.tail.close()
+        self.tail = Tail(f"{self.path}.journal")
+        self._load()
+        self.catch_up()
+
+    def catch_up(self) -> None:
+        """(A replica) apply what the writing process journaled since the last call: each
+        learn once, in order. A learn missed (the journal was replaced twice between two
+        calls) makes it :meth:`reload`."""
+        assert self.tail is not None
+        for record in self.tail.poll():
+            if "seq" not in record:  # a new file: its snapshot holds every user's learns so far
+                if int(record["start"]) > self.seq:
+                    return self.reload()
+                self.recent.clear()
+                continue
+            seq = int(record["seq"])
+            if seq <= self.seq:
+                continue
+            if seq != self.seq + 1:
+                return self.reload()
+            self._follow(record)
+            self.seq = seq
+
+    def _follow(self, record: dict) -> None:
+        """Apply a journaled learn to the shared filter, and to its user if resident; a user
+        not in memory gets it when read back (:meth:`_restore`)."""
+        user = record["user"]
+        if user is None or self.users.is_resident(user):
+            self._replay_one(record)
+        else:
+            if self.users.learn_shared:
+                self._replay_one({**record, "user": None})
+            else:
+                self.ledger[record["key"]] = record["label"]
+            self.recent.setdefault(user, []).append(record)
+
+    def _restore(self, user: str) -> None:
+        """(A replica) read an evicted user back: the snapshot, then the learns since."""
+        if self.users.is_resident(user):
+            return
+        for record in self.recent.get(user, ()):
+            self._replay_one(record)  # learners at or past a record's position skip it
 
     # -- reading and scoring ---------------------------------------------------------------
     def tokens(self, raw: bytes) -> dict:
@@ -125,6 +203,10 @@ class MailFilters:
     def check(self, tokens: dict, user: str | None) -> tuple[Verdict, list[TokenScore]]:
         """The user's verdict (the shared filter's for None or a user with no mail learned) and
         the tokens' evidence."""
+        if self.replica:
+            self.catch_up()
+            if user is not None:
+                self._restore(user)
         learner, weight = self.users.blend(user)
         return self.shared.classify_explained(tokens, learner, weight)
 
@@ -163,28 +245,38 @@ class MailFilters:
 
     # -- snapshots -------------------------------------------------------------------------
     async def append(self, record: dict) -> None:
+        assert self.journal is not None, "a replica does not learn"
         await self.journal.append(record)
 
     async def snapshot(self) -> None:
         """Write every changed learner and the shared filter with its position and ledger, then
         empty the journal (the records appended meanwhile are kept)."""
         self.users.flush()
-        extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()]}
+        extra = {"position": self.users.position(None), "seq": self.seq,
+                 "ledger": [list(e) for e in self.ledger.items()]}  # fmt: skip
         persistence.save(self.shared, self.path, extra=extra)
         self.learns_since_snapshot = 0
-        await self.journal.truncate()
+        assert self.journal is not None, "a replica does not snapshot"
+        await self.journal.truncate(self.seq)
 
     async def close(self) -> None:
-        await self.journal.close()
+        if self.journal is not None:
+            await self.journal.close()
+        if self.tail is not None:
+            self.tail.close()
 
     # -- reports ---------------------------------------------------------------------------
     def stat(self, user: str | None = None) -> dict[str, Any]:
+        if self.replica:
+            self.catch_up()
+            if user is not None:
+                self._restore(user)
         n = self.shared.n_messages
         out: dict[str, Any] = {
             "learned": {"spam": n.get("spam", 0.0), "ham": n.get("ham", 0.0)},  # {} before the first learn
             "tokens": self.shared.n_tokens,
             "users_resident": len(self.users.keys()),
-            "journal_records": self.journal.records,
+            "journal_records": None if self.journal is None else self.journal.records,
             "operating_point": (self.shared.operating_point.describe()
                                 if self.shared.operating_point is not None else None),  # fmt: skip
         }

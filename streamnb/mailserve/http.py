@@ -9,7 +9,7 @@
                           message learned before as the other class moves; answered once
                           the learn is durable: ``{"success": true, ...}``
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
-``GET /healthz``          ``{"status": "ok"}``
+``GET /healthz``          ``{"status": "ok", "pid": N}`` (N: the process that answered)
 ``GET /metrics``          Prometheus text
 ========================  ==============================================================
 
@@ -21,6 +21,7 @@ Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -28,6 +29,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.forward import WriterError
 from streamnb.mailserve.service import MailService
 
 __all__ = ["make_app"]
@@ -116,6 +118,9 @@ async def _learn(request: web.Request, label: str) -> web.Response:
     except OSError as exc:  # the journal could not be written: not learned durably
         service.errors.labels("journal").inc()
         return _error(500, f"could not write the journal: {exc}")
+    except WriterError as exc:  # a check worker relays the writing process's answer
+        service.errors.labels("writer").inc()
+        return _error(exc.status, str(exc))
     return web.json_response({"success": True, "class": learned.label, "user": learned.user,
                               "moved_from": learned.moved_from, "already": learned.already})  # fmt: skip
 
@@ -134,7 +139,7 @@ async def stat(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
+    return web.json_response({"status": "ok", "pid": os.getpid()})
 
 
 async def metrics(request: web.Request) -> web.Response:

@@ -7,8 +7,11 @@ next one (group commit), so many concurrent learns pay for one fsync. A crash ca
 last line incomplete: :func:`read` stops there (that record was never acknowledged). A bad line
 before the last is damage, a :class:`~streamnb.exceptions.StateError`.
 
-:meth:`Journal.truncate` empties the file once a snapshot covers every record in it; it runs in
-order with the appends, so a record appended after the snapshot was taken is never dropped.
+:meth:`Journal.truncate` empties the journal once a snapshot covers every record in it; it runs in
+order with the appends, so a record appended after the snapshot was taken is never dropped. It
+puts a new empty file in the old one's place (an atomic rename) rather than cutting the old one,
+so a :class:`Tail` (a check worker following the journal from another process) reads the old
+file to its end before it moves on to the new one.
 
 >>> import asyncio, tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "journal"
@@ -33,14 +36,31 @@ from typing import Any
 
 from streamnb.exceptions import StateError
 
-__all__ = ["Journal", "read"]
+__all__ = ["Journal", "Tail", "read", "parse_line"]
 
-_TRUNCATE = object()
+
+class _Replace:
+    """A mark in the write queue: put a new file in the journal's place, starting after ``start``."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
 
 
 def _line(record: dict[str, Any]) -> bytes:
     text = json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
     return b"%08x %s\n" % (zlib.crc32(text), text)
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """The record of one complete line (without its newline), or None if its CRC or JSON is bad."""
+    crc, _, text = line.partition(b" ")
+    try:
+        if int(crc, 16) != zlib.crc32(text):
+            return None
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def read(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
@@ -55,19 +75,15 @@ def read(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
         last = i == len(lines) - 1  # no newline after it: a write cut short
         if not line:
             continue
-        crc, _, text = line.partition(b" ")
-        try:
-            ok = int(crc, 16) == zlib.crc32(text)
-            record = json.loads(text) if ok else None
-        except ValueError:
-            ok, record = False, None
-        if not ok or not isinstance(record, dict):
+        record = parse_line(line)
+        if record is None:
             if last:
                 return
             raise StateError(f"journal {path} is damaged at line {i + 1}")
         if last:
             return  # complete JSON but no newline: never acknowledged either
-        yield record
+        if "seq" in record:  # not the {"start": ...} line a new file begins with
+            yield record
 
 
 class Journal:
@@ -76,6 +92,7 @@ class Journal:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self._file = open(self.path, "ab")
+        self._cut_torn_tail()
         self._queue: list[tuple[Any, asyncio.Future]] = []
         self._writing = False
         self.records = 0  # records in the file since it was last emptied
@@ -85,9 +102,10 @@ class Journal:
         """Return once ``record`` is on disk (raises ``OSError`` if it could not be written)."""
         await self._submit(_line(record))
 
-    async def truncate(self) -> None:
-        """Empty the file, after every record appended before this call is written."""
-        await self._submit(_TRUNCATE)
+    async def truncate(self, start: int = -1) -> None:
+        """Empty the journal, after every record appended before this call is written; the new
+        file's first line says that a snapshot holds every record up to ``start``."""
+        await self._submit(_Replace(start))
 
     async def _submit(self, item: Any) -> None:
         future = asyncio.get_running_loop().create_future()
@@ -117,18 +135,117 @@ class Journal:
     def _write(self, items: list[Any]) -> None:
         """Write a batch in order; a truncation mark drops the file and the records before it
         (a snapshot on disk holds them)."""
-        last = max((i for i, item in enumerate(items) if item is _TRUNCATE), default=-1)
+        last = max((i for i, item in enumerate(items) if isinstance(item, _Replace)), default=-1)
         if last >= 0:
-            self._file.truncate(0)
+            self._file.write(b"".join(item for item in items[:last] if not isinstance(item, _Replace)))
+            self._file.flush()  # a tail reads the old file to its end; the snapshot holds these
+            self._replace(items[last].start)
             self.records = 0
-        lines = [item for item in items[last + 1:] if item is not _TRUNCATE]
+        lines = [item for item in items[last + 1:] if not isinstance(item, _Replace)]
         self._file.write(b"".join(lines))
         self._file.flush()
         os.fsync(self._file.fileno())
         self.records += len(lines)
         self.fsyncs += 1
 
+    def _cut_torn_tail(self) -> None:
+        """Drop a last line a crash cut short (never acknowledged), so the next record starts
+        on a line of its own."""
+        size = self._file.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        with open(self.path, "rb") as f:
+            f.seek(max(0, size - (1 << 16)))
+            tail = f.read()
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        if cut < 0 and size > len(tail):  # a last line over 64 KiB: find its start the long way
+            cut = self.path.read_bytes().rfind(b"\n") - (size - len(tail))
+        self._file.truncate(size - len(tail) + cut + 1)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def _replace(self, start: int) -> None:
+        """A new file in the journal's place, durably (the old one's records are in a snapshot),
+        holding only the line ``{"start": start}``."""
+        fresh = self.path.with_name(self.path.name + ".new")
+        with open(fresh, "wb") as f:
+            f.write(_line({"start": start}))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(fresh, self.path)
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        self._file.close()
+        self._file = open(self.path, "ab")
+
     async def close(self) -> None:
         while self._writing or self._queue:
             await asyncio.sleep(0.001)
         self._file.close()
+
+
+class Tail:
+    """Follows the journal at ``path`` from another process: :meth:`poll` returns the records
+    appended since the last call, in order, complete lines only, each new file's
+    ``{"start": N}`` line included. When the writer puts a new file in the journal's place
+    (:meth:`Journal.truncate`), the old file is read to its end first; if two files were put in
+    place between two polls, the middle one is never seen, which its successor's ``start`` line
+    shows. A missing file is waited for (no records)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._file: Any = None
+        self._inode = -1
+        self._partial = b""
+        self._open()
+
+    def _open(self) -> None:
+        try:
+            f = open(self.path, "rb")
+        except FileNotFoundError:
+            return
+        self._file, self._inode, self._partial = f, os.fstat(f.fileno()).st_ino, b""
+
+    def _drain(self) -> list[dict[str, Any]]:
+        data = self._partial + self._file.read()
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # b"" after a newline, else a line still being written
+        out = []
+        for line in lines:
+            if not line:
+                continue
+            record = parse_line(line)
+            if record is None:
+                raise StateError(f"journal {self.path} has a damaged line")
+            out.append(record)
+        return out
+
+    def poll(self) -> list[dict[str, Any]]:
+        """New records since the last call (two system calls when there are none)."""
+        if self._file is None:
+            self._open()
+            if self._file is None:
+                return []
+        out = self._drain()
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return out
+        if inode != self._inode:  # replaced: the old file is complete once the new one is there
+            out += self._drain()
+            self._partial = b""  # a line a crash cut short: never acknowledged
+            self._file.close()
+            self._file = None
+            self._open()
+            if self._file is not None:
+                out += self._drain()
+        return out
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()

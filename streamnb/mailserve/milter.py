@@ -254,11 +254,12 @@ class MilterServer:
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
-    async def start(self, host: str, port: int) -> None:
-        """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`)."""
+    async def start(self, host: str, port: int, reuse_port: bool = False) -> None:
+        """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`); with
+        ``reuse_port``, beside other processes listening there (``SO_REUSEPORT``)."""
         if self._server is not None:
             raise StreamnbError("milter server already started")
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(self._serve, host, port, reuse_port=reuse_port or None)
 
     @property
     def port(self) -> int:

@@ -23,7 +23,7 @@ def user_of(envelope: Envelope) -> str | None:
 
 
 async def start_milter(service: MailService, host: str, port: int, timeout: float,
-                       max_connections: int) -> MilterServer:  # fmt: skip
+                       max_connections: int, reuse_port: bool = False) -> MilterServer:  # fmt: skip
     """A milter server answering with ``service``'s verdicts, listening."""
 
     async def decide(raw: bytes, envelope: Envelope) -> Decision:
@@ -37,5 +37,5 @@ async def start_milter(service: MailService, host: str, port: int, timeout: floa
 
     server = MilterServer(decide, max_message_bytes=service.config.max_bytes, timeout=timeout,
                           max_connections=max_connections)  # fmt: skip
-    await server.start(host, port)
+    await server.start(host, port, reuse_port)
     return server

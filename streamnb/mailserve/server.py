@@ -1,11 +1,14 @@
 """Running the daemon: the listeners around one :class:`~streamnb.mailserve.service.MailService`,
-snapshots on a timer, a clean stop on SIGTERM or SIGINT (a last snapshot)."""
+snapshots on a timer, check workers if asked (:mod:`streamnb.mailserve.workers`), a clean stop
+on SIGTERM or SIGINT (a last snapshot)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import signal
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,6 +16,7 @@ from aiohttp import web
 
 from streamnb.mailserve.http import make_app
 from streamnb.mailserve.service import MailService, ServeConfig
+from streamnb.mailserve.workers import Workers, spec
 
 __all__ = ["Listeners", "serve"]
 
@@ -27,8 +31,9 @@ class Listeners:
     milter: tuple[str, int] | None = None
     timeout: float = 30.0
     milter_timeout: float = 300.0  # Postfix keeps a milter connection for a whole SMTP session
-    max_connections: int = 256
+    max_connections: int = 256  # per process
     max_body: int = 64 << 20
+    workers: int = 1  # processes answering; the first one alone learns
 
 
 async def serve(config: ServeConfig, listeners: Listeners,
@@ -42,28 +47,39 @@ async def serve(config: ServeConfig, listeners: Listeners,
     ports: dict[str, int] = {}
     runner = None
     milter = None
+    workers = None
+    shared_ports = listeners.workers > 1
+    private = tempfile.mkdtemp(prefix="streamnb-mail-") if shared_ports else None
     timer = loop.create_task(service.snapshot_timer())
     try:
+        app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
+        runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+        await runner.setup()
         if listeners.http is not None:
-            app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
-            runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
-            await runner.setup()
-            site = web.TCPSite(runner, *listeners.http, reuse_address=True)
-            await site.start()
+            await web.TCPSite(runner, *listeners.http, reuse_address=True, reuse_port=shared_ports or None).start()
             ports["http"] = runner.addresses[0][1]
         if listeners.milter is not None:
             from streamnb.mailserve.milter_bridge import start_milter
 
             milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
-                                        max_connections=listeners.max_connections)  # fmt: skip
+                                        max_connections=listeners.max_connections, reuse_port=shared_ports)  # fmt: skip
             ports["milter"] = milter.port
+        if private is not None:  # the workers' way to learn: the same app on a private socket
+            socket = f"{private}/writer.sock"
+            await web.UnixSite(runner, socket).start()
+            workers = Workers(spec(config, listeners, ports, socket), listeners.workers - 1)
+            await workers.start()
         if ready is not None:
             ready(ports)
         await stop.wait()
     finally:
         timer.cancel()
+        if workers is not None:
+            await workers.stop()
         if runner is not None:
             await runner.cleanup()
         if milter is not None:
             await milter.close()
         await service.close()
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)

@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from streamnb.mailserve.filters import Learned, MailFilters
+from streamnb.mailserve.forward import LearnForwarder
 from streamnb.spam import TokenScore, Verdict
 
 __all__ = ["Check", "MailService", "ServeConfig"]
@@ -102,12 +103,13 @@ def _clip(logit: float) -> float:
 class MailService:
     """The models and the decisions of ``streamnb mail serve`` (see :mod:`streamnb.mailserve`)."""
 
-    def __init__(self, config: ServeConfig) -> None:
+    def __init__(self, config: ServeConfig, writer: LearnForwarder | None = None) -> None:
         self.config = config
+        self.writer = writer
         self.filters = MailFilters(config.model, takeover=config.takeover, max_resident=config.max_resident,
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,
                                    max_bytes=config.max_bytes, ledger_size=config.ledger_size,
-                                   max_ham_rate=config.max_ham_rate)  # fmt: skip
+                                   max_ham_rate=config.max_ham_rate, replica=writer is not None)  # fmt: skip
         self.registry = CollectorRegistry()
         self.checks = Counter("streamnb_mail_checks", "Messages checked, by verdict", ["label"], registry=self.registry)
         self.learns = Counter("streamnb_mail_learns", "Messages learned, by class", ["label"], registry=self.registry)
@@ -142,8 +144,16 @@ class MailService:
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
-        """Learn a message as ``label`` for ``user``; returns once it is durable."""
+        """Learn a message as ``label`` for ``user``; returns once it is durable (a check
+        worker hands it to the writing process, then reads it back from the journal)."""
         start = time.perf_counter()
+        if self.writer is not None:
+            learned = await self.writer.learn(raw, user, label)
+            self.filters.catch_up()
+            if not learned.already:
+                self.learns.labels(label).inc()
+            self._learn_seconds.observe(time.perf_counter() - start)
+            return learned
         learned, record = self.filters.learn(self.filters.tokens(raw), user, label)
         if record is not None:
             await self.filters.append(record)
@@ -159,7 +169,9 @@ class MailService:
             self._last_snapshot = time.monotonic()
 
     async def snapshot_timer(self) -> None:
-        """Snapshot every ``snapshot_seconds`` when something was learned."""
+        """Snapshot every ``snapshot_seconds`` when something was learned (the writing process)."""
+        if self.writer is not None:
+            return
         while True:
             await asyncio.sleep(self.config.snapshot_seconds)
             if self.filters.learns_since_snapshot:
@@ -169,6 +181,8 @@ class MailService:
                     log.error("snapshot failed: %s", exc)
 
     async def close(self) -> None:
-        if self.filters.learns_since_snapshot:
+        if self.writer is None and self.filters.learns_since_snapshot:
             await self.snapshot()
         await self.filters.close()
+        if self.writer is not None:
+            await self.writer.close()

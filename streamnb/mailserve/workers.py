@@ -1,0 +1,156 @@
+"""Check workers: more processes answering on the same ports (``streamnb mail serve --workers N``).
+
+Verdicts cost CPU in the process that gives them, so one process answers at most what one core
+can. With ``--workers N`` the daemon (the *writer*: it alone learns, journals and snapshots)
+starts ``N - 1`` more processes that listen on the same HTTP and milter ports (``SO_REUSEPORT``:
+the kernel spreads connections over them). Each holds a copy of the models
+(:class:`~streamnb.mailserve.filters.MailFilters` with ``replica=True``) that follows the writer's
+journal before each verdict, so a learn the writer acknowledged is in every verdict asked after
+it, whichever process answers. A worker hands learns to the writer over a private Unix socket and
+answers once the writer did.
+
+A worker stops when the writer closes its standard input (the writer stopped, or was killed:
+the pipe closes either way); the writer starts a worker again if one dies. Metrics (``/metrics``)
+are those of the process that answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+__all__ = ["Workers"]
+
+log = logging.getLogger("streamnb.mailserve")
+
+#: Seconds a worker may take to load the models and listen.
+START_TIMEOUT = 120.0
+
+
+class Workers:
+    """The writer's check workers: started, watched (restarted if one dies), stopped."""
+
+    def __init__(self, spec: dict[str, Any], count: int) -> None:
+        self.spec = spec
+        self.count = count
+        self.procs: list[asyncio.subprocess.Process] = []
+        self._watch: list[asyncio.Task] = []
+        self._stopping = False
+
+    async def start(self) -> None:
+        self.procs = list(await asyncio.gather(*(self._spawn() for _ in range(self.count))))
+        self._watch = [asyncio.get_running_loop().create_task(self._supervise(i)) for i in range(self.count)]
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "streamnb.mailserve.workers",
+                                                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(self.spec).encode() + b"\n")
+        await proc.stdin.drain()
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT)
+        except asyncio.TimeoutError:
+            line = b""
+        if not line.startswith(b'{"ready"'):
+            proc.kill()
+            await proc.wait()
+            raise RuntimeError(f"a check worker did not start (exit code {proc.returncode})")
+        return proc
+
+    async def _supervise(self, i: int) -> None:
+        while True:
+            code = await self.procs[i].wait()
+            if self._stopping:
+                return
+            log.error("check worker %d (pid %d) exited with code %s; starting it again", i, self.procs[i].pid, code)
+            try:
+                self.procs[i] = await self._spawn()
+            except RuntimeError as exc:
+                log.error("%s", exc)
+                await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for proc in self.procs:
+            if proc.stdin is not None and proc.returncode is None:
+                proc.stdin.close()
+        for proc in self.procs:
+            try:
+                await asyncio.wait_for(proc.wait(), 30.0)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+        for task in self._watch:
+            task.cancel()
+
+
+def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str) -> dict[str, Any]:
+    """What a worker needs to know, as JSON: the settings, the bound ports, the writer's socket."""
+    out = dataclasses.asdict(listeners)
+    for name in ("http", "milter"):
+        if out[name] is not None:
+            out[name] = [out[name][0], ports[name]]
+    out["workers"] = 1
+    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket}
+
+
+async def _run(data: dict[str, Any]) -> None:
+    from aiohttp import web
+
+    from streamnb.mailserve.forward import LearnForwarder
+    from streamnb.mailserve.http import make_app
+    from streamnb.mailserve.milter_bridge import start_milter
+    from streamnb.mailserve.server import Listeners
+    from streamnb.mailserve.service import MailService, ServeConfig
+
+    config = ServeConfig(**data["config"])
+    lst = data["listeners"]
+    listeners = Listeners(**{**lst, "http": tuple(lst["http"]) if lst["http"] else None,
+                             "milter": tuple(lst["milter"]) if lst["milter"] else None})  # fmt: skip
+    service = MailService(config, LearnForwarder(data["writer"], listeners.timeout))
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    def watch_stdin() -> None:  # the writer closed the pipe (stopped or killed): stop too
+        sys.stdin.buffer.read()
+        loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    runner = milter = None
+    try:
+        if listeners.http is not None:
+            app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
+            runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+            await runner.setup()
+            await web.TCPSite(runner, *listeners.http, reuse_address=True, reuse_port=True).start()
+        if listeners.milter is not None:
+            milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
+                                        max_connections=listeners.max_connections, reuse_port=True)  # fmt: skip
+        sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
+        sys.stdout.flush()
+        await stop.wait()
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        if milter is not None:
+            await milter.close()
+        await service.close()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    data = json.loads(sys.stdin.buffer.readline())
+    asyncio.run(_run(data))
+
+
+if __name__ == "__main__":
+    main()

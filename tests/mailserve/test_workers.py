@@ -1,0 +1,80 @@
+"""``streamnb mail serve --workers``: several processes on one port, one writer, every verdict
+current with every acknowledged learn, whichever process answers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from streamnb.mailserve.filters import MailFilters
+from tests.mailserve.daemon import HAM_WORDS, NEWS_WORDS, SPAM_WORDS, Daemon, corpus, message
+
+USERS = ["ann", "bob", "cyd", "dee", None]
+
+
+def pids(d: Daemon, n: int = 40) -> set[int]:
+    """The processes answering (each request on a fresh connection, spread by the kernel)."""
+    return {d.request("GET", "/healthz")[1]["pid"] for _ in range(n)}
+
+
+def test_every_verdict_sees_every_acknowledged_learn_whichever_process_answers(tmp_path):
+    d = Daemon(tmp_path / "m.snb", "--workers", "2", "--snapshot-every", "7", "--max-resident", "2").start()
+    ref = MailFilters(tmp_path / "ref.snb", max_resident=10**6)
+    try:
+        assert len(pids(d)) == 2 and d.proc.pid in pids(d)
+        probes = [message(SPAM_WORDS[:4] + NEWS_WORDS[:3], 9000), message(HAM_WORDS[:4] + NEWS_WORDS[3:6], 9001)]
+        for i, (raw, label) in enumerate(corpus(70, seed=3)):
+            user = USERS[i % len(USERS)]
+            if i % 10 == 9:  # a report of the other class: the message moves
+                label = "ham" if label == "spam" else "spam"
+                raw = corpus(70, seed=3)[i - 5][0]
+                user = USERS[(i - 5) % len(USERS)]
+            answer = d.learn(raw, label, user)
+            learned, _ = ref.learn(ref.tokens(raw), user, label)
+            assert (answer["moved_from"], answer["already"]) == (learned.moved_from, learned.already)
+            for probe_user in (user, USERS[(i + 2) % len(USERS)]):
+                for probe in probes:
+                    got = d.check(probe, probe_user)["streamnb"]
+                    want, _ = ref.check(ref.tokens(probe), probe_user)
+                    assert got["spamicity"] == want.score, (i, probe_user)
+                    assert got["label"] == want.label
+        for user in USERS[:4]:
+            status, doc = d.request("GET", f"/stat?user={user}")
+            assert doc["user"]["learned"] == ref.stat(user)["user"]["learned"]
+            assert doc["learned"] == ref.stat()["learned"]
+    finally:
+        d.kill()
+
+
+def test_a_dead_worker_is_started_again_and_the_workers_stop_with_the_writer(tmp_path):
+    d = Daemon(tmp_path / "m.snb", "--workers", "3").start()
+    try:
+        workers = pids(d, 60) - {d.proc.pid}
+        assert len(workers) == 2
+        dead = workers.pop()
+        os.kill(dead, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while _alive(dead) and time.monotonic() < deadline:  # connections queued on it are reset
+            time.sleep(0.05)
+        while len(pids(d) - {d.proc.pid} - workers) < 1 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = pids(d, 60) - {d.proc.pid}
+        assert len(workers) == 2
+        raw, label = corpus(1)[0]
+        d.learn(raw, label, "ann")
+    finally:
+        d.kill()  # SIGKILL: the workers see their pipe close and stop
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is not serving
+        return f.read().split(") ")[1][0] != "Z"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -9,7 +10,8 @@ import time
 import pytest
 
 from streamnb import StateError, persistence
-from streamnb.mailserve.journal import read
+from streamnb.mailserve.filters import MailFilters
+from streamnb.mailserve.journal import Journal, read
 from streamnb.spam import SpamFilter
 from streamnb.text import Tokenizer
 from tests.mailserve.daemon import Daemon, corpus
@@ -106,3 +108,37 @@ def test_a_restart_replays_the_journal_over_the_snapshot(tmp_path):
         assert time.monotonic() - start < 5
     finally:
         d.kill()
+
+
+def test_a_record_appended_after_a_torn_line_starts_a_line_of_its_own(tmp_path):
+    import zlib
+
+    path = tmp_path / "journal"
+    line = lambda text: b"%08x %s\n" % (zlib.crc32(text), text)  # noqa: E731
+    path.write_bytes(line(b'{"seq":0}') + b'1234abcd {"seq"')  # a crash cut the last write
+
+    async def append() -> None:
+        journal = Journal(path)
+        await journal.append({"seq": 1})
+        await journal.close()
+
+    asyncio.run(append())
+    assert [r["seq"] for r in read(path)] == [0, 1]
+
+
+def test_without_learn_shared_a_restart_does_not_reuse_journal_positions(tmp_path):
+    model = tmp_path / "m.snb"
+    data = corpus(12, seed=5)
+
+    async def learn(messages: list) -> dict:
+        filters = MailFilters(model, learn_shared=False)
+        for raw, label in messages:
+            _, record = filters.learn(filters.tokens(raw), "ann", label)
+            await filters.append(record)
+        await filters.snapshot()
+        await filters.close()
+        return filters.stat("ann")["user"]["learned"]
+
+    asyncio.run(learn(data[:6]))
+    n_spam = sum(label == "spam" for _, label in data)
+    assert asyncio.run(learn(data[6:])) == {"spam": n_spam, "ham": 12 - n_spam}

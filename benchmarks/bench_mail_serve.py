@@ -4,11 +4,14 @@ A SpamFilter is trained on 3,000 messages of the SpamAssassin public corpus
 (``../shared/data/spamassassin_public_corpus``, shuffled with seed 0); the other 3,046 are the
 messages asked about. Printed, never asserted:
 
-* ``streamnb mail serve`` over HTTP (``POST /checkv2``, one keep-alive connection per client,
-  aiohttp's client) and over the milter protocol (a milter client speaking to the daemon as
-  Postfix does: one connection per client, a message as headers and body chunks), at 1, 10 and
-  50 concurrent clients: verdict latency p50 / p99 and messages per second (client and daemon
-  share the machine's cores);
+* ``streamnb mail serve`` with one process and with ``--workers 2``, over HTTP (``POST
+  /checkv2``, one keep-alive connection per client, each sending its next message when the
+  answer to the last came; the load comes from ``wrk`` with :file:`check.lua` when it is
+  installed, ``apt-get install wrk``, else from aiohttp's client, which costs the shared cores
+  more) and over the milter protocol (a milter client speaking to the daemon as Postfix does:
+  one connection per client, a message as headers and body chunks), at 1, 10 and 50 concurrent
+  clients: verdict latency p50 / p99 and messages per second (client and daemon share the
+  machine's cores);
 * ``streamnb mail classify --model M < message`` in a fresh process per message (median time);
 * ``bogofilter -T < message`` in a fresh process per message (the Debian package, trained on the
   same 3,000 messages; skipped with a note when not installed);
@@ -25,6 +28,7 @@ import asyncio
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -80,6 +84,25 @@ class Daemon:
 def summary(latencies: list[float], wall: float) -> tuple[float, float, float]:
     ms = sorted(v * 1000 for v in latencies)
     return ms[len(ms) // 2], ms[min(len(ms) - 1, int(0.99 * len(ms)))], len(ms) / wall
+
+
+def wrk_load(port: int, listing: Path, clients: int, seconds: float) -> tuple[float, float, float]:
+    """``wrk`` (one thread) asking about the messages listed in ``listing``, in turn."""
+    out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", "--latency", "-s",
+                          str(Path(__file__).with_name("check.lua")), f"http://127.0.0.1:{port}", "--", str(listing)],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+    def ms(text: str) -> float:
+        value = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
+        assert value, text
+        return float(value[1]) * scale[value[2]]
+
+    percentile = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M))
+    if re.search(r"Non-2xx", out):
+        raise SystemExit(f"the daemon answered with errors:\n{out}")
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])  # type: ignore[index]
+    return ms(percentile["50"]), ms(percentile["99"]), rate
 
 
 async def http_load(port: int, messages: list[bytes], clients: int) -> tuple[float, float, float]:
@@ -156,6 +179,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     n_ask, n_shot, n_users = (400, 10, 2000) if args.quick else (3046, 30, 10_000)
+    seconds = 3.0 if args.quick else 10.0
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         data = corpus(tmp / "sa")
@@ -170,17 +194,33 @@ def main() -> None:
               f"{len(ask):,} messages asked about\n")  # fmt: skip
         rows = []
         milter = ["--milter", "127.0.0.1:0"] if has_milter() else []
-        daemon = Daemon(model, "--http", "127.0.0.1:0", *milter, "--max-connections", "256")
-        try:
-            for clients in (1, 10, 50):
-                p50, p99, rate = asyncio.run(http_load(daemon.ports["http"], ask, clients))
-                rows.append((f"mail serve, HTTP, {clients} clients", p50, p99, rate))
-                result = milter_load(daemon.ports["milter"], ask, clients) if milter else None
-                if result is not None:
-                    rows.append((f"mail serve, milter, {clients} clients", *result))
-            rss = daemon.rss()
-        finally:
-            daemon.stop()
+        listing = tmp / "ask.txt"
+        paths = []
+        for i, raw in enumerate(ask):
+            path = tmp / "ask" / f"{i}"
+            path.parent.mkdir(exist_ok=True)
+            path.write_bytes(raw)
+            paths.append(str(path))
+        listing.write_text("\n".join(paths) + "\n")
+        wrk = shutil.which("wrk") is not None
+        if not wrk:
+            print("wrk not installed (apt-get install wrk): HTTP load from aiohttp's client")
+        for workers in (1, 2):
+            daemon = Daemon(model, "--http", "127.0.0.1:0", *milter, "--max-connections", "256",
+                            "--workers", str(workers))  # fmt: skip
+            try:
+                for clients in (1, 10, 50):
+                    port = daemon.ports["http"]
+                    p50, p99, rate = (wrk_load(port, listing, clients, seconds) if wrk
+                                      else asyncio.run(http_load(port, ask, clients)))  # fmt: skip
+                    rows.append((f"mail serve x{workers}, HTTP, {clients} clients", p50, p99, rate))
+                    result = milter_load(daemon.ports["milter"], ask, clients) if milter else None
+                    if result is not None:
+                        rows.append((f"mail serve x{workers}, milter, {clients} clients", *result))
+                if workers == 1:
+                    rss = daemon.rss()
+            finally:
+                daemon.stop()
         shot = ask[:n_shot]
         median = one_shot([sys.executable, "-m", "streamnb.cli", "mail", "classify", "--model", str(model)], shot)
         rows.append(("mail classify, one process per message", median * 1000, float("nan"), 1 / median))

@@ -186,3 +186,27 @@ def test_two_service_processes_with_one_member(bootstrap, names):
         for p in procs:
             stop_process(p)
         reader.release()
+
+
+@pytest.mark.parametrize("value", [b"", b"{", b"[]", b'{"format": "streamnb-state-lease", "version": 2}',
+                                   b'{"format": "streamnb-state-lease", "version": 1, "instance": "a", "time": 1,'
+                                   b' "ttl": 0, "prev": null, "released": false}',
+                                   b'{"format": "streamnb-state-lease", "version": 1, "instance": "a", "time": NaN,'
+                                   b' "ttl": 5, "prev": null, "released": false}',
+                                   b'{"format": "streamnb-state-lease", "version": 1, "instance": "", "time": 1,'
+                                   b' "ttl": 5, "prev": null, "released": false}',
+                                   b" " * 5000])
+def test_a_malformed_lease_record_is_not_a_lease(value):
+    assert Lease.from_bytes(value) is None
+    good = Lease("a", 1.5, 5.0, "z")
+    assert Lease.from_bytes(good.to_bytes("m")) == good
+
+
+@pytest.mark.parametrize("lease", [0.0, -1.0, float("inf"), float("nan")])
+def test_a_lease_must_be_a_positive_number_of_seconds(bootstrap, lease):
+    from streamnb.kafka import ServiceConfig
+
+    with pytest.raises(ValueError, match="state_lease must be > 0"):
+        ServiceConfig(bootstrap, ["in"], "out", state="kafka:st", state_lease=lease)
+    with pytest.raises(ValueError, match="lease must be > 0"):
+        open_store("kafka:st", "m", bootstrap, lease=lease).acquire()

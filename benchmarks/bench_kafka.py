@@ -7,7 +7,7 @@ On one broker (the embedded Tansu on 127.0.0.1 unless ``--bootstrap`` is given),
    once per client library (confluent-kafka, kafka-python: consumer and producer of that
    library), and learn only (no outputs, the default consumer); for a dense categorical stream (predict then learn, event by event) and for
    SMS text (token counts, one by one); events/s and the ratio to raw;
-3. state stores: the service (kafka-python consumer + producer, predictions published) with
+3. state stores: the service (the default client library, predictions published) with
    its checkpoints in each store (``dir:``, ``kafka:`` on the same broker, ``s3://`` on a moto S3
    server on 127.0.0.1), events/s and the ratio to the ``dir:`` store, checkpointing every
    ``--checkpoint-every`` events (the service's default); and the restore time of 1 MB and 10 MB of
@@ -221,12 +221,12 @@ def store_urls(run: str) -> list[tuple[str, str]]:
             ("s3://", f"s3://bench-state/{run}")]
 
 
-def stores(bootstrap: str, streams: list, repeat: int, every: int, sizes: list[float]) -> None:
+def stores(bootstrap: str, streams: list, repeat: int, every: int, sizes: list[float], backend: str) -> None:
     """Section 3: service throughput per state store against ``dir:``, then restore times."""
     moto, endpoint = moto_server()  # creates the bucket bench-state
     s3_environment(endpoint)
     try:
-        print(f"\nstate stores: service with kafka-python consumer + producer, checkpoint every {every:,} events; "
+        print(f"\nstate stores: service with {backend} consumer + producer, checkpoint every {every:,} events; "
               f"best of {repeat}")
         print(f"  {'stream':<12} {'store':<7} {'events/s':>10} {'vs dir:':>8} {'checkpoints':>12}")
         for name, topic, n, kw in streams:
@@ -235,7 +235,7 @@ def stores(bootstrap: str, streams: list, repeat: int, every: int, sizes: list[f
             for _ in range(repeat):
                 for kind, url in store_urls(uuid.uuid4().hex[:8]):
                     rate, s = service_rate(bootstrap, topic, n, state=url, checkpoint_every=every,
-                                           producer="kafka-python", consumer="kafka-python", **kw)
+                                           producer=backend, consumer=backend, **kw)
                     rates.setdefault(kind, []).append(rate)
                     cks[kind] = s.checkpoints  # type: ignore[attr-defined]
             base = max(rates["dir:"])
@@ -315,7 +315,7 @@ def main() -> None:
                   f"checkpoints {summary.checkpoints})")
         if "stores" in sections:
             stores(bootstrap, streams, args.repeat, args.checkpoint_every,
-                   [float(x) for x in args.restore_sizes.split(",")])
+                   [float(x) for x in args.restore_sizes.split(",")], backends[0])
         if "latency" not in sections:
             return
         print(f"\nproduce -> prediction readable, dense stream at {args.rate:,.0f} events/s for {args.seconds:.0f} s:")

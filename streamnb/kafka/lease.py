@@ -188,8 +188,9 @@ class LeaseKeeper:
         raise MemberInUseError(self.lost)
 
     def keep_alive(self) -> None:
-        """Renew every ``ttl / 3``; a renewal failing on I/O is retried a second later, a lease
-        lost to another instance raises :class:`MemberInUseError`."""
+        """Renew every ``ttl / 3``; a renewal failing on I/O (broker or S3 down) is retried
+        ``ttl / 6`` later (each try may block the loop up to the store's timeout), a lease lost
+        to another instance raises :class:`MemberInUseError`."""
         if self.lost:
             raise MemberInUseError(self.lost)
         now = time.monotonic()
@@ -200,7 +201,7 @@ class LeaseKeeper:
         except MemberInUseError:
             raise
         except StateError as exc:
-            self._retry_at = now + 1.0
+            self._retry_at = time.monotonic() + self.ttl / 6
             log.warning("could not renew the lease of member %s in %s (retrying): %s", self.member, self.where, exc)
 
     def release(self) -> None:

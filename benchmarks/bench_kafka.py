@@ -7,7 +7,12 @@ On one broker (the embedded Tansu on 127.0.0.1 unless ``--bootstrap`` is given),
    once per client library (confluent-kafka, kafka-python: consumer and producer of that
    library), and learn only (no outputs, the default consumer); for a dense categorical stream (predict then learn, event by event) and for
    SMS text (token counts, one by one); events/s and the ratio to raw;
-3. latency: events produced at a fixed rate, time from produce to the prediction being readable
+3. state stores: the service (the default client library, predictions published) with
+   its checkpoints in each store (``dir:``, ``kafka:`` on the same broker, ``s3://`` on a moto S3
+   server on 127.0.0.1), events/s and the ratio to the ``dir:`` store, checkpointing every
+   ``--checkpoint-every`` events (the service's default); and the restore time of 1 MB and 10 MB of
+   state from each store (``bench_state_stores.measure``: a replacement member on an empty disk);
+4. latency: events produced at a fixed rate, time from produce to the prediction being readable
    on the output topic (p50/p99), per client library; and the floor, one raw hop (produce to
    readable on the same topic, no service) at the same rate: a prediction takes two such hops.
 
@@ -17,7 +22,8 @@ assignment) until every event is consumed, and for the service every output ackn
 the final checkpoint written. Cyclic GC is frozen after start-up for both (``gc.freeze()``, as
 ``streamnb run`` does): without it full collections over the imported libraries cost 10-30 %.
 Prints figures and ratios; asserts nothing about speed. Run:
-``python benchmarks/bench_kafka.py [--events 50000] [--text-events 20000] [--repeat 2] [--rate 1000]``.
+``python benchmarks/bench_kafka.py [--events 50000] [--text-events 20000] [--repeat 2] [--rate 1000]
+[--sections throughput,stores,latency] [--restore-sizes 1,10]``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ import uuid
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from bench_state_stores import measure, model_of, moto_server, s3_environment
+
+from streamnb import persistence
 from streamnb.datasets import sms_spam
 from streamnb.kafka import EmbeddedBroker, Service, ServiceConfig, ensure_topics
 from streamnb.kafka.publisher import default_backend
@@ -82,10 +91,10 @@ class TimedService(Service):
 
 def service_rate(bootstrap: str, topic: str, n: int, **kw) -> tuple[float, object]:
     output = None if kw.get("mode") == "learn" else f"{topic}.out"
+    kw.setdefault("checkpoint_every", 20_000)
     cfg = ServiceConfig(bootstrap=bootstrap, input_topics=[topic], output_topic=output,
                         group_id=f"bench-{uuid.uuid4().hex[:6]}", partitions=[0], max_events=n,
-                        checkpoint_dir=tempfile.mkdtemp(prefix="bench-ckpt-"), checkpoint_every=20_000,
-                        progress=False, **kw)
+                        checkpoint_dir=tempfile.mkdtemp(prefix="bench-ckpt-"), progress=False, **kw)
     service = TimedService(cfg)
     summary = service.run()
     assert summary.events == n, summary
@@ -206,6 +215,48 @@ def _row(name: str, rates: list[float], raw: float | None = None, unit: str = "e
     return line
 
 
+def store_urls(run: str) -> list[tuple[str, str]]:
+    """A fresh location in each store (a service started on an old one would resume at its end)."""
+    return [("dir:", f"dir:{tempfile.mkdtemp(prefix='bench-state-')}"), ("kafka:", f"kafka:bench-state-{run}"),
+            ("s3://", f"s3://bench-state/{run}")]
+
+
+def stores(bootstrap: str, streams: list, repeat: int, every: int, sizes: list[float], backend: str) -> None:
+    """Section 3: service throughput per state store against ``dir:``, then restore times."""
+    moto, endpoint = moto_server()  # creates the bucket bench-state
+    s3_environment(endpoint)
+    try:
+        print(f"\nstate stores: service with {backend} consumer + producer, checkpoint every {every:,} events; "
+              f"best of {repeat}")
+        print(f"  {'stream':<12} {'store':<7} {'events/s':>10} {'vs dir:':>8} {'checkpoints':>12}")
+        for name, topic, n, kw in streams:
+            rates: dict[str, list[float]] = {}
+            cks: dict[str, int] = {}
+            for _ in range(repeat):
+                for kind, url in store_urls(uuid.uuid4().hex[:8]):
+                    rate, s = service_rate(bootstrap, topic, n, state=url, checkpoint_every=every,
+                                           producer=backend, consumer=backend, **kw)
+                    rates.setdefault(kind, []).append(rate)
+                    cks[kind] = s.checkpoints  # type: ignore[attr-defined]
+            base = max(rates["dir:"])
+            for kind, got in rates.items():
+                print(f"  {name:<12} {kind:<7} {max(got):>10,.0f} {max(got) / base:>8.2f} {cks[kind]:>12}"
+                      + (f"   (median {statistics.median(got):,.0f})" if len(got) > 1 else ""), flush=True)
+        print(f"\nrestore (a replacement member on an empty disk: read + verify + deserialize), median of {repeat}:")
+        print(f"  {'state':>9} " + " ".join(f"{kind:>9}" for kind in ("dir:", "kafka:", "s3://")))
+        for mb in sizes:
+            model = model_of(mb)
+            size = len(persistence.dumps(model))
+            row = []
+            for kind, url in store_urls(uuid.uuid4().hex[:8]):
+                _save, restore = measure(url, bootstrap, model, repeat)
+                row.append(f"{restore * 1000:>6.0f} ms")
+            print(f"  {size / 1e6:6.2f} MB " + " ".join(row), flush=True)
+    finally:
+        moto.kill()
+        moto.wait()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap")
@@ -214,7 +265,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="alternating runs of raw and each service setup")
     ap.add_argument("--rate", type=float, default=1000.0, help="events/s for the latency runs")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of each latency run")
+    ap.add_argument("--sections", default="throughput,stores,latency",
+                    help="which parts to run, comma-separated (throughput, stores, latency)")
+    ap.add_argument("--checkpoint-every", type=int, default=10_000,
+                    help="events between checkpoints in the state store runs (the service's default)")
+    ap.add_argument("--restore-sizes", default="1,10", help="state sizes in MB for the restore times")
     args = ap.parse_args()
+    sections = set(args.sections.split(","))
     backends = ["confluent", "kafka-python"] if default_backend() == "confluent" else ["kafka-python"]
     broker = None
     bootstrap = args.bootstrap
@@ -225,15 +282,19 @@ def main() -> None:
     gc.freeze()
     try:
         print(f"broker {bootstrap}; 2 cores shared with the broker; best of {args.repeat} alternating runs")
-        for name, rows, kw in [
-            ("dense categorical (8 features; predict then learn per event, in offset order)", dense_events(args.events),
-             {"model": "categorical"}),
-            ("SMS text (bag of words, MultinomialNB, one by one)", text_events(args.text_events),
+        streams = []
+        for name, short, rows, kw in [
+            ("dense categorical (8 features; predict then learn per event, in offset order)", "dense",
+             dense_events(args.events), {"model": "categorical"}),
+            ("SMS text (bag of words, MultinomialNB, one by one)", "SMS text", text_events(args.text_events),
              {"model": "multinomial", "text_field": "text", "label_field": "label"}),
         ]:
             topic = f"bench-{uuid.uuid4().hex[:6]}"
             ensure_topics(bootstrap, {topic: 1, f"{topic}.out": 1})
             produce_all(bootstrap, topic, rows)
+            streams.append((short, topic, len(rows), kw))
+            if "throughput" not in sections:
+                continue
             setups = [(f"service, {b} consumer + producer", {**kw, "producer": b, "consumer": b}) for b in backends]
             setups.append(("service, learn only (no outputs)", {**kw, "mode": "learn"}))
             raw: list[float] = []
@@ -252,6 +313,11 @@ def main() -> None:
                 print(_row(label, rates[label], best_raw))
             print(f"  (first run: learned {summary.learned:,}, predicted {summary.predicted:,}, "
                   f"checkpoints {summary.checkpoints})")
+        if "stores" in sections:
+            stores(bootstrap, streams, args.repeat, args.checkpoint_every,
+                   [float(x) for x in args.restore_sizes.split(",")], backends[0])
+        if "latency" not in sections:
+            return
         print(f"\nproduce -> prediction readable, dense stream at {args.rate:,.0f} events/s for {args.seconds:.0f} s:")
         hop = one_hop(bootstrap, args.rate, args.seconds)
         q = statistics.quantiles(hop, n=100)

@@ -59,6 +59,12 @@ def moto_server() -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
+def s3_environment(endpoint: str) -> None:
+    """Point boto3 (this process's and the services' it starts) at the S3 server ``endpoint``."""
+    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test",
+                       "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"})
+
+
 def measure(url: str, bootstrap: str, model, repeat: int) -> tuple[float, float]:
     saves, restores = [], []
     for r in range(repeat):
@@ -89,8 +95,7 @@ def main() -> None:
     broker = None if args.bootstrap else EmbeddedBroker().start()
     bootstrap = args.bootstrap or broker.bootstrap  # type: ignore[union-attr]
     moto, endpoint = moto_server()
-    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test",
-                       "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"})
+    s3_environment(endpoint)
     run = uuid.uuid4().hex[:8]
     try:
         with tempfile.TemporaryDirectory() as tmp:

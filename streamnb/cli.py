@@ -143,6 +143,9 @@ def main() -> None:
                    "[default: dir:streamnb-checkpoints]")
 @click.option("--checkpoint-dir", type=click.Path(),
               help="Same as --state dir:PATH.")
+@click.option("--state-lease", default=15.0, show_default=True, type=float, metavar="SECONDS",
+              help="kafka: and s3:// stores: the member name's lease holds this long unrenewed; a second live "
+                   "instance of one --member is refused, a replacement of a crashed one waits at most this long.")
 @click.option("--checkpoint-every", default=10_000, show_default=True, type=int, help="Events per checkpoint.")
 @click.option("--checkpoint-interval", default=10.0, show_default=True, type=float,
               help="Seconds between checkpoints.")

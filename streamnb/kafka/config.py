@@ -90,6 +90,10 @@ class ServiceConfig:
         Where checkpoints (model + offsets) go: a state URL (see :mod:`streamnb.kafka.stores`):
         ``dir:PATH``, ``kafka:TOPIC`` (a compacted changelog topic on ``bootstrap``; no disk) or
         ``s3://bucket/prefix``. None: the directory ``checkpoint_dir`` (``dir:checkpoint_dir``).
+    state_lease
+        Seconds the lease on ``member`` holds unrenewed in the ``kafka:`` and ``s3://`` stores
+        (:mod:`streamnb.kafka.lease`): a second live instance of one member is refused at start,
+        a replacement of a crashed one waits at most this long.
     checkpoint_every, checkpoint_interval
         Checkpoint after this many events or seconds (whichever first), and at shutdown.
     batch_size, batch_learning
@@ -153,6 +157,7 @@ class ServiceConfig:
     member: str = "main"
     checkpoint_dir: str = "streamnb-checkpoints"
     state: str | None = None
+    state_lease: float = 15.0
     checkpoint_every: int = 10_000
     checkpoint_interval: float = 10.0
     batch_size: int = 1000
@@ -222,6 +227,8 @@ class ServiceConfig:
         self._check_model_key(kind)
         if self.health_timeout <= 0:
             raise ValueError("health_timeout must be > 0")
+        if not 0 < self.state_lease < float("inf"):
+            raise ValueError("state_lease must be > 0 seconds")
         if self.checkpoint_every < 1 or self.checkpoint_interval <= 0:
             raise ValueError("checkpoint_every must be >= 1 and checkpoint_interval > 0")
 

@@ -123,7 +123,7 @@ class Service:
             self.featurize = KeyedFeaturizer(self.featurize, c.model_key)
         self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
         #: the state store (``config.state_url()``): this member's checkpoints and the others' offsets
-        self.checkpointer = open_store(c.state_url(), c.member, c.bootstrap)
+        self.checkpointer = open_store(c.state_url(), c.member, c.bootstrap, lease=c.state_lease)
         self.metrics = Metrics()
         #: ``/healthz``: the poll loop beats on every pass; stale => unhealthy
         self.health = Health(c.health_timeout)
@@ -249,6 +249,7 @@ class Service:
         idle_since = time.monotonic()
         while not self._stop.is_set():
             self.health.beat()
+            self.checkpointer.keep_alive()  # renews the member's lease when due; stops if it was taken
             records = source.poll(timeout_ms=200, max_records=c.batch_size)
             now = time.monotonic()
             if records:

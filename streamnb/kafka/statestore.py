@@ -33,6 +33,7 @@ from typing import Any
 
 from streamnb import persistence
 from streamnb.exceptions import StateError
+from streamnb.kafka.lease import LeaseKeeper
 
 __all__ = ["FORMAT", "MAGIC", "VERSION", "Checkpoint", "StateStore", "decode", "encode", "merge_state", "tp_key"]
 
@@ -128,6 +129,8 @@ class StateStore:
 
     #: where the state is, for messages (``dir:PATH``, ``kafka:TOPIC``, ``s3://bucket/prefix``)
     url = "?"
+    #: the lease on this member's name, for stores that guard it with one (see :mod:`streamnb.kafka.lease`)
+    lease: LeaseKeeper | None = None
 
     def __init__(self, member: str = "main", keep: int = 2) -> None:
         self.member = member
@@ -161,6 +164,12 @@ class StateStore:
     def release(self) -> None:
         """Release the name and close connections."""
 
+    def keep_alive(self) -> None:
+        """Called on every pass of the service loop: renew the member's lease when due
+        (:class:`~streamnb.kafka.lease.MemberInUseError` if another instance has taken it)."""
+        if self.lease is not None:
+            self.lease.keep_alive()
+
     # -- checkpoints ------------------------------------------------------------------------------
     def save(self, model: Any, offsets: dict[str, int], extra: dict | None = None) -> int:
         """Write a new checkpoint atomically and return its id; prune old ones."""
@@ -176,6 +185,8 @@ class StateStore:
             "offsets": dict(offsets),
             "n_seen": float(model.n_seen),
         }
+        if self.lease is not None:  # never write over a member name another instance has taken
+            self.lease.renew()
         self._put(self.member, new_id, encode(header, payload))
         self.last_id = new_id
         for member, old in self._list(self.member)[self.keep:]:

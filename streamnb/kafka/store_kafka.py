@@ -19,8 +19,15 @@ offset asked fresh on each read (on Tansu, the base offset of the last record ba
 manifest is sent and acknowledged alone, so it is always before that point) and the high-water
 mark of the last fetch. After the first read the store only reads what was appended since.
 
-There is no lock on a member name here: two live instances with one ``--member`` would write
-over each other's checkpoints. Run each member name once (e.g. a StatefulSet's pod names).
+A member name is guarded by a lease (:mod:`streamnb.kafka.lease`), key ``lease/<member>``: a
+second live instance with one ``--member`` is refused at start (:class:`MemberInUseError`), and an
+instance that finds its lease taken over writes no more checkpoints and stops. Every reader
+replays the log in order and accepts a takeover record only if it names the holder it replaces,
+so of two instances racing for an expired lease the first in the log wins. The chunks, manifests
+and tombstones of a holder carry its instance id (record header ``streamnb-instance``), and a
+reader ignores those whose instance is not the member's holder at that point of the log (the
+fencing token): an instance that stalled past its lease and wakes after being replaced, between
+its last check and its write, cannot overwrite or delete its successor's checkpoints.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from kafka.errors import KafkaError
 
 from streamnb.exceptions import StateError
 from streamnb.kafka.errors import BrokerUnavailableError
+from streamnb.kafka.lease import Lease, LeaseKeeper
 from streamnb.kafka.statestore import StateStore
 from streamnb.kafka.topics import ensure_topics
 
@@ -47,6 +55,9 @@ log = logging.getLogger(__name__)
 MANIFEST_FORMAT = "streamnb-state-manifest"
 _MANIFEST = re.compile(r"^manifest/([A-Za-z0-9_-]{1,100})/(\d{12})$")
 _CHUNK = re.compile(r"^chunk/([A-Za-z0-9_-]{1,100})/(\d{12})/(\d{6})$")
+_LEASE = re.compile(r"^lease/([A-Za-z0-9_-]{1,100})$")
+#: the record header naming the instance that wrote a checkpoint record under its lease
+INSTANCE_HEADER = "streamnb-instance"
 #: at most this many chunks per checkpoint (with 512 KiB chunks: 500 GiB)
 MAX_CHUNKS = 999_999
 
@@ -73,10 +84,12 @@ class KafkaStore(StateStore):
         is ~1 MB).
     timeout
         Seconds to reach the broker and to read the topic to its end before giving up.
+    lease
+        Seconds the member's lease holds without renewal (see :mod:`streamnb.kafka.lease`).
     """
 
     def __init__(self, bootstrap: str, topic: str, member: str = "main", keep: int = 2,
-                 chunk_bytes: int = 512 * 1024, timeout: float = 30.0) -> None:
+                 chunk_bytes: int = 512 * 1024, timeout: float = 30.0, lease: float = 15.0) -> None:
         if chunk_bytes < 1:
             raise ValueError("chunk_bytes must be >= 1")
         super().__init__(member, keep)
@@ -92,6 +105,9 @@ class KafkaStore(StateStore):
         self._chunks: dict[tuple[str, int], dict[int, bytes]] = {}
         self.records_read = 0
         self._read_once = False
+        #: member -> its lease in force at the point of the log read so far
+        self._leases: dict[str, Lease] = {}
+        self.lease_ttl = lease
 
     # -- connections ----------------------------------------------------------------------------
     def _connect(self) -> KafkaConsumer:
@@ -121,7 +137,30 @@ class KafkaStore(StateStore):
                 raise StateError(f"state store {self.url}: cannot reach {self.bootstrap}: {exc}") from exc
         return self._producer
 
+    # -- the member's lease -------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take this member's lease (:class:`~streamnb.kafka.lease.MemberInUseError` if another
+        live instance holds it)."""
+        self.lease = LeaseKeeper(self.member, self.url, self.lease_ttl, self._read_lease, self._swap_lease)
+        self.lease.acquire()
+
+    def lease_of(self, member: str) -> Lease | None:
+        """``member``'s lease in force (None: none), read to the end of the topic."""
+        self._catch_up()
+        return self._leases.get(member)
+
+    def _read_lease(self) -> Lease | None:
+        return self.lease_of(self.member)
+
+    def _swap_lease(self, new: Lease, seen: Lease | None) -> bool:
+        """Append ``new`` and read the log to its end: the replay decides whether it took."""
+        self._send([(f"lease/{self.member}".encode(), new.to_bytes(self.member))])
+        self._catch_up()
+        return self._leases.get(self.member) == new
+
     def release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
         for client in (self._consumer, self._producer):
             if client is not None:
                 try:
@@ -158,6 +197,10 @@ class KafkaStore(StateStore):
         except UnicodeDecodeError:
             key = ""
         m = _MANIFEST.match(key)
+        c = None if m else _CHUNK.match(key)
+        owner = m or c
+        if owner is not None and self._fenced(owner.group(1), rec):
+            return
         if m:
             member, ck_id = m.group(1), int(m.group(2))
             if rec.value is None:
@@ -170,7 +213,6 @@ class KafkaStore(StateStore):
             self._manifests.setdefault(member, {})[ck_id] = manifest
             self._trim(member)
             return
-        c = _CHUNK.match(key)
         if c:
             member, ck_id, index = c.group(1), int(c.group(2)), int(c.group(3))
             if rec.value is None:
@@ -180,7 +222,41 @@ class KafkaStore(StateStore):
             if ck_id > newest - self.keep:  # older chunks can never be read again
                 self._chunks.setdefault((member, ck_id), {})[index] = rec.value
             return
+        le = _LEASE.match(key)
+        if le:
+            self._take_lease(le.group(1), rec)
+            return
         log.warning("state store %s: ignoring a record with key %r at offset %d", self.url, key[:100], rec.offset)
+
+    def _fenced(self, member: str, rec: Any) -> bool:
+        """A checkpoint record (chunk, manifest or tombstone) written by an instance that is not
+        ``member``'s lease holder at this point of the log: ignored (the fencing token)."""
+        holder = self._leases.get(member)
+        if holder is None:
+            return False
+        writer = next((bytes(v) for k, v in (rec.headers or ()) if k == INSTANCE_HEADER), None)
+        if writer is None or writer == holder.instance.encode():
+            return False
+        log.warning("state store %s: ignoring %s at offset %d, written by instance %s after member %s was "
+                    "leased to %s", self.url, rec.key[:100], rec.offset, writer[:200], member, holder.instance)
+        return True
+
+    def _take_lease(self, member: str, rec: Any) -> None:
+        """Replay one lease record: a renewal or release by the holder, or a takeover naming the
+        holder it replaces (or the first lease seen) is in force; any other is ignored."""
+        if rec.value is None:
+            self._leases.pop(member, None)
+            return
+        lease = Lease.from_bytes(rec.value)
+        if lease is None:
+            log.error("state store %s: ignoring an unreadable lease of %s at offset %d", self.url, member, rec.offset)
+            return
+        holder = self._leases.get(member)
+        if holder is None or lease.instance == holder.instance or lease.prev == holder.instance:
+            self._leases[member] = lease
+        else:
+            log.debug("state store %s: lease of %s by %s at offset %d lost to %s", self.url, member,
+                      lease.instance, rec.offset, holder.instance)
 
     def _forget(self, member: str, ck_id: int) -> None:
         self._manifests.get(member, {}).pop(ck_id, None)
@@ -224,8 +300,9 @@ class KafkaStore(StateStore):
     def _send(self, items: list[tuple[bytes, bytes | None]]) -> None:
         """Send records and wait until every one is acknowledged (or raise :class:`StateError`)."""
         producer = self._producer_()
+        headers = [(INSTANCE_HEADER, self.lease.instance.encode())] if self.lease is not None and self.lease.held else None
         try:
-            futures = [producer.send(self.topic, key=k, value=v, partition=0) for k, v in items]
+            futures = [producer.send(self.topic, key=k, value=v, partition=0, headers=headers) for k, v in items]
             producer.flush(timeout=self.timeout)
             for f in futures:
                 f.get(timeout=self.timeout)

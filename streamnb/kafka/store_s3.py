@@ -6,6 +6,11 @@ S3 lists and reads are strongly consistent, so no manifest is needed; a new obje
 with ``If-None-Match: *``, so two live instances that share a member name cannot overwrite one
 another's checkpoint (the second write fails and is counted as a failed checkpoint).
 
+A member name is guarded by a lease (:mod:`streamnb.kafka.lease`), the object
+``<prefix>/leases/<member>.json``, written by conditional PUTs (``If-Match`` the ETag read,
+``If-None-Match: *`` for the first): a second live instance with one ``--member`` is refused at
+start, and an instance that finds its lease taken over writes no more checkpoints and stops.
+
 The client is boto3, configured the usual way (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_DEFAULT_REGION``, profiles, instance roles; ``AWS_ENDPOINT_URL`` for MinIO, Ceph, moto or
 another S3-compatible server).
@@ -18,6 +23,7 @@ import re
 from typing import Any
 
 from streamnb.exceptions import MissingExtraError, StateError
+from streamnb.kafka.lease import Lease, LeaseKeeper, MAX_LEASE_BYTES
 from streamnb.kafka.statestore import StateStore
 
 __all__ = ["S3Store"]
@@ -40,11 +46,15 @@ class S3Store(StateStore):
         See :class:`~streamnb.kafka.statestore.StateStore`.
     client
         A boto3 S3 client (default: ``boto3.client("s3")`` from the environment).
+    lease
+        Seconds the member's lease holds without renewal (see :mod:`streamnb.kafka.lease`).
     """
 
     def __init__(self, bucket: str, prefix: str = "", member: str = "main", keep: int = 2,
-                 client: Any = None) -> None:
+                 client: Any = None, lease: float = 15.0) -> None:
         super().__init__(member, keep)
+        self.lease_ttl = lease
+        self._lease_etag: str | None = None
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.url = f"s3://{bucket}/{self.prefix}"
@@ -62,6 +72,57 @@ class S3Store(StateStore):
 
             self._client = boto3.client("s3")
         return self._client
+
+    # -- the member's lease -------------------------------------------------------------------------
+    def acquire(self) -> None:
+        """Take this member's lease (:class:`~streamnb.kafka.lease.MemberInUseError` if another
+        live instance holds it)."""
+        self.lease = LeaseKeeper(self.member, self.url, self.lease_ttl, self._read_lease, self._swap_lease)
+        self.lease.acquire()
+
+    def release(self) -> None:
+        if self.lease is not None:
+            self.lease.release()
+
+    def _lease_key(self, member: str | None = None) -> str:
+        return f"{self.prefix}leases/{member or self.member}.json"
+
+    def lease_of(self, member: str) -> Lease | None:
+        """``member``'s lease (None: none)."""
+        return self._lease_and_etag(member)[0]
+
+    def _read_lease(self) -> Lease | None:
+        lease, self._lease_etag = self._lease_and_etag(self.member)
+        return lease
+
+    def _lease_and_etag(self, member: str) -> tuple[Lease | None, str | None]:
+        name = f"s3://{self.bucket}/{self._lease_key(member)}"
+        try:
+            got = self.client.get_object(Bucket=self.bucket, Key=self._lease_key(member))
+            if got.get("ContentLength", 0) > MAX_LEASE_BYTES:
+                raise StateError(f"{name}: not a lease ({got['ContentLength']} bytes)")
+            body = bytes(got["Body"].read())
+        except self._errors as exc:
+            if _code(exc) in ("NoSuchKey", "404"):
+                return None, None
+            raise StateError(f"{name}: {exc}") from exc
+        lease = Lease.from_bytes(body)
+        if lease is None:
+            raise StateError(f"{name}: not a streamnb lease; delete it if no instance of member {member!r} runs")
+        return lease, got["ETag"]
+
+    def _swap_lease(self, new: Lease, seen: Lease | None) -> bool:
+        """PUT ``new`` only if the object is still the one read (its ETag), or absent."""
+        condition = {"IfNoneMatch": "*"} if seen is None else {"IfMatch": self._lease_etag}
+        try:
+            put = self.client.put_object(Bucket=self.bucket, Key=self._lease_key(), Body=new.to_bytes(self.member),
+                                         **condition)
+        except self._errors as exc:
+            if _code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404"):
+                return False
+            raise StateError(f"s3://{self.bucket}/{self._lease_key()}: write failed: {exc}") from exc
+        self._lease_etag = put["ETag"]
+        return True
 
     def _key(self, member: str, ck_id: int) -> str:
         return f"{self.prefix}{member}/{ck_id:012d}.ckpt"
@@ -102,3 +163,9 @@ class S3Store(StateStore):
             self.client.delete_object(Bucket=self.bucket, Key=self._key(member, ck_id))
         except self._errors as exc:
             raise StateError(f"{self._name(member, ck_id)}: delete failed: {exc}") from exc
+
+
+def _code(exc: Exception) -> str:
+    """The S3 error code of a botocore error ('' if none)."""
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""

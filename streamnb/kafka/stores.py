@@ -42,8 +42,10 @@ def parse_state_url(url: str) -> tuple[str, str, str]:
     raise ValueError(f"state URL {url!r}: {_USAGE}")
 
 
-def open_store(url: str, member: str = "main", bootstrap: str | None = None, keep: int = 2) -> StateStore:
-    """The store ``url`` names, as seen by ``member`` (``kafka:`` needs ``bootstrap``).
+def open_store(url: str, member: str = "main", bootstrap: str | None = None, keep: int = 2,
+               lease: float = 15.0) -> StateStore:
+    """The store ``url`` names, as seen by ``member`` (``kafka:`` needs ``bootstrap``); ``lease``:
+    seconds the member name's lease holds in ``kafka:`` and ``s3://`` (:mod:`streamnb.kafka.lease`).
 
     Nothing is contacted until the store is first used.
     """
@@ -59,7 +61,7 @@ def open_store(url: str, member: str = "main", bootstrap: str | None = None, kee
             raise ValueError(f"state URL {url!r} needs the Kafka bootstrap servers (--bootstrap)")
         from streamnb.kafka.store_kafka import KafkaStore
 
-        return KafkaStore(bootstrap, where, member, keep)
+        return KafkaStore(bootstrap, where, member, keep, lease=lease)
     from streamnb.kafka.store_s3 import S3Store
 
-    return S3Store(where, prefix, member, keep)
+    return S3Store(where, prefix, member, keep, lease=lease)

@@ -264,7 +264,7 @@ def run_member_c(bootstrap, names, url, disk: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), "HOME": str(disk), "TMPDIR": str(disk)}
     return subprocess.Popen(
         [sys.executable, "-m", "streamnb.cli", "run", "--bootstrap", bootstrap, "--input", names.topic,
-         "--output", names.output, "--group-id", names.group, "--member", "c", "--state", url,
+         "--output", names.output, "--group-id", names.group, "--member", "c", "--state", url, "--state-lease", "4",
          "--checkpoint-every", "400", "--checkpoint-interval", "0.3", "--batch-size", "200",
          "--model", "categorical", "--model-topic", f"models-{names.group}", "--model-interval", "0.2",
          "--log-level", "warning"],
@@ -313,7 +313,8 @@ def test_lost_member_and_its_disk_replaced_from_the_store(bootstrap, names, tmp_
         for i in range(half, three_q, 250):
             produce(bootstrap, names.topic, events[i:i + 250])
         disks["c"].mkdir()
-        c = member(bootstrap, names, disks["c"], "c", state=url)  # the replacement, on an empty disk
+        # the replacement, on an empty disk: takes c's name once the killed c's lease (4 s) expires
+        c = member(bootstrap, names, disks["c"], "c", state=url, state_lease=4.0)
         services.append(c)
         runs.append(start(c))
         wait_until(lambda: split(services, n_partitions) or any(not r.thread.is_alive() for r in runs),

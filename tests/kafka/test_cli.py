@@ -92,6 +92,7 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
     "member": ("m2", ["--member", "m2"]),
     "checkpoint_dir": ("ck", ["--checkpoint-dir", "ck"]),
     "state": ("dir:/tmp/s", ["--state", "dir:/tmp/s"]),
+    "state_lease": (4.0, ["--state-lease", "4"]),
     "checkpoint_every": (5, ["--checkpoint-every", "5"]),
     "checkpoint_interval": (2.5, ["--checkpoint-interval", "2.5"]),
     "batch_size": (10, ["--batch-size", "10"]),

@@ -29,6 +29,7 @@ class Listeners:
     milter_timeout: float = 300.0  # Postfix keeps a milter connection for a whole SMTP session
     max_connections: int = 256
     max_body: int = 64 << 20
+    milter_user: str = "first-recipient"  # see milter_bridge.user_key
 
 
 async def serve(config: ServeConfig, listeners: Listeners,
@@ -55,7 +56,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
             from streamnb.mailserve.milter_bridge import start_milter
 
             milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
-                                        max_connections=listeners.max_connections)  # fmt: skip
+                                        max_connections=listeners.max_connections,
+                                        user=listeners.milter_user)  # fmt: skip
             ports["milter"] = milter.port
         if ready is not None:
             ready(ports)

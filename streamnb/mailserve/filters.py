@@ -85,7 +85,7 @@ class MailFilters:
         self.tokenizer = Tokenizer()
         shared, position, ledger = self._load_shared(max_ham_rate)
         self.users = PerKey(shared, by=None, takeover=takeover, learn_shared=learn_shared,
-                            max_resident=max_resident, store=f"{self.path}.users",
+                            max_resident=max_resident, store=f"{self.path}.users", sync_evictions=False,
                             key_model=SpamFilter(max_tokens=user_max_tokens, max_ham_rate=None, max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)

@@ -15,8 +15,12 @@ messages asked about. Printed, never asserted:
 * ``streamnb mail classify --model M < message`` in a fresh process per message (median time);
 * ``bogofilter -T < message`` in a fresh process per message (the Debian package, trained on the
   same 3,000 messages; skipped with a note when not installed);
-* resident memory of the daemon with 10,000 users learning one message each, at most
-  ``--max-resident`` of them in memory.
+* resident memory of the daemon and learns per second with 10,000 new users learning one
+  message each, at most ``--max-resident`` of them in memory (each learn fsynced in the journal;
+  the evicted users' filters written, made durable at the snapshots);
+* growth: verdict latency p50 / p99 at 1 HTTP client against a model of ~1,000 distinct tokens
+  (trained on the first few messages) and one of ~100,000 (the 3,000 messages plus synthetic
+  tokens of messages of random words), the same messages asked.
 
 Run: ``.venv/bin/python benchmarks/bench_mail_serve.py`` (``--quick``: fewer messages and users).
 """
@@ -174,6 +178,38 @@ def memory(tmp: Path, data: list[tuple[bytes, str]], users: int, resident: int) 
     return before, after, seconds
 
 
+def sized_model(path: Path, train: list[tuple[bytes, str]], tokens: int) -> int:
+    """A SpamFilter of about ``tokens`` distinct tokens saved at ``path``: the first training
+    messages until it has them, then messages of synthetic words (seeded); its token count."""
+    tok, filt = Tokenizer(), SpamFilter()
+    for raw, label in train:
+        if filt.n_tokens >= tokens:
+            break
+        filt.learn_one(tok.transform_one(raw), label)
+    rng, i = random.Random(1), 0
+    while filt.n_tokens < tokens:
+        words = {f"syn{rng.randrange(10**9):09d}": 1 for _ in range(min(500, tokens - filt.n_tokens))}
+        filt.learn_one(words, "spam" if i % 2 else "ham")
+        i += 1
+    persistence.save(filt, path)
+    return filt.n_tokens
+
+
+def growth(tmp: Path, train: list[tuple[bytes, str]], ask: list[bytes]) -> list[tuple[int, float, float]]:
+    """(tokens, p50 ms, p99 ms) of HTTP verdicts at 1 client, for models of ~1k and ~100k tokens."""
+    out = []
+    for size in (1_000, 100_000):
+        model = tmp / f"growth{size}.snb"
+        n_tokens = sized_model(model, train, size)
+        daemon = Daemon(model, "--http", "127.0.0.1:0")
+        try:
+            p50, p99, _ = asyncio.run(http_load(daemon.ports["http"], ask, 1))
+        finally:
+            daemon.stop()
+        out.append((n_tokens, p50, p99))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -255,8 +291,11 @@ def main() -> None:
         print(f"daemon resident memory after the load: {rss:.0f} MiB")
         random.seed(0)
         before, after, seconds = memory(tmp, train, n_users, 1000)
-        print(f"{n_users:,} users learning one message each (at most 1,000 in memory): RSS {before:.0f} -> "
-              f"{after:.0f} MiB, {n_users / seconds:.0f} learns/s (each fsynced, evictions written)")  # fmt: skip
+        print(f"{n_users:,} new users learning one message each (at most 1,000 in memory): RSS {before:.0f} -> "
+              f"{after:.0f} MiB, {n_users / seconds:.0f} learns/s (8 clients; each learn fsynced in the journal, "
+              "evicted users written, synced at snapshots)")  # fmt: skip
+        for n_tokens, p50, p99 in growth(tmp, train, ask):
+            print(f"growth: model of {n_tokens:,} tokens, HTTP at 1 client: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -41,7 +41,10 @@ replaying a log over saved states learns every event exactly once.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
+import logging
 import os
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Mapping
@@ -59,28 +62,128 @@ __all__ = ["DirectoryStore", "PerKey"]
 
 #: The capability a learner needs to be blended per key.
 BLEND = "predict_proba_blend"
+#: The suffix of a learner written by :meth:`DirectoryStore.stage`, not yet synced.
+PENDING = ".pending"
+
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def _syncfs() -> Any:
+    """Linux's ``syncfs(2)`` (every file of one filesystem to disk in one call), or None."""
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError, TypeError):
+        return None
+    syncfs.argtypes, syncfs.restype = [ctypes.c_int], ctypes.c_int
+    return syncfs
 
 
 class DirectoryStore:
     """Learners of evicted keys, one archive per key in ``path`` (named by a hash of the key),
-    each with the key and the learner's position, written atomically."""
+    each with the key and the learner's position, written atomically.
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    :meth:`save` makes the file durable at once (fsync). :meth:`stage` only writes it (a
+    ``.pending`` file beside the durable one, no fsync): it survives the process being killed,
+    not the machine stopping, until :meth:`sync` makes every staged file durable at once (one
+    ``syncfs`` of the store's filesystem on Linux, else an fsync per file) and puts each in place
+    of its durable file. A key is read from whichever of its two files holds the later position;
+    a staged file that a machine crash left torn is dropped (what it held must be recoverable
+    from elsewhere, e.g. a journal not yet emptied: see :class:`PerKey`'s ``sync_evictions``).
+    A ``read_only`` store (of a directory another process writes) only reads.
+    """
+
+    def __init__(self, path: str | os.PathLike, read_only: bool = False) -> None:
         self.path = Path(path)
+        self.read_only = read_only  # another process writes: never change a file here
+        self._staged: set[Path] = set()
+        if read_only:
+            return
         self.path.mkdir(parents=True, exist_ok=True)
+        for pending in self.path.glob(f"*/*{PENDING}"):  # staged by an earlier process, not synced
+            try:
+                persistence.loads(pending.read_bytes())
+            except StateError as exc:
+                log.warning("%s: dropping a torn staged learner (%s)", pending, exc)
+                pending.unlink()
+                continue
+            self._staged.add(pending)
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StateError(f"{self.path} is read only here: another process writes it")
 
     def _file(self, key: Hashable) -> Path:
         digest = hashlib.sha256(repr(encode_key(key)).encode()).hexdigest()
         return self.path / digest[:2] / f"{digest}.snb"
 
-    def save(self, key: Hashable, model: Any, position: int) -> None:
+    @staticmethod
+    def _pending(path: Path) -> Path:
+        return path.with_suffix(PENDING)
+
+    def _data(self, key: Hashable, model: Any, position: int) -> tuple[Path, bytes]:
         path = self._file(key)
         path.parent.mkdir(exist_ok=True)
-        persistence.save(model, path, extra={"key": [encode_key(key)], "position": position})
+        return path, persistence.dumps(model, extra={"key": [encode_key(key)], "position": position})
 
-    def load(self, key: Hashable) -> tuple[Any, int] | None:
-        """The learner saved for ``key`` and its position, or None."""
-        path = self._file(key)
+    def save(self, key: Hashable, model: Any, position: int) -> None:
+        """Write the key's learner durably (fsynced before this returns)."""
+        self._writable()
+        path, data = self._data(key, model, position)
+        persistence.write_atomic(path, data)
+        pending = self._pending(path)
+        if pending in self._staged:  # older than what was just saved
+            self._staged.discard(pending)
+            pending.unlink(missing_ok=True)
+
+    def stage(self, key: Hashable, model: Any, position: int) -> None:
+        """Write the key's learner without waiting for the disk (see the class); durable at the
+        next :meth:`sync`."""
+        self._writable()
+        path, data = self._data(key, model, position)
+        pending = self._pending(path)
+        persistence.write_atomic(pending, data, durable=False)
+        self._staged.add(pending)
+
+    def sync(self) -> None:
+        """Make every staged learner durable and put it in place of the key's durable file."""
+        if not self._staged:
+            return
+        staged = sorted(self._staged)
+        self._to_disk(staged)
+        for pending in staged:
+            os.replace(pending, pending.with_suffix(".snb"))
+        self._to_disk(staged)  # the renames, before anything relies on them
+        self._staged.clear()
+
+    def _to_disk(self, files: list[Path]) -> None:
+        syncfs = _syncfs()
+        if syncfs is not None:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                if syncfs(fd) != 0:
+                    err = ctypes.get_errno()
+                    raise OSError(err, f"syncfs {self.path}: {os.strerror(err)}")
+            finally:
+                os.close(fd)
+            return
+        for path in files:  # without syncfs: each file (if still there) and each folder
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for folder in {path.parent for path in files}:
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def _read(self, path: Path, key: Hashable) -> tuple[Any, int] | None:
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -90,8 +193,25 @@ class DirectoryStore:
             raise StateError(f"{path} holds another key's model")
         return model, int(extra.get("position", -1))
 
+    def load(self, key: Hashable) -> tuple[Any, int] | None:
+        """The learner saved for ``key`` and its position, or None."""
+        path = self._file(key)
+        durable = self._read(path, key)
+        pending = self._pending(path)
+        try:
+            staged = self._read(pending, key)
+        except StateError as exc:  # only a machine crash before sync() tears one
+            if not self.read_only:
+                log.warning("%s: dropping a torn staged learner (%s)", pending, exc)
+                self._staged.discard(pending)
+                pending.unlink()
+            return durable
+        if staged is None or (durable is not None and durable[1] > staged[1]):
+            return durable
+        return staged
+
     def __len__(self) -> int:
-        return sum(1 for _ in self.path.glob("*/*.snb"))
+        return len({p.stem for p in self.path.glob("*/*.snb")} | {p.stem for p in self.path.glob(f"*/*{PENDING}")})
 
 
 class PerKey(base.Wrapper, base.Classifier):
@@ -124,15 +244,24 @@ class PerKey(base.Wrapper, base.Classifier):
         False where the shared learner is saved with its log's offsets by its owner (the Kafka
         service: positions of several partitions do not order events across them): only the
         keys' learners, which are saved on eviction between checkpoints, skip by position.
+    sync_evictions
+        Whether an evicted key's learner is fsynced before it leaves memory (True), or only
+        written (:meth:`DirectoryStore.stage`) and made durable, all at once, by the next
+        :meth:`flush`. False is for an owner that keeps every event since its last
+        :meth:`flush` in a log it replays after a crash (the mail daemon's journal, emptied only
+        after a flush): a learner a machine crash tore is then rebuilt from its last durable
+        state and the log, and evictions cost no disk wait.
     write_back
-        Whether evicted keys' learners are written to ``store``. False for a read replica of a
-        store another process writes (the mail daemon's check workers): an evicted key is
-        dropped, and read back from the store (at the position it was written with) when needed.
+        Whether evicted keys' learners are written to ``store`` at all. False for a read replica
+        of a store another process writes (the mail daemon's check workers): the store is only
+        read, an evicted key is dropped and read back (at the position it was written with)
+        when needed.
     """
 
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
                  max_resident: int | None = None, store: str | None = None, key_model: Any = None,
-                 shared_positions: bool = True, write_back: bool = True) -> None:  # fmt: skip
+                 shared_positions: bool = True, sync_evictions: bool = True,
+                 write_back: bool = True) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -147,8 +276,9 @@ class PerKey(base.Wrapper, base.Classifier):
         self.store = store
         self.key_model = key_model
         self.shared_positions = shared_positions
+        self.sync_evictions = sync_evictions
         self.write_back = write_back
-        self._store = None if store is None else DirectoryStore(store)
+        self._store = None if store is None else DirectoryStore(store, read_only=not write_back)
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
         self._dirty: set[Hashable] = set()
@@ -209,17 +339,25 @@ class PerKey(base.Wrapper, base.Classifier):
             position = self._positions.pop(key)
             if key in self._dirty:
                 if self.write_back:
-                    self._store.save(key, user, position)
+                    self._write(key, user, position)
                 self._dirty.discard(key)
 
+    def _write(self, key: Hashable, user: Any, position: int) -> None:
+        assert self._store is not None
+        if self.sync_evictions:
+            self._store.save(key, user, position)
+        else:
+            self._store.stage(key, user, position)
+
     def flush(self) -> None:
-        """Write every changed resident key's learner to the store (nothing without
-        ``write_back``)."""
+        """Write every changed resident key's learner to the store; on return every key's
+        learner in the store is durable (evicted ones included). Nothing without ``write_back``."""
         if self._store is None or not self.write_back:
             return
         for key in list(self._dirty):
-            self._store.save(key, self._users[key], self._positions[key])
+            self._write(key, self._users[key], self._positions[key])
         self._dirty.clear()
+        self._store.sync()
 
     def is_resident(self, key: Hashable) -> bool:
         """Whether the key's learner is in memory."""

@@ -251,11 +251,12 @@ def save(model: Any, path: str | os.PathLike, extra: dict | None = None) -> None
     write_atomic(path, dumps(model, extra))
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike, data: bytes, durable: bool = True) -> None:
     """Write a file atomically: temp file in the same folder, fsync, rename, fsync the folder.
 
     If anything fails (disk full included), the previous file at ``path`` is left intact and
-    no temp file is left behind.
+    no temp file is left behind. With ``durable=False`` nothing is fsynced: the file is whole
+    or absent for other processes and after this one is killed, but a machine crash can tear it.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -263,11 +264,14 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from streamnb.exceptions import StreamnbError
+
 __all__ = ["serve"]
 
 
@@ -32,6 +34,9 @@ def _fraction(value: float | None, name: str) -> float | None:
 @click.option("--http", "http", default="127.0.0.1:11333", show_default=True,
               help="HOST:PORT of the rspamd-compatible HTTP listener ('off': none).")
 @click.option("--milter", "milter", default=None, help="HOST:PORT of the milter listener (none by default).")
+@click.option("--milter-user", default="first-recipient", show_default=True, metavar="first-recipient|header:NAME|none",
+              help="Whose filter answers a milter message: the envelope's first recipient, the first address in "
+                   "a header the MTA sets (e.g. header:X-Original-To), or none (the shared filter).")
 @click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
               help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
 @click.option("--takeover", default=50.0, show_default=True, type=float,
@@ -61,7 +66,7 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Learns between snapshots of the models (the journal keeps them meanwhile).")
 @click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
               help="Seconds between snapshots when something was learned.")
-def serve(model: str, http: str | None, milter: str | None, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
+def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
           timeout: float, milter_timeout: float, max_connections: int, workers: int, snapshot_every: int,
           snapshot_seconds: float) -> None:  # fmt: skip
@@ -77,10 +82,15 @@ def serve(model: str, http: str | None, milter: str | None, max_ham_rate: float,
 
     try:
         from streamnb.mailserve.server import Listeners, serve as run
+        from streamnb.mailserve.milter_bridge import user_key
         from streamnb.mailserve.service import ServeConfig
     except ImportError as exc:
         click.echo(f"streamnb mail serve needs the mail extra: pip install 'streamnb[mail]' ({exc})", err=True)
         sys.exit(5)
+    try:
+        user_key(milter_user)
+    except StreamnbError as exc:
+        raise click.BadParameter(str(exc), param_hint="--milter-user") from None
     if not 0.0 < max_ham_rate < 1.0:
         raise click.BadParameter(f"{max_ham_rate}: expected a share in (0, 1)", param_hint="--max-ham-rate")
     config = ServeConfig(model, max_ham_rate=max_ham_rate, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
@@ -89,7 +99,7 @@ def serve(model: str, http: str | None, milter: str | None, max_ham_rate: float,
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
                          snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
-                          max_connections, workers=workers)
+                          max_connections, milter_user=milter_user, workers=workers)
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -109,7 +109,8 @@ class MailFilters:
         cfg = self._settings
         shared, position, seq, ledger = self._load_shared(cfg["max_ham_rate"])
         self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
-                            max_resident=cfg["max_resident"], store=f"{self.path}.users", write_back=not self.replica,
+                            max_resident=cfg["max_resident"], store=f"{self.path}.users", sync_evictions=False,
+                            write_back=not self.replica,
                             key_model=SpamFilter(max_tokens=cfg["user_max_tokens"], max_ham_rate=None,
                                                  max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)

@@ -33,6 +33,7 @@ class Listeners:
     milter_timeout: float = 300.0  # Postfix keeps a milter connection for a whole SMTP session
     max_connections: int = 256  # per process
     max_body: int = 64 << 20
+    milter_user: str = "first-recipient"  # see milter_bridge.user_key
     workers: int = 1  # processes answering; the first one alone learns
 
 
@@ -62,7 +63,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
             from streamnb.mailserve.milter_bridge import start_milter
 
             milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
-                                        max_connections=listeners.max_connections, reuse_port=shared_ports)  # fmt: skip
+                                        max_connections=listeners.max_connections,
+                                        user=listeners.milter_user, reuse_port=shared_ports)  # fmt: skip
             ports["milter"] = milter.port
         if private is not None:  # the workers' way to learn: the same app on a private socket
             socket = f"{private}/writer.sock"

@@ -15,7 +15,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
@@ -264,3 +265,16 @@ class PrivatePostfix:
         out = subprocess.run(["postcat", "-c", str(self.config_dir), "-q", queue_id],
                              capture_output=True, text=True, timeout=30, check=True)
         return out.stdout
+
+
+@contextmanager
+def running_postfix(milter_port: int, milter_default_action: str = "tempfail") -> Iterator[PrivatePostfix]:
+    """A started :class:`PrivatePostfix` passing mail to the milter on ``milter_port``; stopped
+    and removed on exit."""
+    instance = PrivatePostfix(milter_port=milter_port, milter_default_action=milter_default_action)
+    try:
+        instance.start()
+        yield instance
+    finally:
+        instance.stop()
+        instance.remove()

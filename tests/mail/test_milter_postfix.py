@@ -17,7 +17,7 @@ import pytest
 
 from streamnb.mailserve.milter import Decision, Envelope
 from tests.mail.milter_thread import MilterThread
-from tests.mail.postfix import PrivatePostfix, free_port, wait_until
+from tests.mail.postfix import PrivatePostfix, free_port, running_postfix, wait_until
 
 SEEN: list[tuple[bytes, Envelope]] = []
 
@@ -45,14 +45,8 @@ def milter() -> Iterator[MilterThread]:
 
 
 @pytest.fixture(scope="module")
-def postfix(postfix_installed: str, milter: MilterThread) -> Iterator[PrivatePostfix]:
-    instance = PrivatePostfix(milter_port=milter.port, milter_default_action="tempfail")
-    instance.start()
-    try:
-        yield instance
-    finally:
-        instance.stop()
-        instance.remove()
+def milter_port(milter: MilterThread) -> int:
+    return milter.port
 
 
 def send(postfix: PrivatePostfix, subject: str, body: str, extra_headers: str = "",
@@ -172,18 +166,13 @@ def test_several_messages_in_one_smtp_session(postfix: PrivatePostfix) -> None:
 
 
 def test_with_the_milter_down_postfix_applies_milter_default_action(postfix_installed: str) -> None:
-    instance = PrivatePostfix(milter_port=free_port(), milter_default_action="tempfail")
-    instance.start()
-    try:
+    with running_postfix(free_port()) as instance:
         with pytest.raises(smtplib.SMTPSenderRefused) as refused:
             send(instance, "down one", "hello")
         assert (refused.value.smtp_code, refused.value.smtp_error) == (
             451, b"4.7.1 Service unavailable - try again later")
         assert f"warning: connect to Milter service inet:127.0.0.1:{instance.milter_port}: Connection refused" \
             in instance.log()
-    finally:
-        instance.stop()
-        instance.remove()
 
 
 def test_postfix_is_not_held_back_by_delayed_acks(postfix: PrivatePostfix) -> None:

@@ -28,14 +28,8 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 
 
 @pytest.fixture(scope="module")
-def postfix(postfix_installed: str, daemon: Daemon) -> Iterator[PrivatePostfix]:
-    instance = PrivatePostfix(milter_port=daemon.ports["milter"], milter_default_action="tempfail")
-    instance.start()
-    try:
-        yield instance
-    finally:
-        instance.stop()
-        instance.remove()
+def milter_port(daemon: Daemon) -> int:
+    return daemon.ports["milter"]
 
 
 def submit(postfix: PrivatePostfix, subject: str, words: list[str], forged: str = "") -> None:

@@ -62,7 +62,7 @@ class Daemon:
             lines.append(line)
             if line.startswith('{"ready"'):
                 self.ports = json.loads(line)["ready"]
-                self.log: list[str] = []
+                self.log: list[str] = lines  # what it said while starting, then the rest
                 threading.Thread(target=self._drain, daemon=True).start()  # a full pipe would block it
                 return self
             if not line and self.proc.poll() is not None:

@@ -18,15 +18,11 @@ a record below them, so after any crash every event is learned exactly once. Out
 
 from __future__ import annotations
 
-import copy
 import logging
-import signal
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from streamnb import persistence
 from streamnb.exceptions import StateError
 from streamnb.kafka.checkpointing import Checkpointing, Due
 from streamnb.kafka.config import ServiceConfig, make_model
@@ -38,58 +34,20 @@ from streamnb.kafka.metrics import Health, Metrics, Progress, RollingAccuracy
 from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.outputs import Predictions, Rejects
 from streamnb.kafka.pending import Pending
+from streamnb.kafka.pristine import Pristine
 from streamnb.kafka.publisher import DeadLetter, Publisher
+from streamnb.kafka.signals import install_stop_signals, restore_signals
 from streamnb.kafka.source import Backoff, make_source
 from streamnb.kafka.statestore import tp_key
 from streamnb.kafka.step import Stepper
 from streamnb.kafka.stores import open_store
+from streamnb.kafka.summary import RunSummary
 from streamnb.kafka.topics import ensure_topics
 from streamnb.perkey import PerKey
 
 __all__ = ["RunSummary", "Service"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunSummary:
-    """What one :meth:`Service.run` did."""
-
-    events: int = 0
-    learned: int = 0
-    predicted: int = 0
-    late_labels: int = 0
-    dead_letters: dict = field(default_factory=dict)
-    checkpoints: int = 0
-    checkpoint_id: int = 0
-    n_seen: float = 0.0
-    seconds: float = 0.0
-    accuracy: float | None = None
-    reason: str = ""
-    snapshots_published: int = 0
-    snapshots_received: int = 0
-    snapshots_ignored: int = 0
-
-    @property
-    def rate(self) -> float:
-        return self.events / self.seconds if self.seconds else 0.0
-
-
-class _Pristine:
-    """Fresh copies of a model as it was when this was made (its saved state; a deep copy for a
-    learner :mod:`streamnb.persistence` cannot save)."""
-
-    def __init__(self, model: Any) -> None:
-        try:
-            self._state: bytes | None = persistence.dumps(model)
-            self._copy = None
-        except Exception:  # noqa: BLE001 - not savable: checkpoints will say so; copy it here
-            self._state, self._copy = None, copy.deepcopy(model)
-
-    def copy(self) -> Any:
-        if self._state is not None:
-            return persistence.loads(self._state)
-        return copy.deepcopy(self._copy)
 
 
 class Service:
@@ -114,7 +72,7 @@ class Service:
         self.config = c = config
         self._initial_model = model
         #: fresh copies of ``model`` as given: what a rollback with no checkpoint returns to
-        self._pristine = _Pristine(model) if model is not None else None
+        self._pristine = Pristine(model) if model is not None else None
         self.featurize: Featurizer = featurizer or (
             TextFeaturizer(c.text_field, c.label_field) if c.text_field
             else FieldFeaturizer(c.label_field, c.features, c.ignore_fields, c.allow_missing)
@@ -183,7 +141,7 @@ class Service:
     def run(self) -> RunSummary:
         """Run until :meth:`stop`, SIGTERM/SIGINT, ``max_events`` or ``exit_when_idle``."""
         c = self.config
-        handlers = self._install_signals()
+        handlers = install_stop_signals(self._stop)
         started = time.monotonic()
         progress = Progress(enabled=c.progress)
         self.checkpointer.acquire()
@@ -204,7 +162,7 @@ class Service:
                 progress.finish()
                 self.metrics.close()
                 self.checkpointer.release()
-                self._restore_signals(handlers)
+                restore_signals(handlers)
                 self.summary.seconds = time.monotonic() - started
                 self.summary.accuracy = self.accuracy.get()
                 self.summary.n_seen = float(self.model.n_seen) if self.model is not None else 0.0
@@ -492,24 +450,3 @@ class Service:
             self.models.close()
         if self.publisher is not None:
             self.publisher.close()
-
-    def _install_signals(self) -> dict:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        old = {}
-
-        def handler(signum: int, _frame: Any) -> None:
-            if self._stop.is_set() and signum == signal.SIGINT:
-                raise KeyboardInterrupt
-            log.info("received %s: finishing the batch, checkpointing, leaving the group",
-                     signal.Signals(signum).name)
-            self._stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            old[sig] = signal.signal(sig, handler)
-        return old
-
-    @staticmethod
-    def _restore_signals(old: dict) -> None:
-        for sig, h in old.items():
-            signal.signal(sig, h)

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from streamnb import kernels
-from streamnb.naive_bayes.base import BaseNB, Part, add_feature, sum_features
+from streamnb.naive_bayes.base import BaseNB, Part, add_feature
+from streamnb.naive_bayes.posterior import sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
 from streamnb.stats import Counts, Index, Welford
 from streamnb.stats.base import Statistic

@@ -67,13 +67,13 @@ def test_the_batch_posteriors_row_reductions_are_numpys_bit_for_bit(n_classes):
     few classes, equal numpy's reductions exactly, with NaN and infinities in the rows."""
     import numpy as np
 
-    from streamnb.naive_bayes.base import _last_axis
+    from streamnb.naive_bayes.posterior import last_axis
 
     rng = np.random.default_rng(n_classes)
     a = rng.normal(size=(400, n_classes)) * rng.choice([1e-12, 1e-3, 1.0, 1e8], size=(400, n_classes))
     a[3, 0], a[4, -1], a[5, :], a[6, 0] = np.nan, -np.inf, np.inf, np.inf
     for ufunc, reduce in ((np.maximum, np.max), (np.add, np.sum)):
-        got, want = _last_axis(ufunc, a), reduce(a, axis=-1, keepdims=True)
+        got, want = last_axis(ufunc, a), reduce(a, axis=-1, keepdims=True)
         assert got.shape == want.shape
         assert np.array_equal(got, want, equal_nan=True)
         assert np.array_equal(np.signbit(got), np.signbit(want))

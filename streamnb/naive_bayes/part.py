@@ -1,0 +1,209 @@
+"""The part protocol: the statistics of one family of features and their log-likelihood per class.
+
+A naive Bayes learner (:class:`~streamnb.naive_bayes.base.BaseNB`) is a class prior plus one or
+more parts; each part validates, learns and scores its own features, on the Python path and, if
+it has one, on the compiled path (:mod:`streamnb.kernels`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from streamnb.naive_bayes.posterior import sum_features
+from streamnb.stats import Counts, Index
+from streamnb.stats.base import Statistic
+
+__all__ = ["Part"]
+
+
+class Part:
+    """The statistics of one family of features and their log-likelihood per class.
+
+    Subclasses implement :meth:`prepare`, :meth:`learn`, :meth:`log_likelihoods`,
+    :meth:`learn_frame`, :meth:`log_likelihood_frame`, :meth:`stats` and :meth:`tables`.
+    ``prepare`` validates an event without touching any state, so a rejected event leaves the
+    model as it was.
+    """
+
+    kind = "part"
+
+    def __init__(self, classes: Index, class_counts: Counts) -> None:
+        self.classes = classes
+        self.class_counts = class_counts
+
+    def prepare(self, x: Mapping) -> Any:
+        raise NotImplementedError
+
+    #: Whether log-likelihoods are always finite (skips the non-finite handling).
+    finite = False
+
+    def learn(self, prepared: Any, k: int, w: float) -> None:
+        raise NotImplementedError
+
+    #: The flat views of the scalar path and the key they are valid for (see :meth:`_fresh`).
+    _views: tuple = ()
+    _views_key: tuple = ()
+
+    def _fresh(self, *stats: Statistic) -> bool:
+        """Whether the cached flat views of ``stats`` are still valid: no new class, no
+        reallocation or compaction since they were taken (a drop of keys is followed by
+        :meth:`BaseNB._changed`, which forgets the views). If not, the statistics are fitted
+        and the caller retakes its views (and then calls :meth:`_took`)."""
+        key = self._views_key
+        if len(key) == len(stats) + 1 and key[0] == len(self.classes.keys):
+            for i, stat in enumerate(stats, 1):
+                if key[i] != stat.generation:
+                    break
+            else:
+                return True
+        for stat in stats:
+            stat.fit()
+        return False
+
+    def _took(self, views: tuple, *stats: Statistic) -> tuple:
+        """Remember ``views`` as valid for the current state of ``stats``."""
+        self._views = views
+        self._views_key = (len(self.classes.keys), *[s.generation for s in stats])
+        return views
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_views", None)  # memoryviews are neither copied nor pickled
+        state.pop("_views_key", None)
+        state.pop("_kernel", None)
+        return state
+
+    #: When this part takes whole raw events for a learner with other parts too: the other
+    #: part (an event naming one of its features goes the Python path), and whether only string
+    #: values are categories here (ints being numbers for the learner). Set by the learner.
+    fast_exclude: Part | None = None
+    fast_strings_only = False
+
+    def _fast_args(self) -> tuple[dict | None, bool]:
+        other = self.fast_exclude
+        return (None if other is None else other.features.ids), self.fast_strings_only  # type: ignore[attr-defined]
+
+    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+        """Learn the raw event ``x`` (a dict) of known class ``k`` through the compiled path
+        (:mod:`streamnb.kernels`), if this part has one and the event is plain; False, having
+        changed nothing, if the caller must take the Python path."""
+        return False
+
+    def joint_fast(self, x: dict) -> list | None:
+        """:meth:`joint_one` of the raw event ``x`` (a dict) through the compiled path, or
+        None if the caller must take the Python path."""
+        return None
+
+    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
+        """Predict, then learn, on the compiled path: :meth:`joint_fast` of ``x`` (before any
+        change), then :meth:`learn_fast`; with whether it learned (if not, nothing changed
+        and the caller learns through the Python path). None, having changed nothing, if
+        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this.
+
+        ``prior``: the learner's class counts ``(view, step)`` (see
+        :meth:`BaseNB._class_view`), or (). A kernel that can, finishes the step with them:
+        the posterior instead of the joint log-likelihoods, and the class counted if it
+        learned; the third item says whether it did (this default never does)."""
+        jll = self.joint_fast(x)
+        if jll is None:
+            return None
+        return jll, self.learn_fast(x, k, w), False
+
+    def learn_one(self, prepared: Any, k: int, w: float) -> None:
+        """Learn one prepared event: the scalar path, touching only the event's cells, and
+        keeping what is derived from them current. Override with plain-float code (see
+        :meth:`Statistic.flat`); this default learns through :meth:`learn`, then
+        :meth:`changed`."""
+        self.learn(prepared, k, w)
+        self.changed()
+
+    def joint_one(self, prepared: Any) -> list:
+        """:meth:`joint` of one event as a list of floats: the scalar path. Override with
+        plain-float code whose cost is that of the event."""
+        return self.joint(prepared).tolist()
+
+    def joint_blend(self, prepared: Any, other: Part, weight: float, mine: list, theirs: list) -> list:
+        """:meth:`joint_one` of the blend of this part's counts plus ``weight`` times
+        ``other``'s (see :mod:`streamnb.naive_bayes.blend`), per blended class: ``mine[c]`` and
+        ``theirs[c]`` are that class's id here and in ``other`` (-1: not there). Counting
+        parts that can implement it; the cost is that of the event."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be blended")
+
+    def log_likelihoods(self, prepared: Any) -> tuple[list, np.ndarray]:
+        """Features used and their log-likelihoods, an array ``[features, classes]``."""
+        raise NotImplementedError
+
+    def joint(self, prepared: Any) -> np.ndarray:
+        """Summed log-likelihood per class of one event (features that rule out every class
+        dropped, see :func:`sum_features`). Override for speed."""
+        _, ll = self.log_likelihoods(prepared)
+        if not len(ll):
+            return np.zeros(len(self.classes))
+        if self.finite:
+            return ll.sum(axis=0)
+        with np.errstate(invalid="ignore"):
+            total = ll.sum(axis=0)
+        return total if np.isfinite(total).all() else sum_features(ll)
+
+    def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
+        """Summed log-likelihoods ``[rows, classes]``; missing values contribute nothing."""
+        raise NotImplementedError
+
+    def check_frame(self, X: pd.DataFrame) -> None:
+        """Raise :class:`InvalidEventError` if ``X`` cannot be learned (no state is touched)."""
+
+    #: ``(frame, converted)`` kept by :meth:`check_frame` for the :meth:`learn_frame` that
+    #: follows on the same frame (see :meth:`_converted`).
+    _memo: tuple | None = None
+
+    def _converted(self, X: pd.DataFrame, convert: Any) -> Any:
+        """``convert(X)``, or what :meth:`check_frame` kept (``self._memo = (X, ...)``) for
+        this very frame, so a batch is converted once."""
+        memo, self._memo = self._memo, None
+        return memo[1] if memo is not None and memo[0] is X else convert(X)
+
+    def stats(self) -> Mapping[str, Statistic]:
+        raise NotImplementedError
+
+    def complete_state(self, name: str, saved: dict) -> None:
+        """Add to ``saved`` (statistics' states by ``"<part name>.<statistic>"``) what a state
+        written by an earlier version lacks and can be derived."""
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        raise NotImplementedError
+
+    def changed(self) -> None:
+        """Drop anything derived from the statistics (they were updated)."""
+
+    # -- reverting (counting parts) --------------------------------------------------------
+    def check_unlearn(self, prepared: Any, k: int, w: float) -> None:
+        """Raise :class:`InvalidEventError` unless :meth:`unlearn` can subtract this event
+        (it must have been learned); touch no state."""
+        raise NotImplementedError(f"{type(self).__name__} cannot unlearn")
+
+    def unlearn(self, prepared: Any, k: int, w: float) -> None:
+        """Subtract exactly what :meth:`learn` added (checked first by :meth:`check_unlearn`),
+        then forget the event's keys whose counts are back to zero."""
+        raise NotImplementedError(f"{type(self).__name__} cannot unlearn")
+
+    #: The part's open vocabulary of features, if it has one that can be capped.
+    vocabulary: Index | None = None
+
+    def feature_weights(self) -> np.ndarray:
+        """Total weight of each key of :attr:`vocabulary` (what a cap keeps the largest of)."""
+        raise NotImplementedError
+
+    def forget(self, ids: np.ndarray) -> None:
+        """Drop the vocabulary keys ``ids``, as if they had never been seen."""
+        raise NotImplementedError
+
+    def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
+        """Vocabulary keys of a batch's columns and where each row adds them (``[rows, cols]``)."""
+        raise NotImplementedError

@@ -35,164 +35,56 @@ import asyncio
 import logging
 import socket
 import struct
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.milter_wire import (
+    ACTIONS_WANTED,
+    CMD_ABORT,
+    CMD_BODY,
+    CMD_BODYEOB,
+    CMD_CONNECT,
+    CMD_DATA,
+    CMD_EOH,
+    CMD_HEADER,
+    CMD_HELO,
+    CMD_MACRO,
+    CMD_MAIL,
+    CMD_OPTNEG,
+    CMD_QUIT,
+    CMD_QUIT_NC,
+    CMD_RCPT,
+    CMD_UNKNOWN,
+    Decide,
+    Decision,
+    Envelope,
+    KNOWN_COMMANDS,
+    MAX_PACKET_BYTES,
+    MESSAGE_COMMANDS,
+    MilterProtocolError,
+    NO_REPLY_FLAGS,
+    PROTOCOL_VERSION,
+    PROTO_WANTED,
+    REPLY_ADDHEADER,
+    REPLY_CHGHEADER,
+    REPLY_CONTINUE,
+    REPLY_QUARANTINE,
+    REPLY_REPLYCODE,
+    REPLY_TEMPFAIL,
+    smtp_path,
+    cstrings,
+    header_name,
+    encode_packet,
+    safe_ascii,
+    as_text,
+)
 
 __all__ = ["Decide", "Decision", "Envelope", "MilterProtocolError", "MilterServer", "MAX_PACKET_BYTES"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-MAX_PACKET_BYTES = 64 << 20
-"""The longest packet accepted; Postfix's body chunks are at most 64 KiB (1 MiB with MDS_1M)."""
-
-PROTOCOL_VERSION = 6
 QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
-
-# commands, MTA -> filter
-CMD_ABORT = ord("A")
-CMD_BODY = ord("B")
-CMD_CONNECT = ord("C")
-CMD_MACRO = ord("D")
-CMD_BODYEOB = ord("E")
-CMD_HELO = ord("H")
-CMD_QUIT_NC = ord("K")
-CMD_HEADER = ord("L")
-CMD_MAIL = ord("M")
-CMD_EOH = ord("N")
-CMD_OPTNEG = ord("O")
-CMD_QUIT = ord("Q")
-CMD_RCPT = ord("R")
-CMD_DATA = ord("T")
-CMD_UNKNOWN = ord("U")
-
-# replies, filter -> MTA
-REPLY_ACCEPT = ord("a")
-REPLY_CONTINUE = ord("c")
-REPLY_ADDHEADER = ord("h")
-REPLY_CHGHEADER = ord("m")
-REPLY_QUARANTINE = ord("q")
-REPLY_TEMPFAIL = ord("t")
-REPLY_REPLYCODE = ord("y")
-
-# actions the filter asks for (SMFIF_*)
-ACTION_ADDHDRS = 0x01
-ACTION_CHGHDRS = 0x10
-ACTION_QUARANTINE = 0x20
-ACTIONS_WANTED = ACTION_ADDHDRS | ACTION_CHGHDRS | ACTION_QUARANTINE
-
-# protocol flags (SMFIP_*): skip the events not needed, and no reply to the ones that need none
-PROTO_NOUNKNOWN = 0x100
-PROTO_NODATA = 0x200
-NO_REPLY_FLAGS = {
-    CMD_CONNECT: 0x1000,
-    CMD_HELO: 0x2000,
-    CMD_MAIL: 0x4000,
-    CMD_RCPT: 0x8000,
-    CMD_DATA: 0x10000,
-    CMD_UNKNOWN: 0x20000,
-    CMD_EOH: 0x40000,
-    CMD_BODY: 0x80000,
-    CMD_HEADER: 0x80,
-}
-PROTO_WANTED = PROTO_NOUNKNOWN | PROTO_NODATA
-for _flag in NO_REPLY_FLAGS.values():
-    PROTO_WANTED |= _flag
-
-# commands of a message, valid only between MAIL and the end of the message
-MESSAGE_COMMANDS = frozenset({CMD_RCPT, CMD_DATA, CMD_HEADER, CMD_EOH, CMD_BODY, CMD_BODYEOB})
-KNOWN_COMMANDS = frozenset({
-    CMD_ABORT, CMD_BODY, CMD_CONNECT, CMD_MACRO, CMD_BODYEOB, CMD_HELO, CMD_QUIT_NC, CMD_HEADER,
-    CMD_MAIL, CMD_EOH, CMD_OPTNEG, CMD_QUIT, CMD_RCPT, CMD_DATA, CMD_UNKNOWN,
-})
-ACTIONS = ("accept", "reject", "quarantine", "tempfail")
-
-
-class MilterProtocolError(StreamnbError, ValueError):
-    """A packet from the MTA that breaks the milter protocol; its connection is closed."""
-
-
-@dataclass(frozen=True)
-class Envelope:
-    """What the MTA told us about a message (SMTP envelope, client, queue id)."""
-
-    mail_from: str
-    rcpts: tuple[str, ...]
-    client_ip: str
-    helo: str
-    queue_id: str
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The verdict on one message: headers to add and what the MTA does with it.
-
-    >>> Decision(action="discard")
-    Traceback (most recent call last):
-    ...
-    streamnb.exceptions.StreamnbError: unknown milter action 'discard'
-    """
-
-    headers: tuple[tuple[str, str], ...] = ()
-    action: str = "accept"
-    reason: str = ""
-
-    def __post_init__(self) -> None:
-        if self.action not in ACTIONS:
-            raise StreamnbError(f"unknown milter action {self.action!r}")
-
-
-Decide = Callable[[bytes, Envelope], Awaitable[Decision]]
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
-
-
-def _cstrings(payload: bytes) -> list[bytes]:
-    """The NUL-terminated strings of a payload (the last one must be terminated).
-
-    >>> _cstrings(b"<a@b>\\x00SIZE=10\\x00")
-    [b'<a@b>', b'SIZE=10']
-    """
-    if not payload.endswith(b"\x00"):
-        raise MilterProtocolError("string not NUL-terminated")
-    return payload[:-1].split(b"\x00")
-
-
-def _address(raw: bytes) -> str:
-    """An SMTP path without its angle brackets.
-
-    >>> _address(b"<Joe@Example.org>"), _address(b"<>")
-    ('Joe@Example.org', '')
-    """
-    text = _text(raw).strip()
-    if text.startswith("<") and text.endswith(">"):
-        text = text[1:-1]
-    return text
-
-
-def _safe(text: str, limit: int = 900) -> bytes:
-    """Text for a reply or a header value: printable ASCII on one line, no NUL, bounded.
-
-    >>> _safe("bad\\r\\nBcc: x\\x00 100%")
-    b'bad  Bcc: x  100'
-    """
-    cleaned = "".join(c if " " <= c <= "~" and c != "%" else " " for c in text).rstrip()
-    return cleaned[:limit].encode("ascii")
-
-
-def _header_name(name: str) -> bytes:
-    if not name or any(not "!" <= c <= "~" or c == ":" for c in name):
-        raise MilterProtocolError(f"invalid header name {name!r}")
-    return name.encode("ascii")
-
-
-def _packet(command: int, payload: bytes = b"") -> bytes:
-    return struct.pack("!IB", len(payload) + 1, command) + payload
 
 
 class _Message:
@@ -212,7 +104,7 @@ class _Message:
             self.data += chunk[:room]
 
     def header(self, name: bytes, value: bytes) -> None:
-        lowered = _text(name).lower()
+        lowered = as_text(name).lower()
         if lowered in self.forged:
             self.forged[lowered] += 1
         # Postfix sends folded values with bare LF (libmilter's convention): back to CRLF
@@ -250,7 +142,7 @@ class MilterServer:
         self._timeout = timeout
         self._max_connections = max_connections
         # lower-cased name -> the name as configured, sent back in CHGHEADER
-        self._removed = {name.lower(): _header_name(name) for name in remove_headers}
+        self._removed = {name.lower(): header_name(name) for name in remove_headers}
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
@@ -369,7 +261,7 @@ class _Connection:
             timer.cancel()
 
     def reply(self, command: int, payload: bytes = b"") -> None:
-        self.out += _packet(command, payload)
+        self.out += encode_packet(command, payload)
 
     def reply_event(self, command: int) -> None:
         if not self.no_reply & NO_REPLY_FLAGS.get(command, 0):
@@ -407,12 +299,12 @@ class _Connection:
             self.connect(payload)
             self.reply_event(command)
         elif command == CMD_HELO:
-            strings = _cstrings(payload)
-            self.helo = _text(strings[0])
+            strings = cstrings(payload)
+            self.helo = as_text(strings[0])
             self.reply_event(command)
         elif command == CMD_MAIL:
             self.message = _Message(self.server._max_message_bytes, self.server._removed)
-            self.message.mail_from = _address(_cstrings(payload)[0])
+            self.message.mail_from = smtp_path(cstrings(payload)[0])
             self.reply_event(command)
         elif command in (CMD_RCPT, CMD_HEADER, CMD_EOH, CMD_BODY):
             self.message_event(command, payload)
@@ -447,10 +339,10 @@ class _Connection:
     def macro(self, payload: bytes) -> None:
         if not payload:
             raise MilterProtocolError("empty macro packet")
-        strings = _cstrings(payload[1:]) if len(payload) > 1 else []
+        strings = cstrings(payload[1:]) if len(payload) > 1 else []
         for name, value in zip(strings[::2], strings[1::2]):
-            if len(self.macros) < 64 or _text(name) in self.macros:
-                self.macros[_text(name)] = _text(value)
+            if len(self.macros) < 64 or as_text(name) in self.macros:
+                self.macros[as_text(name)] = as_text(value)
 
     def connect(self, payload: bytes) -> None:
         end = payload.find(b"\x00")
@@ -459,16 +351,16 @@ class _Connection:
         family = payload[end + 1:end + 2]
         self.client_ip = ""
         if family in (b"4", b"6"):
-            self.client_ip = _text(_cstrings(payload[end + 4:])[0])
+            self.client_ip = as_text(cstrings(payload[end + 4:])[0])
 
     def message_event(self, command: int, payload: bytes) -> None:
         message = self.message
         assert message is not None
         if command == CMD_RCPT:
             if len(message.rcpts) < 1000:
-                message.rcpts.append(_address(_cstrings(payload)[0]))
+                message.rcpts.append(smtp_path(cstrings(payload)[0]))
         elif command == CMD_HEADER:
-            strings = _cstrings(payload)
+            strings = cstrings(payload)
             if len(strings) != 2:
                 raise MilterProtocolError("header packet without a name and a value")
             message.header(strings[0], strings[1])
@@ -500,17 +392,17 @@ class _Connection:
             self.reply(REPLY_TEMPFAIL)
             return
         if decision.action == "reject":
-            self.reply(REPLY_REPLYCODE, b"550 5.7.1 " + _safe(decision.reason or "Message rejected as spam") + b"\x00")
+            self.reply(REPLY_REPLYCODE, b"550 5.7.1 " + safe_ascii(decision.reason or "Message rejected as spam") + b"\x00")
             return
         if decision.action == "tempfail":
-            self.reply(REPLY_REPLYCODE, b"451 4.7.1 " + _safe(decision.reason or "Try again later") + b"\x00")
+            self.reply(REPLY_REPLYCODE, b"451 4.7.1 " + safe_ascii(decision.reason or "Try again later") + b"\x00")
             return
         for lowered, count in message.forged.items():
             configured = self.server._removed[lowered]
             for index in range(count, 0, -1):  # from the last, so indexes stay valid
                 self.reply(REPLY_CHGHEADER, struct.pack("!I", index) + configured + b"\x00\x00")
         for name, value in decision.headers:
-            self.reply(REPLY_ADDHEADER, _header_name(name) + b"\x00" + _safe(value) + b"\x00")
+            self.reply(REPLY_ADDHEADER, header_name(name) + b"\x00" + safe_ascii(value) + b"\x00")
         if decision.action == "quarantine":
-            self.reply(REPLY_QUARANTINE, _safe(decision.reason or "spam") + b"\x00")
+            self.reply(REPLY_QUARANTINE, safe_ascii(decision.reason or "spam") + b"\x00")
         self.reply(REPLY_CONTINUE)

@@ -20,7 +20,7 @@ from test_scaleout import owned, split
 import streamnb
 from streamnb import persistence
 from streamnb.kafka import Service, merge_state, open_store
-from streamnb.kafka.keyed import Positions
+from streamnb.kafka.keyed import KeyMoves, Positions, merge_keyed
 from streamnb.perkey import PerKey
 
 PARTITIONS = 6
@@ -216,3 +216,63 @@ def test_keys_of_a_killed_member_move_and_come_back_to_its_replacement(bootstrap
         reader.release()
     for disk in disks.values():
         assert files_under(disk) == []
+
+
+# -- the hand-over rules, on a directory store (no broker) -------------------------------------------
+def keyed(*keys, resident=None, store=None) -> PerKey:
+    """A keyed CategoricalNB whose keys ``(key, partition, offset, sky)`` each learned one event."""
+    model = PerKey(streamnb.CategoricalNB(), by="user", max_resident=resident, store=store,
+                   shared_positions=False)
+    for key, partition, offset, sky in keys:
+        model.learn_one({"user": key, "sky": sky}, "yes", position=Positions(["t"]).of("t", partition, offset))
+    return model
+
+
+def test_a_partition_is_taken_from_the_member_furthest_in_it_and_dropped_once_another_is_further(tmp_path):
+    from streamnb.kafka import Checkpointer
+
+    Checkpointer(tmp_path, "a").save(keyed(("ann", 0, 9, "sun"), ("bob", 1, 6, "rain")), {"t:0": 10, "t:1": 7})
+    c = keyed(("bob", 1, 11, "fog"), ("cid", 1, 8, "sun"))
+    Checkpointer(tmp_path, "c").save(c, {"t:1": 12})
+    b = keyed(("bob", 1, 2, "sun"), ("dan", 2, 4, "sun"))
+    moves = KeyMoves(["t"], Checkpointer(tmp_path, "b"))
+    moves.on_assigned(b, {"t:0", "t:1", "t:2"}, {"t:1": 3, "t:2": 5})
+    assert moves.failure is None and moves.taken == 3
+    held = {k: (u.n_seen, pos) for k, u, pos in b.resident()}
+    p = Positions(["t"]).of
+    # t:0 from a (only holder); t:1 from c (12 > a's 7), b's own older bob dropped; t:2 b's own
+    assert held == {"dan": (1.0, p("t", 2, 4)), "ann": (1.0, p("t", 0, 9)), "bob": (1.0, p("t", 1, 11)),
+                    "cid": (1.0, p("t", 1, 8))}
+    assert persistence.dumps(b.learner("bob")) == persistence.dumps(c.learner("bob"))  # c's copy, not b's
+
+    # member a, given t:0 only: t:1 is dropped (c is strictly further), a tie would be kept
+    a = Checkpointer(tmp_path, "a").load().model
+    KeyMoves(["t"], Checkpointer(tmp_path, "a")).on_assigned(a, {"t:0"}, {"t:0": 10, "t:1": 7})
+    assert a.keys() == ["ann"]
+    a = Checkpointer(tmp_path, "a").load().model
+    KeyMoves(["t"], Checkpointer(tmp_path, "a")).on_assigned(a, {"t:0"}, {"t:0": 10, "t:1": 12})
+    assert sorted(a.keys()) == ["ann", "bob"]
+
+
+def test_keys_evicted_to_a_members_directory_cannot_move(tmp_path):
+    from streamnb.exceptions import StateError
+    from streamnb.kafka import Checkpointer
+
+    Checkpointer(tmp_path, "a").save(keyed(("ann", 0, 9, "sun")), {"t:0": 10})
+    b = keyed(resident=5, store=str(tmp_path / "keys-b"))
+    moves = KeyMoves(["t"], Checkpointer(tmp_path, "b"))
+    moves.on_assigned(b, {"t:0"}, {})
+    assert isinstance(moves.failure, StateError) and "--model-key-resident" in str(moves.failure)
+    with pytest.raises(StateError, match="could not be taken over"):
+        moves.learn(b, None, {"user": "ann", "sky": "sun"}, "yes")
+    assert b.keys() == []
+
+
+def test_merge_keeps_each_keys_newest_copy_and_adds_copies_of_two_partitions():
+    old = keyed(("ann", 0, 3, "sun"), ("bob", 1, 4, "sun"))
+    new = keyed(("ann", 0, 3, "sun"), ("ann", 0, 7, "rain"), ("bob", 2, 5, "fog"))
+    # new's ann learned 2 events (the newest copy, position 7); bob: one event in each of 2 partitions
+    merged = merge_keyed([old, new])
+    assert merged.n_seen == 5.0
+    assert merged.key_n_seen("ann") == 2.0 and merged.key_n_seen("bob") == 2.0
+    assert merged.position("ann") == Positions(["t"]).of("t", 0, 7)

@@ -367,6 +367,28 @@ class PerKey(base.Wrapper, base.Classifier):
         """The keys whose learners are in memory, least recently used first."""
         return list(self._users)
 
+    def resident(self) -> list[tuple[Hashable, Any, int]]:
+        """``(key, learner, position)`` of every key whose learner is in memory."""
+        return [(k, u, self._positions.get(k, -1)) for k, u in self._users.items()]
+
+    def put_key(self, key: Hashable, learner: Any, position: int) -> None:
+        """Hold ``learner`` as the key's own, at ``position``, replacing any the key had in
+        memory (a key handed over from another owner)."""
+        if key is None or not is_saveable_key(key):
+            raise InvalidEventError(f"the key {key!r} is not a str, number, bool, bytes or tuple", self.by)
+        self._users[key] = learner
+        self._users.move_to_end(key)
+        self._positions[key] = position
+        self._dirty.add(key)
+        self._evict()
+
+    def drop_key(self, key: Hashable) -> None:
+        """Forget the key's learner in memory, without writing it to the store (a key handed
+        over to another owner)."""
+        self._users.pop(key, None)
+        self._positions.pop(key, None)
+        self._dirty.discard(key)
+
     def set_position(self, key: Hashable, position: int) -> None:
         """Say that the key's learner (None: the shared one) holds the events up to ``position``."""
         if key is not None and self.learner(key, create=True) is None:

@@ -130,8 +130,10 @@ class ServiceConfig:
         with weight ``max(1, N / model_key_takeover)`` (:class:`~streamnb.perkey.PerKey`). At most
         ``model_key_resident`` keys stay in memory (None: all); the others are evicted to
         ``<state dir>/keys/<member>``, which needs a ``dir:`` state (the ``kafka:`` and ``s3://``
-        stores hold checkpoints only: there, every key stays resident, in the checkpoint). Not
-        with a model topic (keyed models are not merged across members) nor
+        stores hold checkpoints only: there, every key stays resident, in the checkpoint). In a
+        consumer group a partition's keys move with it, taken from the store by the new owner
+        (:class:`~streamnb.kafka.keyed.KeyMoves`; not for keys evicted to another member's
+        directory). Not with a model topic (members do not share their shared learners yet) nor
         ``on_checkpoint_ahead="reset"``.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
@@ -257,7 +259,7 @@ class ServiceConfig:
         if not self.model_key_takeover > 0:
             raise ValueError("--model-key-takeover must be > 0")
         if self.model_topic is not None:
-            raise ValueError("--model-key cannot be used with --model-topic: keyed models are not merged across members")
+            raise ValueError("--model-key cannot be used with --model-topic: keyed members do not share their shared learners yet")
         if self.on_checkpoint_ahead == "reset":
             raise ValueError("--model-key cannot be used with --on-checkpoint-ahead reset: the keys' learners "
                              "would skip a new log's events by their positions in the old one")

@@ -29,7 +29,7 @@ from streamnb.kafka.config import ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
 from streamnb.kafka.featurize import Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.intake import Intake, Offsets
-from streamnb.kafka.keyed import KeyedFeaturizer, Positions, keyed_model, same_keying
+from streamnb.kafka.keyed import KeyedFeaturizer, KeyMoves, keyed_model, same_keying
 from streamnb.kafka.metrics import Health, Metrics, Progress, RollingAccuracy
 from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.outputs import Predictions, Rejects
@@ -82,6 +82,8 @@ class Service:
         self.deserialize: Deserializer = deserializer or get_deserializer(c.deserializer, c.max_message_bytes)
         #: the state store (``config.state_url()``): this member's checkpoints and the others' offsets
         self.checkpointer = open_store(c.state_url(), c.member, c.bootstrap, lease=c.state_lease)
+        #: ``model_key``: keyed state that moves with its partition (see :mod:`streamnb.kafka.keyed`)
+        self.keys = KeyMoves(c.input_topics, self.checkpointer) if c.model_key is not None else None
         self.metrics = Metrics()
         #: ``/healthz``: the poll loop beats on every pass; stale => unhealthy
         self.health = Health(c.health_timeout)
@@ -181,7 +183,7 @@ class Service:
         predictions = Predictions(self.publisher, c.output_topic, self.metrics, self.accuracy, self.summary)
         self.stepper = Stepper(c.mode, c.batch_learning, getattr(self.featurize, "sparse", False), predictions,
                                reject, self.summary, self.metrics, c.label_field,
-                               Positions(c.input_topics).learn if c.model_key is not None else None)
+                               self.keys.learn if self.keys is not None else None)
         self.intake = Intake(self.deserialize, self.featurize, self.offsets, reject, self._highwater)
         self.checkpointing = Checkpointing(self.checkpointer, self.publisher, self.metrics, c.flush_timeout)
         if c.model_topic:
@@ -361,6 +363,9 @@ class Service:
     def _on_assigned(self, tps: set) -> None:
         with self._lock:
             claims = self.checkpointer.claims() if self.config.partitions is None else {}
+            if self.keys is not None and self.config.partitions is None:  # before the seeks move offsets
+                self.keys.on_assigned(self.model, {tp_key(tp.topic, tp.partition) for tp in tps},
+                                      self.offsets.to_checkpoint())
             for tp in tps:
                 start = self.offsets.start(tp, claims.get(tp_key(tp.topic, tp.partition), -1))
                 if start is not None:

@@ -275,17 +275,27 @@ class StateStore:
 def merge_state(store: StateStore) -> tuple[Any, dict[str, int]]:
     """Merge the newest checkpoint of every owner in ``store``: the model of the group.
 
-    Returns the merged model and, per partition, the highest checkpointed next offset.
+    Returns the merged model and, per partition, the highest checkpointed next offset. Keyed
+    models (:class:`~streamnb.perkey.PerKey`) merge with :func:`~streamnb.kafka.keyed.merge_keyed`.
     """
-    model: Any = None
+    models: list = []
     offsets: dict = {}
     for member in store.members():
         got = store.newest(member)
         if got is None:
             continue
-        model = got.model if model is None else model.merge(got.model)
+        models.append(got.model)
         for tp, off in got.offsets.items():
             offsets[tp] = max(offsets.get(tp, 0), off)
-    if model is None:
+    if not models:
         raise StateError(f"no checkpoint in {store.url}")
+    from streamnb.perkey import PerKey
+
+    if isinstance(models[0], PerKey):  # keys move with their partitions: their newest copies
+        from streamnb.kafka.keyed import merge_keyed
+
+        return merge_keyed(models), offsets
+    model = models[0]
+    for other in models[1:]:
+        model = model.merge(other)
     return model, offsets

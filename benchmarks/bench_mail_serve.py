@@ -11,7 +11,9 @@ messages asked about. Printed, never asserted:
   more) and over the milter protocol (a milter client speaking to the daemon as Postfix does:
   one connection per client, a message as headers and body chunks), at 1, 10 and 50 concurrent
   clients: verdict latency p50 / p99 and messages per second (client and daemon share the
-  machine's cores);
+  machine's cores); and 10 HTTP clients each pausing 20 ms between messages, as SMTP sessions do;
+* one verdict's work in this process (tokenizing, scoring, evidence), per message: what a
+  daemon's process spends on it at least, and its spread (long messages cost more);
 * ``streamnb mail classify --model M < message`` in a fresh process per message (median time);
 * ``bogofilter -T < message`` in a fresh process per message (the Debian package, trained on the
   same 3,000 messages; skipped with a note when not installed);
@@ -90,10 +92,12 @@ def summary(latencies: list[float], wall: float) -> tuple[float, float, float]:
     return ms[len(ms) // 2], ms[min(len(ms) - 1, int(0.99 * len(ms)))], len(ms) / wall
 
 
-def wrk_load(port: int, listing: Path, clients: int, seconds: float) -> tuple[float, float, float]:
-    """``wrk`` (one thread) asking about the messages listed in ``listing``, in turn."""
+def wrk_load(port: int, listing: Path, clients: int, seconds: float, pause: int = 0) -> tuple[float, float, float]:
+    """``wrk`` (one thread) asking about the messages listed in ``listing``, in turn; each
+    connection waits ``pause`` ms between an answer and its next message."""
     out = subprocess.run(["wrk", "-t1", f"-c{clients}", f"-d{seconds:g}s", "--latency", "-s",
-                          str(Path(__file__).with_name("check.lua")), f"http://127.0.0.1:{port}", "--", str(listing)],
+                          str(Path(__file__).with_name("check.lua")), f"http://127.0.0.1:{port}", "--", str(listing),
+                          str(pause)],
                          capture_output=True, text=True, check=True).stdout  # fmt: skip
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
@@ -228,6 +232,14 @@ def main() -> None:
         persistence.save(filt, model)
         print(f"SpamFilter trained on {len(train):,} SpamAssassin messages ({filt.n_tokens:,} tokens); "
               f"{len(ask):,} messages asked about\n")  # fmt: skip
+        service = []  # the CPU one verdict costs, in this process: tokens, verdict, evidence
+        for raw in ask:
+            start = time.perf_counter()
+            filt.classify_explained(tok.transform_one(raw))
+            service.append(time.perf_counter() - start)
+        ms = sorted(v * 1000 for v in service)
+        print(f"one verdict in process (tokenize, score, evidence): p50 {ms[len(ms) // 2]:.2f} ms, "
+              f"p99 {ms[int(0.99 * len(ms))]:.2f} ms, max {ms[-1]:.1f} ms, mean {statistics.fmean(ms):.2f} ms\n")  # fmt: skip
         rows = []
         milter = ["--milter", "127.0.0.1:0"] if has_milter() else []
         listing = tmp / "ask.txt"
@@ -253,6 +265,9 @@ def main() -> None:
                     result = milter_load(daemon.ports["milter"], ask, clients) if milter else None
                     if result is not None:
                         rows.append((f"mail serve x{workers}, milter, {clients} clients", *result))
+                if wrk:  # an MTA's sessions are paced by SMTP: each pauses 20 ms between messages
+                    rows.append((f"mail serve x{workers}, HTTP, 10 clients, 20 ms pause",
+                                 *wrk_load(daemon.ports["http"], listing, 10, seconds, pause=20)))  # fmt: skip
                 if workers == 1:
                     rss = daemon.rss()
             finally:

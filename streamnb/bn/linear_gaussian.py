@@ -37,7 +37,7 @@ from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
-from streamnb.structure.chow_liu import canonical
+from streamnb.structure.counted import canonical
 
 __all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_prices", "gaussian_pair_weights"]
 

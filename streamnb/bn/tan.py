@@ -22,8 +22,8 @@ from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
-from streamnb.structure import Structure
-from streamnb.structure.chow_liu import EDGE_PENALTIES
+from streamnb.structure.edge_prices import EDGE_PENALTIES
+from streamnb.structure.forest import Structure
 
 __all__ = ["TANClassifier", "ChowLiuClassifier"]
 
@@ -45,11 +45,11 @@ class TANClassifier(TreeAugmentedNB):
     - a new structure predicts at once, with everything learned so far: nothing is replayed.
 
     **A structure that holds still.** An edge enters only if its weight exceeds its price
-    (``edge_penalty``, :func:`~streamnb.structure.chow_liu.edge_price`): by default the
+    (``edge_penalty``, :func:`~streamnb.structure.edge_prices.edge_price`): by default the
     independence test of the pair given the class at level 0.001 (``"chi2"``: ``2 N I`` against
     the chi-squared quantile of the edge's parameters: ``sum_y (r_y(i) - 1)(r_y(j) - 1)`` for a
     categorical pair, ``r_y(i)`` the values of ``X_i`` seen in class ``y``
-    (:func:`~streamnb.structure.chow_liu.class_edge_params`: many classes of few events each do
+    (:func:`~streamnb.structure.edge_prices.class_edge_params`: many classes of few events each do
     not inflate the test with values they never hold), ``C`` slopes for a numeric pair),
     ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
     from its first feature in canonical order. Two kinds of hysteresis keep it still on a
@@ -58,10 +58,10 @@ class TANClassifier(TreeAugmentedNB):
     - an edge already in the structure pays a lower price to stay than to enter (the test at
       level 0.05 instead of 0.001; AIC's ``params / N`` instead of BIC's), so a weak true edge
       near the detection limit does not flap in and out
-      (:func:`~streamnb.structure.chow_liu.favour_incumbents`);
+      (:func:`~streamnb.structure.hysteresis.favour_incumbents`);
     - a recompute changes the forest only if the edges it adds outweigh the edges it removes
       by more than ``swap_margin`` times the total weight of the edges that change
-      (:func:`~streamnb.structure.chow_liu.hold`): near-ties do not swap back and forth, and a
+      (:func:`~streamnb.structure.hysteresis.hold`): near-ties do not swap back and forth, and a
       clearly better edge still replaces a wrong one however large the rest of the structure.
 
     :attr:`history` records the changes that happened; ``structure().weights`` are the
@@ -95,10 +95,10 @@ class TANClassifier(TreeAugmentedNB):
     categorical parent: then it is a Gaussian per class and parent value (the mean of the
     events with that value, their variance shrunk by one pseudo-event toward the class
     variance, plus ``eps``), and the pair weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log
-    v_yu] / 2`` nats (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical feature never has a numeric
-    parent: the categorical forest is chosen first, then numeric features join by the heaviest
+    v_yu] / 2`` nats (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical
+    feature never has a numeric parent: the categorical forest is chosen first, then numeric features join by the heaviest
     remaining edges, never joining two trees that both hold categorical features, and each tree
-    hangs from a categorical feature (:func:`~streamnb.structure.chow_liu.mixed_forest`). A
+    hangs from a categorical feature (:func:`~streamnb.structure.forest.mixed_forest`). A
     missing categorical parent is summed out with its numeric children's densities as evidence,
     a missing numeric one by Gaussian integrals: exact, whatever is missing.
 

@@ -5,7 +5,7 @@ feature (categorical and numeric), and the numeric features whose parent is cate
 :class:`~streamnb.bn.linear_gaussian.LinearGaussianPart` is joined (:meth:`TANPart.join`),
 weighs every pair of features (categorical pairs from the pair counts, numeric pairs from the
 numeric part's co-moments, categorical-numeric pairs from per-class, per-value Welford
-statistics), learns one forest over them (:func:`~streamnb.structure.chow_liu.mixed_forest`)
+statistics), learns one forest over them (:func:`~streamnb.structure.forest.mixed_forest`)
 and shares it with the numeric part; it scores the numeric features that hang from a
 categorical parent, summing a missing parent out exactly.
 """
@@ -26,18 +26,11 @@ from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
 from streamnb.stats.index import decode_key, encode_key
-from streamnb.structure import Structure, top_features
-from streamnb.structure.chow_liu import (
-    canonical,
-    canonical_cells,
-    edge_prices,
-    favour_incumbents,
-    forest_structure,
-    hold,
-    mixed_forest,
-    tan_scored,
-    with_rest,
-)
+from streamnb.structure.chow_liu import tan_scored
+from streamnb.structure.counted import canonical, canonical_cells, top_features, with_rest
+from streamnb.structure.edge_prices import edge_prices
+from streamnb.structure.forest import Structure, forest_structure, mixed_forest
+from streamnb.structure.hysteresis import favour_incumbents, hold
 
 __all__ = ["TANPart"]
 

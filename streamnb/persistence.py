@@ -64,7 +64,7 @@ _BUILTINS: dict[str, str] = {
     "ComplementNB": "streamnb.naive_bayes.complement",
     "MixedNB": "streamnb.naive_bayes.mixed",
     "TANClassifier": "streamnb.bn.tan",
-    "ChowLiuClassifier": "streamnb.bn.tan",
+    "ChowLiuClassifier": "streamnb.bn.chow_liu_classifier",
     "AODE": "streamnb.bn.aode",
     "BayesNetClassifier": "streamnb.bn.network",
     "Forgetful": "streamnb.drift.forgetful",

@@ -19,8 +19,7 @@ __all__ = ["AODE"]
 
 
 #: One event goes through plain floats when ``classes x observed features**2`` is at most this;
-#: beyond it a dozen numpy calls cost less (measured, 2 classes, predict_proba_one: 28 vs 49 us
-#: at 4 features, 62 vs 52 us at 8, 85 vs 55 at 10, 262 vs 64 at 20).
+#: beyond it a dozen numpy calls cost less (the measurement behind it: docs/benchmarks.md).
 SCALAR_TERMS = 96
 
 

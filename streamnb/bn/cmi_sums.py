@@ -27,7 +27,7 @@ import numpy as np
 
 from streamnb.bn.margins import Margins
 from streamnb.stats.pairwise import PairCounts
-from streamnb.structure.chow_liu import canonical_cells
+from streamnb.structure.counted import canonical_cells
 from streamnb.structure.information import xlogx
 
 __all__ = ["CMISums"]

@@ -5,7 +5,7 @@
 pair in class ``y`` and ``P(y)`` the share of class ``y`` among the events where both were
 observed. Each ``rho_y**2`` is shrunk by ``n_y / (n_y + 1)`` (one pseudo-event without
 correlation, the prior weight :data:`PRIOR`), so a pair seen twice is not a perfect line. With
-an edge penalty each weight pays :func:`~streamnb.structure.chow_liu.edge_price` for its ``C``
+an edge penalty each weight pays :func:`~streamnb.structure.edge_prices.edge_price` for its ``C``
 slopes. The learner joins these weights with the categorical ones into one forest.
 """
 
@@ -15,7 +15,7 @@ import math  # noqa: F401  (the doctest below uses it)
 
 import numpy as np
 
-from streamnb.structure.chow_liu import edge_prices
+from streamnb.structure.edge_prices import edge_prices
 
 __all__ = ["PRIOR", "gaussian_pair_prices", "gaussian_pair_weights"]
 
@@ -49,7 +49,7 @@ def gaussian_pair_weights(n: np.ndarray, m2: np.ndarray, c: np.ndarray, penalty:
 
 def gaussian_pair_prices(n: np.ndarray, penalty: str | None) -> np.ndarray:
     """``[2, F, F]`` prices to enter and to stay of the numeric edges
-    (:func:`~streamnb.structure.chow_liu.edge_prices` of their ``C`` slopes over the
+    (:func:`~streamnb.structure.edge_prices.edge_prices` of their ``C`` slopes over the
     co-observed weight) from the weights ``n`` ``[C, F, F]``."""
     return edge_prices(penalty, (n > 0).sum(axis=0), n.sum(axis=0))
 

@@ -9,7 +9,7 @@ of squares shrunk toward ``v_j``, the variance of ``x_j`` in class ``y`` (one ps
 part's variance smoothing. A pair with no co-observed event of the class has ``b = 0``. A
 feature without a parent is the Gaussian of :class:`~streamnb.GaussianNB` (same numbers). A
 numeric feature with a categorical parent is scored by the categorical part
-(:mod:`streamnb.bn.tan`), which sees the parent.
+(:mod:`streamnb.bn.tan_part`), which sees the parent.
 
 **Missing values** are summed out exactly: an observed feature whose parent is missing is
 evidence of the missing cluster above it, and the likelihood of that evidence is the Gaussian

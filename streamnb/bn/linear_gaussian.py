@@ -26,7 +26,6 @@ from streamnb.bn.comoment_part import MAX_NUMERIC, CoMomentPart
 from streamnb.bn.gaussian_pairs import PRIOR, gaussian_pair_prices, gaussian_pair_weights
 from streamnb.bn.gaussian_terms import (
     LOG_2PI,
-    TINY,
     dense_joint,
     evidence_below,
     regression_line,
@@ -38,13 +37,9 @@ from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
-from streamnb.structure.chow_liu import canonical
+from streamnb.structure.counted import canonical
 
 __all__ = ["LinearGaussianPart", "MAX_NUMERIC", "PRIOR", "gaussian_pair_prices", "gaussian_pair_weights"]
-
-#: The old names of :data:`~streamnb.bn.gaussian_terms.LOG_2PI` and
-#: :data:`~streamnb.bn.gaussian_terms.TINY`, still read by :mod:`streamnb.bn.tan`.
-_LOG_2PI, _TINY = LOG_2PI, TINY
 
 #: From this many (class, feature) cells on, an event with every feature is scored with numpy
 #: (the measurement behind the threshold: docs/benchmarks.md); below, in floats.
@@ -240,9 +235,14 @@ class LinearGaussianPart(CoMomentPart):
         return tree_terms(obs, parents, children, self._eps(), self._scalar(), self._co(), self.log_ids(),
                           len(self.classes.keys))
 
-    def _observed(self, prepared: tuple[list, list]) -> dict:
+    def observed(self, prepared: tuple[list, list]) -> dict:
         """``{slot id: value}`` of an event to score (features on their scales)."""
         return self._ids_of(*self._on_scales(*prepared))
+
+    def eps(self) -> float:
+        """The ``eps`` added to every variance (GaussianNB's variance smoothing:
+        ``var_smoothing`` times the largest spread of a feature)."""
+        return self._eps()
 
     def _ids_of(self, keys: list, values: list) -> dict:
         get = self.features.ids.get
@@ -299,7 +299,7 @@ class LinearGaussianPart(CoMomentPart):
     def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
         if not self._tree()[2] and not self.on_log:
             return super().log_likelihoods(prepared)
-        terms = self.terms_one(self._observed(prepared))
+        terms = self.terms_one(self.observed(prepared))
         ids = sorted(terms)
         return [self.name_of(j) for j in ids], np.array([terms[j] for j in ids]).reshape(len(ids), len(self.classes))
 

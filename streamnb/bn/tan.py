@@ -1,310 +1,31 @@
-"""Tree-augmented naive Bayes (TAN) and per-class Chow-Liu classifiers, learned on the stream."""
+"""Tree-augmented naive Bayes (TAN) learned on the stream, with numeric features in the structure.
+
+The structure learning and the numeric children of categorical parents are
+:class:`~streamnb.bn.tan_part.TANPart`'s; per-class Chow-Liu trees are
+:mod:`streamnb.bn.chow_liu_classifier` (:class:`ChowLiuClassifier` is importable from here too).
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
-from streamnb.bn.linear_gaussian import _LOG_2PI, _TINY, MAX_NUMERIC, PRIOR, LinearGaussianPart
-from streamnb.bn.cmi_sums import CMISums
-from streamnb.bn.margins import Margins
-from streamnb.bn.scales import SCALES, log_key
+from streamnb.bn.chow_liu_classifier import ChowLiuClassifier
+from streamnb.bn.linear_gaussian import MAX_NUMERIC, LinearGaussianPart
+from streamnb.bn.scales import SCALES
+from streamnb.bn.tan_part import TANPart
 from streamnb.bn.tree_inference import smoothing_prior
-from streamnb.bn.tree_part import MAX_CELLS, TreePart
+from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
-from streamnb.stats import Counts, Index
-from streamnb.stats.comoments import CellMoments
-from streamnb.stats.index import decode_key, encode_key
-from streamnb.structure import Structure, class_chow_liu, top_features
-from streamnb.structure.chow_liu import (
-    EDGE_PENALTIES,
-    canonical,
-    canonical_cells,
-    edge_prices,
-    favour_incumbents,
-    forest_structure,
-    hold,
-    mixed_forest,
-    tan_scored,
-    with_rest,
-)
+from streamnb.structure.edge_prices import EDGE_PENALTIES
+from streamnb.structure.forest import Structure
 
 __all__ = ["TANClassifier", "ChowLiuClassifier"]
-
-
-class _TANPart(TreePart):
-    """The categorical features of TAN; with a numeric part joined (:meth:`join`), also the
-    structure over every feature and the numeric features whose parent is categorical."""
-
-    def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
-                 max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
-                 edge_penalty: str | None = None, swap_margin: float = 0.0, prior: float = 0.0) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every, max_cells, prior)
-        self.max_tree_features = max_tree_features
-        self.cmi_alpha = cmi_alpha
-        self.edge_penalty = edge_penalty
-        self.swap_margin = swap_margin
-        self._scored: tuple = ()
-        self._on_log: frozenset = frozenset()  # the numeric features' log scales, as last chosen
-        self.numeric: LinearGaussianPart | None = None
-        #: Per class, categorical cell and numeric feature: Welford statistics (when joined).
-        self.cross: CellMoments | None = None
-        self._kids: tuple | None = None
-        if cmi_alpha == 0:  # plug-in weights: kept current between relearns
-            self.sums = CMISums(self.pairs, self.margins)
-
-    def join(self, numeric: LinearGaussianPart) -> None:
-        """Learn one structure over these features and ``numeric``'s."""
-        self.numeric = numeric
-        self.cross = CellMoments([self.classes, self.cells, numeric.features], max_features=numeric.slot_limit)
-        numeric.followers = (self.cross,)
-
-    def stats(self) -> dict:
-        out: dict = dict(super().stats())
-        if self.cross is not None:
-            out["cross"] = self.cross  # after the pairs: a merge registers the cells first
-        return out
-
-    def complete_state(self, name: str, saved: dict) -> None:
-        key = f"{name}.cross"
-        if self.cross is not None and key not in saved and f"{name}.pairs" in saved:
-            # a state from before numeric features joined the structure: no cross statistics yet
-            classes, cells, _ = saved[f"{name}.pairs"]["axes"]
-            features = saved["gaussian.welford"]["axes"][1] if "gaussian.welford" in saved else []
-            limit = self.cross.limits[2]
-            shape = (len(classes), len(cells), len(features) if limit is None else min(len(features), limit))
-            saved[key] = {"type": "CellMoments", "version": CellMoments.version,
-                          "axes": [classes, cells, features], "arrays": {f: np.zeros(shape) for f in CellMoments.fields}}
-
-    # -- structure -------------------------------------------------------------------------
-    def learn_structures(self) -> dict:
-        current = self.structures.get(None)
-        incumbents = self.edge_penalty is not None and current is not None and bool(current.edges)
-        num_names: list = []
-        on_log = self._on_log = self.numeric.choose_scales() if self.numeric is not None else frozenset()
-        if self.numeric is not None and self.numeric.features.keys:
-            num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty, on_log)
-        s: Structure | None = Structure({}, {}, True)
-        if self.pairs.cells.keys:
-            feats = top_features(self.pairs, self.max_tree_features)
-            kept = self.sums.weights() if self.sums is not None else None
-            s, w, names, price = tan_scored(self.pairs, alpha=self.cmi_alpha, features=feats,
-                                            penalty=self.edge_penalty, weights=kept,
-                                            build=not (num_names or incumbents))
-        else:  # numbers only
-            w, names, price = np.zeros((0, 0)), [], np.zeros((2, 0, 0))
-        categorical = [True] * len(names)
-        if num_names and not names:
-            w, price, names = w_num, price_num, list(num_names)
-            categorical = [False] * len(num_names)
-        elif num_names:
-            cross, price_cross = self.cross_weights(names, num_names, on_log)
-            w = np.block([[w, cross], [cross.T, w_num]])
-            price = np.block([[price, price_cross], [np.swapaxes(price_cross, 1, 2), price_num]])
-            names = names + num_names
-            categorical += [False] * len(num_names)
-        with np.errstate(invalid="ignore"):  # no price where it is infinite (too few events)
-            raw = np.where(np.isfinite(price[0]), w + price[0], w)
-        if incumbents and current is not None:
-            w = favour_incumbents(w, price, names, current)  # an edge in place pays to stay only
-        if num_names:
-            s = mixed_forest(w, names, categorical, self.edge_penalty is None)
-        elif incumbents:
-            s = forest_structure(w, names, class_parent=True)
-        assert s is not None
-        self._scored = (w, names, raw)
-        return {None: with_rest(s, self.pairs)}
-
-    def cross_weights(self, cat_names: list, num_names: list, on_log: frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray]:
-        """``[categorical, numeric]`` edge weights less their price: ``I(X_i; X_j | Y)`` with
-        ``X_j`` Gaussian given the class and each value of ``X_i`` (on its log scale if it is
-        in ``on_log``), in nats, ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` over the
-        events where both were observed, ``v_yu`` shrunk toward ``v_y`` as the CPTs are
-        (:data:`PRIOR`); priced for its ``2 sum_y (r_y - 1)`` parameters (a mean and a variance
-        per further value, ``r_y`` the values of ``X_i`` with events in class ``y``: ``2 C
-        (|X_i| - 1)`` when every value occurs in every class); and those prices."""
-        assert self.cross is not None and self.numeric is not None
-        out = np.zeros((len(cat_names), len(num_names)))
-        if not len(cat_names):
-            return out, np.zeros((2, *out.shape))
-        n, mean, m2 = (self.cross.view(f) for f in ("n", "mean", "m2"))
-        cols = self.numeric.features.lookup([log_key(f) if f in on_log else f for f in num_names])
-        n, mean, m2 = n[:, :, cols], mean[:, :, cols], m2[:, :, cols]
-        pos = {f: i for i, f in enumerate(cat_names)}
-        cf = self.pairs.cell_features()
-        fkeys = self.pairs.features.keys
-        where = np.array([pos.get(fkeys[j], -1) for j in cf.tolist()], dtype=np.intp)
-        order = canonical_cells(self.pairs)[0]  # cells summed in canonical order: same bits
-        order = order[where[order] >= 0]            # whatever order the features arrived in
-        n, mean, m2, where = n[:, order], mean[:, order], m2[:, order], where[order]
-        hot = np.zeros((len(where), len(cat_names)))
-        hot[np.arange(len(where)), where] = 1.0
-        eps = self.numeric._eps()
-        nk = np.einsum("cuj,ui->cij", n, hot)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mk = np.where(nk > 0, np.einsum("cuj,ui->cij", n * mean, hot) / nk, 0.0)
-            dev = mean - mk[:, where, :]
-            vk = np.where(nk > 0, np.einsum("cuj,ui->cij", m2 + n * dev * dev, hot) / nk, 0.0)
-            vku = (m2 + PRIOR * vk[:, where, :]) / (n + PRIOR) + eps
-            share = np.where(n > 0, n / nk[:, where, :], 0.0)
-            inner = np.einsum("cuj,ui->cij", share * np.log(vku), hot)
-            per_class = np.where(nk > 0, 0.5 * (np.log(vk + eps) - inner), 0.0)
-            total = nk.sum(axis=0)
-            w = np.where(total > 0, (nk * np.maximum(per_class, 0.0)).sum(axis=0) / np.where(total > 0, total, 1.0), 0.0)
-        seen = np.einsum("cuj,ui->cij", (n > 0).astype(float), hot)  # values with events, per class
-        price = edge_prices(self.edge_penalty, 2.0 * np.maximum(seen - 1.0, 0.0).sum(axis=0), total)
-        return w - price[0], price
-
-    def held(self, key: Any, old: Structure, new: Structure) -> Structure:
-        if not self._scored or not self.swap_margin:
-            return new
-        weights, names, raw = self._scored
-        return hold(old, new, weights, names, self.swap_margin, raw)
-
-    def relearn(self) -> None:
-        before = self.numeric.on_log if self.numeric is not None else frozenset()
-        super().relearn()
-        self._share(self._on_log)
-        changed = before ^ self._on_log
-        if changed:  # a change of scale is a change of the model: in the history too
-            scales = {f: ("log1p" if f in self._on_log else "linear") for f in sorted(changed, key=canonical)}
-            last = self.history[-1] if self.history else None
-            if last is not None and last["event"] == self.n_learned and "scales" not in last:
-                last["scales"] = scales  # this recompute changed edges too
-            else:
-                self.history.append({"event": self.n_learned, "added": [], "removed": [], "scales": scales})
-
-    def extra_state(self) -> dict[str, Any]:
-        state = super().extra_state()
-        if self.numeric is not None and self.numeric.on_log:
-            state["on_log"] = [encode_key(f) for f in sorted(self.numeric.on_log, key=canonical)]
-        return state
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        super().load_extra_state(state)
-        self._share(frozenset(decode_key(f) for f in state.get("on_log", [])))
-
-    def _share(self, on_log: frozenset) -> None:
-        self._kids = None
-        self._on_log = on_log
-        if self.numeric is not None:
-            self.numeric.set_structure(self.structures.get(None, Structure({}, {}, True)), on_log)
-
-    # -- numeric children of categorical parents ----------------------------------------------
-    def joins_numbers(self) -> bool:
-        return self.numeric is not None and bool(self._children_of_categories())
-
-    def _children_of_categories(self) -> list:
-        """``[(numeric id, categorical feature name)]``: numeric features with a categorical parent."""
-        if self._kids is not None and self._kids[0] == len(self.numeric.features.keys):  # type: ignore[union-attr]
-            return self._kids[1]
-        num = self.numeric
-        out = []
-        if num is not None:
-            for child, parent in self.structures.get(None, Structure({})).parents.items():
-                c = num.slot(child)
-                if c >= 0 and parent is not None and num.features.get(parent) < 0:
-                    out.append((c, parent))
-            self._kids = (len(num.features.keys), out)
-        return out
-
-    def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
-        if self.cross is None or len(prepared) < 3 or not prepared[2][0]:
-            return
-        keys, values = self.numeric.with_logs(prepared[2])  # type: ignore[union-attr]
-        self.cross.update_ids(k, np.array(cells, dtype=np.intp), self.numeric.features.lookup(keys),  # type: ignore[union-attr]
-                              np.array(values, dtype=float), w)
-
-    def _child_gaussian(self, k: int, u: int, c: int, flat: tuple, eps: float) -> tuple[float, float] | None:
-        """``(mean, variance)`` of numeric ``c`` in class ``k`` given categorical cell ``u``."""
-        N, M, S, (s0, s1, s2) = flat
-        i = k * s0 + u * s1 + c * s2
-        base = self.numeric.class_gaussian(k, c)  # type: ignore[union-attr]
-        n = N[i]
-        if n > 0:
-            v = base[2] if base is not None else 0.0
-            return M[i], max((S[i] + PRIOR * v) / (n + PRIOR) + eps, _TINY)
-        return None if base is None else (base[0], base[1])
-
-    def numeric_evidence(self, obs: dict, prepared: tuple, m: Margins) -> tuple[dict, dict | None]:
-        kids = self._children_of_categories() if self.numeric is not None else []
-        if not kids or len(prepared) < 3:
-            return {}, None
-        num = self.numeric
-        assert num is not None and self.cross is not None
-        nobs = num._observed(prepared[2])
-        self.cross.fit()
-        flat = tuple(self.cross.flat(f)[0] for f in ("n", "mean", "m2")) + (self.cross.flat("n")[1],)
-        eps = num._eps()
-        n_c = len(self.classes.keys)
-        terms: dict = {}
-        logs: dict = {}  # missing parent -> per class, log evidence per value
-        for c, parent in kids:
-            has = c in nobs
-            jac = nobs[c] if has and c in num.log_ids() else 0.0  # the change of variables
-            lams = None if has else [num.evidence(k, c, nobs) for k in range(n_c)]
-            if lams is not None and all(lam is None for lam in lams):
-                continue  # missing, nothing observed below: sums to 1
-            p = m.fid.get(parent)
-            if p is None:
-                continue
-            u_obs = obs.get(p, -1)
-            cells = [u_obs] if u_obs >= 0 else m.fcells[p]
-            rows = []
-            for k in range(n_c):
-                row = []
-                for u in cells:
-                    g = self._child_gaussian(k, u, c, flat, eps)
-                    if g is None:
-                        row.append(0.0)
-                    elif has:
-                        d = nobs[c] - g[0]
-                        row.append(-0.5 * (_LOG_2PI + math.log(g[1]) + d * d / g[1]) - jac)
-                    else:
-                        row.append(_integral(g[0], g[1], lams[k]))  # type: ignore[index]
-                rows.append(row)
-            if u_obs >= 0:
-                terms[("numeric", num.name_of(c))] = [r[0] for r in rows]
-            else:
-                acc = logs.setdefault(p, [[0.0] * len(cells) for _ in range(n_c)])
-                for k in range(n_c):
-                    acc[k] = [a + b for a, b in zip(acc[k], rows[k])]
-        extra: dict | None = None
-        if logs:
-            extra = {}
-            for p, per_class in logs.items():
-                extra[p] = {}
-                for k, vals in enumerate(per_class):
-                    top = max(vals)
-                    extra[p][k] = (top, [math.exp(v - top) for v in vals])
-        return terms, extra
-
-
-def _integral(m: float, v: float, lam: tuple[float, float, float] | None) -> float:
-    """``log integral N(x; m, v) exp(-K x**2 / 2 + h x + g) dx`` (0 without evidence)."""
-    if lam is None:
-        return 0.0
-    K, h, g = lam
-    q = 1.0 + v * K
-    return g - 0.5 * math.log(q) + (h * m + 0.5 * v * h * h - 0.5 * K * m * m) / q
-
-
-class _ClassTreesPart(_TANPart):
-    def learn_structures(self) -> dict:
-        feats = top_features(self.pairs, self.max_tree_features)
-        out = {}
-        n = self.pairs.raw("n")
-        for k, y in enumerate(self.classes.keys):
-            if self.class_counts.n[k] > 0 and np.diagonal(n[k]).any():
-                kept = self.sums.class_weights(k) if self.sums is not None else None
-                out[y] = class_chow_liu(self.pairs, y, alpha=self.cmi_alpha, features=feats, weights=kept)
-        return out
 
 
 class TANClassifier(TreeAugmentedNB):
@@ -324,11 +45,11 @@ class TANClassifier(TreeAugmentedNB):
     - a new structure predicts at once, with everything learned so far: nothing is replayed.
 
     **A structure that holds still.** An edge enters only if its weight exceeds its price
-    (``edge_penalty``, :func:`~streamnb.structure.chow_liu.edge_price`): by default the
+    (``edge_penalty``, :func:`~streamnb.structure.edge_prices.edge_price`): by default the
     independence test of the pair given the class at level 0.001 (``"chi2"``: ``2 N I`` against
     the chi-squared quantile of the edge's parameters: ``sum_y (r_y(i) - 1)(r_y(j) - 1)`` for a
     categorical pair, ``r_y(i)`` the values of ``X_i`` seen in class ``y``
-    (:func:`~streamnb.structure.chow_liu.class_edge_params`: many classes of few events each do
+    (:func:`~streamnb.structure.edge_prices.class_edge_params`: many classes of few events each do
     not inflate the test with values they never hold), ``C`` slopes for a numeric pair),
     ``"bic"`` for the Schwarz price ``params log(N) / 2N``, None for Friedman's spanning tree. Weak pairs stay independent: the structure is a forest, each tree hanging
     from its first feature in canonical order. Two kinds of hysteresis keep it still on a
@@ -337,10 +58,10 @@ class TANClassifier(TreeAugmentedNB):
     - an edge already in the structure pays a lower price to stay than to enter (the test at
       level 0.05 instead of 0.001; AIC's ``params / N`` instead of BIC's), so a weak true edge
       near the detection limit does not flap in and out
-      (:func:`~streamnb.structure.chow_liu.favour_incumbents`);
+      (:func:`~streamnb.structure.hysteresis.favour_incumbents`);
     - a recompute changes the forest only if the edges it adds outweigh the edges it removes
       by more than ``swap_margin`` times the total weight of the edges that change
-      (:func:`~streamnb.structure.chow_liu.hold`): near-ties do not swap back and forth, and a
+      (:func:`~streamnb.structure.hysteresis.hold`): near-ties do not swap back and forth, and a
       clearly better edge still replaces a wrong one however large the rest of the structure.
 
     :attr:`history` records the changes that happened; ``structure().weights`` are the
@@ -374,10 +95,10 @@ class TANClassifier(TreeAugmentedNB):
     categorical parent: then it is a Gaussian per class and parent value (the mean of the
     events with that value, their variance shrunk by one pseudo-event toward the class
     variance, plus ``eps``), and the pair weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log
-    v_yu] / 2`` nats (:meth:`_TANPart.cross_weights`). A categorical feature never has a numeric
-    parent: the categorical forest is chosen first, then numeric features join by the heaviest
+    v_yu] / 2`` nats (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical
+    feature never has a numeric parent: the categorical forest is chosen first, then numeric features join by the heaviest
     remaining edges, never joining two trees that both hold categorical features, and each tree
-    hangs from a categorical feature (:func:`~streamnb.structure.chow_liu.mixed_forest`). A
+    hangs from a categorical feature (:func:`~streamnb.structure.forest.mixed_forest`). A
     missing categorical parent is summed out with its numeric children's densities as evidence,
     a missing numeric one by Gaussian integrals: exact, whatever is missing.
 
@@ -395,8 +116,7 @@ class TANClassifier(TreeAugmentedNB):
     scale is a :attr:`history` entry (``"scales"``). A value below 0 sends the feature back to
     its linear scale for good (its log slot is emptied and learns nothing more), and a value
     below 0 to score for a feature on its log scale is outside it: summed out like a missing
-    value. On the UCI crx set (5-fold CV, same folds; A11 a count, A15 an income) TAN scores
-    0.858 against GaussianNB's 0.793 and MixedNB's 0.775 (0.757 on linear scales only).
+    value. What the log scales gain on data sets with counts and amounts: docs/benchmarks.md.
 
     Parameters
     ----------
@@ -508,7 +228,7 @@ class TANClassifier(TreeAugmentedNB):
         super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:
-        return _TANPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
+        return TANPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
                         self.max_tree_features, self.cmi_alpha, self.max_cells, self.edge_penalty,
                         self.swap_margin, self._prior)
 
@@ -593,72 +313,3 @@ class TANClassifier(TreeAugmentedNB):
         yield {"relearn_every": 5, "smoothing": "lidstone"}
         yield {"relearn_every": 20, "edge_penalty": None, "swap_margin": 0.0}
         yield {"relearn_every": 10, "scales": "linear"}
-
-
-class ChowLiuClassifier(TreeAugmentedNB):
-    """One Chow-Liu tree per class: ``P(x | y)`` is a tree over the features, its own for each y.
-
-    The tree of class ``y`` is the maximum spanning tree of ``I(Xi; Xj)`` over the events of
-    class ``y`` (a Bayesian multinet; Friedman et al. 1997, section 5). It uses the same pair
-    counts as :class:`TANClassifier`, sliced by class: no other statistic. Parameters,
-    smoothing (``smoothing``), relearning and missing values are as in TAN (a spanning tree: no edge price, no
-    swap margin); numeric features are Gaussian leaves given the class.
-
-    Examples
-    --------
-    ``b`` copies ``a`` in class True and negates it in class False:
-
-    >>> model = ChowLiuClassifier(relearn_every=40, kinds={"a": "categorical", "b": "categorical"})
-    >>> for i in range(80):
-    ...     a = i % 2
-    ...     model.learn_one({"a": a, "b": a if i % 4 < 2 else 1 - a}, i % 4 < 2)
-    >>> model.structure(True).edges, model.structure(False).edges
-    ([('a', 'b')], [('a', 'b')])
-    >>> model.predict_one({"a": 1, "b": 1}), model.predict_one({"a": 1, "b": 0})
-    (True, False)
-    """
-
-    def __init__(
-        self,
-        alpha: float = 1.0,
-        relearn_every: int = 100,
-        max_tree_features: int | None = None,
-        cmi_alpha: float = 0.0,
-        kinds: dict | None = None,
-        var_smoothing: float = 1e-9,
-        max_cells: int = MAX_CELLS,
-        smoothing: str = "marginal",
-    ) -> None:
-        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
-        self.smoothing = smoothing
-        self.alpha = alpha
-        self.relearn_every = relearn_every
-        self.max_tree_features = max_tree_features
-        self.cmi_alpha = cmi_alpha
-        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
-
-    def _make_structured_part(self) -> Part:
-        return _ClassTreesPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                               self.max_tree_features, self.cmi_alpha, self.max_cells, prior=self._prior)
-
-    def structure(self, y: Hashable) -> Structure:
-        """The current tree of class ``y``."""
-        return self._part.structures.get(y, Structure({}))
-
-    def structures(self) -> dict:
-        """``{class: Structure}``."""
-        return dict(self._part.structures)
-
-    def to_dot(self, class_name: str = "class") -> str:
-        """One Graphviz digraph per class, concatenated."""
-        return "\n".join(
-            s.to_dot().replace("digraph {", f'digraph "{class_name}={y}" {{', 1)
-            for y, s in self._part.structures.items()
-        )
-
-    @classmethod
-    def _unit_test_params(cls):
-        yield {}
-        yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
-        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
-        yield {"relearn_every": 5, "smoothing": "lidstone"}

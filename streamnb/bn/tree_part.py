@@ -51,6 +51,13 @@ import pandas as pd
 from streamnb import kernels
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
+from streamnb.bn.parent_tables import parent_matrix, parents_and_children
+from streamnb.bn.structure_state import (
+    history_entry_from_state,
+    history_entry_to_state,
+    structure_from_state,
+    structure_to_state,
+)
 from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, factorize
@@ -69,20 +76,6 @@ MAX_CELLS = 1024
 
 #: Rows per chunk of the array path are chosen so that a chunk's terms hold about this many floats.
 CHUNK_FLOATS = 1 << 21
-
-
-def structure_to_state(s: Structure) -> dict:
-    return {
-        "parents": [[encode_key(c), None if p is None else encode_key(p)] for c, p in s.parents.items()],
-        "weights": [[encode_key(p), encode_key(c), w] for (p, c), w in s.weights.items()],
-        "class_parent": s.class_parent,
-    }
-
-
-def structure_from_state(state: dict) -> Structure:
-    parents = {decode_key(c): None if p is None else decode_key(p) for c, p in state["parents"]}
-    weights = {(decode_key(p), decode_key(c)): float(w) for p, c, w in state["weights"]}
-    return Structure(parents, weights, bool(state["class_parent"]))
 
 
 class TreePart(Part):
@@ -336,16 +329,7 @@ class TreePart(Part):
         cached = self._cache.get("parents")
         if cached is not None and cached.shape == (n_c, n_f):
             return cached
-        out = np.full((n_c, n_f), -1, dtype=np.intp)
-        feats = self.features
-        for key, s in self.structures.items():
-            rows = slice(None) if key is None else self.classes.get(key)
-            if isinstance(rows, int) and rows < 0:
-                continue
-            for child, parent in s.parents.items():
-                c, p = feats.get(child), feats.get(parent) if parent is not None else -1
-                if c >= 0:
-                    out[rows, c] = p
+        out = parent_matrix(self.structures, self.classes, self.features)
         self._cache["parents"] = out
         return out
 
@@ -356,19 +340,7 @@ class TreePart(Part):
         cached = self._cache.get("tree")
         if cached is not None and cached[0] == key:
             return cached[1]
-        pm = self.parent_matrix()
-        shared = not len(pm) or bool((pm == pm[0]).all())
-        parents = [pm[0].tolist()] if shared else pm.tolist()
-        if not len(pm):
-            parents = [[-1] * key[1]]
-        children = []
-        for pa in parents:
-            ch: list[list[int]] = [[] for _ in pa]
-            for c, p in enumerate(pa):
-                if p >= 0:
-                    ch[p].append(c)
-            children.append(ch)
-        out = (shared, parents, children)
+        out = parents_and_children(self.parent_matrix(), key[1])
         self._cache["tree"] = (key, out)
         return out
 
@@ -512,7 +484,7 @@ class TreePart(Part):
                 [None if key is None else encode_key(key), structure_to_state(s)]
                 for key, s in self.structures.items()
             ],
-            "history": [_entry_to_state(e) for e in self.history],
+            "history": [history_entry_to_state(e) for e in self.history],
         }
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
@@ -521,31 +493,5 @@ class TreePart(Part):
         self.structures = {
             None if key is None else decode_key(key): structure_from_state(s) for key, s in state["structures"]
         }
-        self.history = deque((_entry_from_state(e) for e in state["history"]), maxlen=HISTORY_SIZE)
+        self.history = deque((history_entry_from_state(e) for e in state["history"]), maxlen=HISTORY_SIZE)
         self._cache.clear()
-
-
-def _entry_to_state(e: dict) -> dict:
-    out: dict[str, Any] = {
-        "event": e["event"],
-        "added": [[encode_key(p), encode_key(c)] for p, c in e["added"]],
-        "removed": [[encode_key(p), encode_key(c)] for p, c in e["removed"]],
-    }
-    if "class" in e:
-        out["class"] = encode_key(e["class"])
-    if "scales" in e:
-        out["scales"] = [[encode_key(f), scale] for f, scale in e["scales"].items()]
-    return out
-
-
-def _entry_from_state(e: dict) -> dict:
-    out: dict[str, Any] = {
-        "event": int(e["event"]),
-        "added": [(decode_key(p), decode_key(c)) for p, c in e["added"]],
-        "removed": [(decode_key(p), decode_key(c)) for p, c in e["removed"]],
-    }
-    if "class" in e:
-        out["class"] = decode_key(e["class"])
-    if "scales" in e:
-        out["scales"] = {decode_key(f): str(scale) for f, scale in e["scales"]}
-    return out

@@ -2,62 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
 import math
-import zlib
-from itertools import compress
-from operator import methodcaller, not_
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import numpy as np
 from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
-from streamnb.naive_bayes.values import check_event, check_weight, numeric_items
+from streamnb.naive_bayes.values import check_weight
+from streamnb.spam.gram_logistic import GramLogistic, split_grams
 from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
-from streamnb.spam.robinson import combine, robinson, significant
+from streamnb.spam.robinson import combine, cutoff_logit, robinson, significant
+from streamnb.spam.token_counts import message_counts
+from streamnb.spam.verdict import TokenScore, Verdict, labels_from_first
 from streamnb.stats import Counts, Index, rarest, target
-from streamnb.text.degenerate import degenerates
-from streamnb.text.tokenizer import GRAM_PREFIX
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
-
-_IS_GRAM = methodcaller("startswith", GRAM_PREFIX)
-
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The three-way answer: ``label`` is ``"ham"``, ``"unsure"`` or ``"spam"``; ``score`` the
-    indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
-    significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding, plus the
-    weighted log-odds of the logistic model on the message's byte n-grams, if any (the ranking score);
-    ``threshold`` the spam threshold on ``logit`` it was compared with."""
-
-    label: str
-    score: float
-    spam: float
-    ham: float
-    n_tokens: int
-    logit: float = 0.0
-    threshold: float = float("inf")
-
-
-@dataclass(frozen=True)
-class TokenScore:
-    """One token of a message: its message counts, ``f(w)`` and whether it was combined."""
-
-    token: Hashable
-    n_spam: float
-    n_ham: float
-    f: float
-    used: bool
-
-    @property
-    def log_odds(self) -> float:
-        """``ln f - ln (1 - f)``: > 0 pushes towards spam, < 0 towards ham."""
-        return float(np.log(self.f) - np.log1p(-self.f))
 
 
 class SpamFilter(base.Classifier):
@@ -228,16 +189,12 @@ class SpamFilter(base.Classifier):
         self.max_spam_rate = max_spam_rate
         self.calibration_memory = calibration_memory
         self.max_tokens = max_tokens
-        if logistic_rate is not None and not logistic_rate > 0:
-            raise ValueError(f"logistic_rate must be positive or None, got {logistic_rate}")
-        if not (isinstance(logistic_bits, int) and 8 <= logistic_bits <= 26):
-            raise ValueError(f"logistic_bits must be an int in [8, 26], got {logistic_bits!r}")
+        self._logistic = GramLogistic(logistic_rate, logistic_bits)  # ValueError for a bad rate or size
         if not (isinstance(logistic_weight, (int, float)) and 0 <= logistic_weight < math.inf):
             raise ValueError(f"logistic_weight must be finite and >= 0, got {logistic_weight!r}")
         self.logistic_rate = logistic_rate
         self.logistic_bits = logistic_bits
         self.logistic_weight = logistic_weight
-        self._weights: np.ndarray | None = None  # the logistic model's, once an n-gram is learned
         self._classes = Index()  # ids: 0 ham, 1 spam, once the labels are known
         self._labels: tuple[Hashable, Hashable] | None = None
         if spam_label is not None:
@@ -247,7 +204,7 @@ class SpamFilter(base.Classifier):
         self._counts = Counts([self._classes, self._tokens])
         self._operating = (
             None if max_ham_rate is None else
-            OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, _logit(ham_cutoff))
+            OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, cutoff_logit(ham_cutoff))
         )  # fmt: skip
         self._version = 0  # bumped by every change of the counts
         self._memo: tuple[int, dict, Verdict, list, np.ndarray, float] | None = None
@@ -284,15 +241,7 @@ class SpamFilter(base.Classifier):
         """The class id of ``y`` (0 ham, 1 spam); with ``learn``, the first label of a filter
         without labels sets them (see ``spam_label``)."""
         if self._labels is None and learn:
-            if isinstance(y, (bool, np.bool_)):
-                self._set_labels(True, False)
-            elif isinstance(y, str) and y in ("spam", "ham"):
-                self._set_labels("spam", "ham")
-            else:
-                raise InvalidEventError(
-                    f"cannot tell whether the label {y!r} is spam or ham: give SpamFilter(spam_label=..., "
-                    "ham_label=...); without them the labels must be bool (True is spam) or 'spam'/'ham'"
-                )
+            self._set_labels(*labels_from_first(y))
         if self._labels is None:
             raise InvalidEventError(f"label {y!r}: this filter has learned no label yet")
         try:
@@ -311,65 +260,17 @@ class SpamFilter(base.Classifier):
         n = self._messages.n
         return float(n[1]), float(n[0])
 
-    @staticmethod
-    def _split(x: Mapping) -> tuple[list, list]:
-        """The present tokens of ``x`` (values above 0) and its present byte n-grams."""
-        check_event(x)
-        keys, v = numeric_items(x)
-        present = keys if min(v, default=1.0) > 0 else [key for key, value in zip(keys, v) if value > 0]
-        if set(map(type, present)) <= {str}:  # the usual case, in C loops: thousands of n-grams a message
-            gram = list(map(_IS_GRAM, present))
-            if True not in gram:
-                return present, []
-            return list(compress(present, map(not_, gram))), list(compress(present, gram))
-        gram = [type(key) is str and key.startswith(GRAM_PREFIX) for key in present]
-        return list(compress(present, map(not_, gram))), list(compress(present, gram))
-
-    @classmethod
-    def _present(cls, x: Mapping) -> list:
-        return cls._split(x)[0]
-
-    def _gram_ids(self, grams: list) -> np.ndarray:
-        """The weights' indices of byte n-gram features: a polynomial hash of the characters
-        (the same in every process), in one pass over a character array; CRC-32 if a key is long."""
-        if self.logistic_rate is None or not grams:
-            return np.zeros(0, dtype=np.int64)
-        if max(map(len, grams)) > 16:
-            h = np.fromiter((zlib.crc32(g.encode("utf-8", "surrogatepass")) for g in grams), np.uint64, len(grams))
-        else:
-            chars = np.array(grams)  # fixed-width UCS-4: one row of code points per key
-            codes = chars.view(np.uint32).reshape(len(grams), -1).astype(np.uint64)
-            h = np.zeros(len(grams), dtype=np.uint64)
-            for column in codes.T:  # at most 16 columns
-                h = (h ^ column) * np.uint64(0x100000001B3)  # FNV-1a on code points, wrapping at 2^64
-        return ((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - self.logistic_bits)).astype(np.int64)
-
-    def _log_odds(self, ids: np.ndarray) -> float:
-        """The logistic model's log-odds of spam for the n-gram indices ``ids``."""
-        if self._weights is None or not len(ids):
-            return 0.0
-        return float(self._weights[ids].sum(dtype=np.float64))
-
-    def _step(self, ids: np.ndarray, spam: bool, z: float, w: float) -> None:
-        """One gradient step of the logistic loss at log-odds ``z``, message weight ``w``."""
-        if not len(ids) or self.logistic_rate is None:
-            return
-        if self._weights is None:
-            self._weights = np.zeros(1 << self.logistic_bits, dtype=np.float32)
-        p = 1.0 / (1.0 + math.exp(-min(50.0, max(-50.0, z))))
-        np.add.at(self._weights, ids, np.float32(self.logistic_rate * w * (float(spam) - p)))
-
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
         w = check_weight(w)
-        self._present(x)  # checks x before the labels may be set
+        split_grams(x)[0]  # checks x before the labels may be set
         k = self._class(y, learn=True)
         verdict, keys, ids, z = self._scored(x)
         if w == 0.0:
             return
         if self._operating is not None:
             self._operating.update(verdict.logit, ham=k == 0, w=w)
-        self._step(ids, k == 1, z, w)
+        self._logistic.step(ids, k == 1, z, w)
         self._version += 1
         self._messages.add((k,), w)
         if keys:
@@ -384,7 +285,7 @@ class SpamFilter(base.Classifier):
         cannot have been learned with this label."""
         k = self._class(y)
         w = check_weight(w)
-        ids = self._tokens.lookup(self._present(x))
+        ids = self._tokens.lookup(split_grams(x)[0])
         if w == 0.0:
             return
         if self._messages.n[k] < w or (ids < 0).any() or (self._counts.n[k, ids] < w).any():
@@ -394,7 +295,7 @@ class SpamFilter(base.Classifier):
         self._counts.add((k, ids), -w)
         self._counts.drop(1, self._counts.empty(1, ids))
         verdict, _, gram_ids, z = self._scored(x)
-        self._step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
+        self._logistic.step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
         if self._operating is not None:
             self._operating.remove(verdict.logit, ham=k == 0, w=w)
 
@@ -405,15 +306,14 @@ class SpamFilter(base.Classifier):
         self._version += 1
         self._messages.decay(factor)
         self._counts.decay(factor)
-        if self._weights is not None:
-            self._weights *= np.float32(factor)
+        self._logistic.decay(factor)
 
     # -- scoring ---------------------------------------------------------------------------
     def token_scores(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0) -> list[TokenScore]:
         """Every present token of ``x`` with its counts, ``f(w)`` and whether it is combined
         (an unseen token scored by a degenerate form shows that form's counts); with ``other``,
         of the blend of :meth:`classify_blend`."""
-        keys = self._present(x)
+        keys = split_grams(x)[0]
         n_spam, n_ham, total_spam, total_ham = self._blend_counts(keys, other, weight)
         f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
         used = np.zeros(len(keys), dtype=bool)
@@ -442,41 +342,17 @@ class SpamFilter(base.Classifier):
         return robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
 
     def _token_counts(self, keys: list) -> tuple[np.ndarray, np.ndarray]:
-        """Message counts ``(n_spam, n_ham)`` of the tokens ``keys``. With ``degenerate``, a
-        token never learned takes the counts of its learned degenerate form whose ``f(w)`` is
-        farthest from 0.5 (the first such form on ties): at most
-        :data:`~streamnb.text.degenerate.MAX_FORMS` lookups per unseen token."""
-        ids = self._tokens.lookup(keys)
+        """Message counts ``(n_spam, n_ham)`` of the tokens ``keys``; with ``degenerate``, a
+        token never learned falls back on a learned degenerate form (:func:`~streamnb.spam.token_counts.message_counts`)."""
         n = self._counts.n
         if self._labels is None or not n.shape[1]:
             return np.zeros(len(keys)), np.zeros(len(keys))
-        known, safe = ids >= 0, np.maximum(ids, 0)
-        n_ham = np.where(known, n[0, safe], 0.0)
-        n_spam = np.where(known, n[1, safe], 0.0)
-        if self.degenerate and not known.all():  # every unseen token's forms in one lookup
-            owners, forms = [], []
-            for i in np.flatnonzero(~known).tolist():
-                if isinstance(keys[i], str):
-                    for form in degenerates(keys[i]):
-                        owners.append(i)
-                        forms.append(form)
-            found = self._tokens.lookup(forms)
-            hit = found >= 0
-            if hit.any():
-                found = found[hit]
-                strength = np.abs(self._robinson(n[1, found], n[0, found]) - 0.5).tolist()
-                best: dict[int, tuple[float, int]] = {}
-                for i, strong, j in zip(np.asarray(owners)[hit].tolist(), strength, found.tolist()):
-                    if i not in best or strong > best[i][0]:  # the first of the strongest forms
-                        best[i] = (strong, j)
-                for i, (_, j) in best.items():
-                    n_spam[i], n_ham[i] = n[1, j], n[0, j]
-        return n_spam, n_ham
+        return message_counts(self._tokens, n, keys, self.degenerate, self._robinson)
 
     def spam_threshold(self) -> float:
         """The spam threshold on the verdict's ``logit`` now (see ``max_ham_rate``)."""
         if self._operating is None:
-            return _logit(self.spam_cutoff)
+            return cutoff_logit(self.spam_cutoff)
         return self._operating.threshold()
 
     def _verdict(self, x: Mapping) -> Verdict:
@@ -488,9 +364,9 @@ class SpamFilter(base.Classifier):
         memo = self._memo
         if memo is not None and memo[0] == self._version and memo[1] == x:
             return memo[2], memo[3], memo[4], memo[5]
-        keys, grams = self._split(x)
-        ids = self._gram_ids(grams)
-        z = self._log_odds(ids)
+        keys, grams = split_grams(x)
+        ids = self._logistic.ids(grams)
+        z = self._logistic.log_odds(ids)
         n_spam, n_ham = self._token_counts(keys)
         verdict = self._decide(n_spam, n_ham, *self._totals(), z)
         self._memo = (self._version, dict(x), verdict, keys, ids, z)
@@ -526,8 +402,8 @@ class SpamFilter(base.Classifier):
         (degenerate forms included); the thresholds are this filter's. Costs what ``x``
         holds: nothing is merged. ``weight = 0`` gives :meth:`classify_one`'s verdict."""
         weight = check_weight(weight)
-        keys, grams = self._split(x)
-        return self._decide(*self._blend_counts(keys, other, weight), self._log_odds(self._gram_ids(grams)))
+        keys, grams = split_grams(x)
+        return self._decide(*self._blend_counts(keys, other, weight), self._logistic.log_odds(self._logistic.ids(grams)))
 
     def classify_explained(self, x: Mapping, other: SpamFilter | None = None, weight: float = 0.0,
                            top: int = 10) -> tuple[Verdict, list[TokenScore]]:  # fmt: skip
@@ -535,12 +411,12 @@ class SpamFilter(base.Classifier):
         its evidence: of the tokens combined, the ``top`` pushing most toward ham and the
         ``top`` pushing most toward spam, by ``|ln f - ln (1 - f)|``; one lookup of the counts."""
         weight = check_weight(weight)
-        keys, grams = self._split(x)
+        keys, grams = split_grams(x)
         counts = self._blend_counts(keys, other, weight)
         n_spam, n_ham = counts[0], counts[1]
         f = robinson(*counts, self.s, self.x)
         used = significant(f, self.min_dev, self.max_discriminators)
-        verdict = self._judge(f[used], self._log_odds(self._gram_ids(grams)))
+        verdict = self._judge(f[used], self._logistic.log_odds(self._logistic.ids(grams)))
         log_odds = np.log(f[used]) - np.log1p(-f[used])
         order = np.argsort(log_odds, kind="stable")
         hammy = [j for j in order[:top].tolist() if log_odds[j] < 0]
@@ -601,8 +477,8 @@ class SpamFilter(base.Classifier):
         state = {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
         if self._operating is not None:
             state["operating"] = self._operating.to_state()
-        if self._weights is not None:
-            state["logistic"] = self._weights.copy()
+        if self._logistic.weights is not None:
+            state["logistic"] = self._logistic.weights.copy()
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -613,10 +489,7 @@ class SpamFilter(base.Classifier):
             if fresh._operating is not None and "operating" in state:  # older states: uncalibrated
                 fresh._operating.load_state(state["operating"])
             if "logistic" in state:  # older states, or no n-gram learned: none
-                weights = np.asarray(state["logistic"], dtype=np.float32)
-                if weights.shape != (1 << fresh.logistic_bits,) or not np.isfinite(weights).all():
-                    raise StateError(f"invalid logistic weights of shape {weights.shape}")
-                fresh._weights = weights.copy()
+                fresh._logistic.load(state["logistic"])
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"invalid SpamFilter state: {exc}") from exc
         classes = fresh._classes.keys
@@ -632,12 +505,3 @@ class SpamFilter(base.Classifier):
         yield {"spam_label": True, "ham_label": False}
         yield {"spam_label": True, "ham_label": False, "max_tokens": 5, "max_discriminators": 3}
         yield {"spam_label": True, "ham_label": False, "max_ham_rate": None}
-
-
-def _logit(p: float) -> float:
-    """``ln p - ln (1 - p)``, infinite at 0 and 1."""
-    if p <= 0.0:
-        return -np.inf
-    if p >= 1.0:
-        return np.inf
-    return float(np.log(p) - np.log1p(-p))

@@ -41,7 +41,8 @@ import math
 
 import numpy as np
 
-__all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "combine", "fisher", "fisher_logit", "robinson", "significant"]
+__all__ = ["chi2_logcdf", "chi2_logsf", "chi2q", "combine", "cutoff_logit", "fisher", "fisher_logit", "robinson",
+           "significant"]  # fmt: skip
 
 
 def robinson(n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float, s: float, x: float) -> np.ndarray:
@@ -185,3 +186,13 @@ def significant(f: np.ndarray, min_dev: float, max_tokens: int | None) -> np.nda
     if max_tokens is not None and len(ok) > max_tokens:
         ok = np.sort(ok[np.argsort(-dev[ok], kind="stable")[:max_tokens]])
     return ok
+
+
+def cutoff_logit(p: float) -> float:
+    """``ln p - ln (1 - p)``, infinite at 0 and 1 (a cut-off on the indicator ``I`` as a
+    threshold on the logit of :func:`fisher_logit`)."""
+    if p <= 0.0:
+        return -np.inf
+    if p >= 1.0:
+        return np.inf
+    return float(np.log(p) - np.log1p(-p))

@@ -7,7 +7,8 @@ from typing import Any
 
 from river import base
 
-from streamnb.spam.filter import HAM, SPAM, SpamFilter
+from streamnb.spam.filter import SpamFilter
+from streamnb.spam.operating import HAM, SPAM
 
 __all__ = ["REGIMES", "Trainer"]
 

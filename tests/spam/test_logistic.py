@@ -49,7 +49,7 @@ def test_worked_example_of_the_logistic_steps_and_the_fused_score():
     step = 0.5 / (1.0 + math.exp(-0.25))
     for f in (with_model, without):
         f.learn_one(ham, "ham")
-    assert with_model._log_odds(with_model._gram_ids([G + "ab", G + "bc", G + "cd"])) == pytest.approx(
+    assert with_model._logistic.log_odds(with_model._logistic.ids([G + "ab", G + "bc", G + "cd"])) == pytest.approx(
         0.25 + (0.25 - step) - step, abs=1e-6)
     assert with_model.classify_one(ham).logit == pytest.approx(
         without.classify_one(ham).logit + 0.5 * (0.25 - 2 * step), abs=1e-6)
@@ -74,9 +74,9 @@ def test_logistic_weights_are_saved_loaded_checked_and_decayed():
     with pytest.raises(StateError):
         f.clone().load_state(state)
     assert "logistic" not in SpamFilter().to_state()  # nothing learned: nothing saved
-    before = f._log_odds(f._gram_ids([G + "xy"]))
+    before = f._logistic.log_odds(f._logistic.ids([G + "xy"]))
     f.decay(0.5)
-    assert f._log_odds(f._gram_ids([G + "xy"])) == pytest.approx(before / 2, abs=1e-7)
+    assert f._logistic.log_odds(f._logistic.ids([G + "xy"])) == pytest.approx(before / 2, abs=1e-7)
     with pytest.raises(ValueError):
         SpamFilter(logistic_rate=0.0)
     with pytest.raises(ValueError):
@@ -90,5 +90,5 @@ def test_unlearn_steps_back_at_the_log_odds_now():
     x = {"a": 1, G + "xy": 1}
     f.learn_one(x, "spam")  # weight of "xy": 0.25
     f.unlearn_one(x, "spam")  # back at log-odds 0.25: 0.25 - 0.5 (1 - sigmoid(0.25))
-    assert f._log_odds(f._gram_ids([G + "xy"])) == pytest.approx(0.25 - 0.5 * (1 - 1 / (1 + math.exp(-0.25))), abs=1e-7)
+    assert f._logistic.log_odds(f._logistic.ids([G + "xy"])) == pytest.approx(0.25 - 0.5 * (1 - 1 / (1 + math.exp(-0.25))), abs=1e-7)
     assert f.n_seen == 0.0

@@ -11,6 +11,7 @@ import pandas as pd
 
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import CategoricalPart
+from streamnb.naive_bayes.composed import ComposedNB
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import is_missing
 
@@ -103,7 +104,7 @@ class FeatureKinds(BaseNB):
 
 
 
-class MixedNB(FeatureKinds):
+class MixedNB(FeatureKinds, ComposedNB):
     """Naive Bayes with a distribution chosen per feature: Gaussian or categorical.
 
     A feature's kind is fixed the first time it is seen with a value: numbers are Gaussian,
@@ -149,6 +150,53 @@ class MixedNB(FeatureKinds):
         check_kinds(kinds)
         super().__init__()
         self._init_kinds()
+
+    def _init_kinds(self) -> None:
+        super()._init_kinds()
+        # every event, mixed or not, takes the compiled path part by part (ComposedNB._route);
+        # an int reaches the categorical part only for a feature declared categorical
+        self._wholes = ()
+        self._parts["categorical"].fast_strings_only = False
+
+    def _route(self, x: dict) -> tuple[dict, dict] | None:
+        """``x`` split for the compiled path: ``(numbers, categories)``, or None (the Python path).
+
+        A string goes to the categorical part, unless its feature is (or is declared) numeric:
+        the Python path rejects it. So does an int of a feature declared categorical; any other
+        value of a declared categorical feature takes the Python path. Everything else goes to the
+        Gaussian part, whose kernel takes plain numbers of its own features or of new ones only
+        (a number of a categorical feature, a missing value, a bool: the Python path). So the
+        categorical part's ``prepare`` accepts the categories, as :class:`ComposedNB` needs.
+
+        >>> model = MixedNB(kinds={"zip": "categorical"})
+        >>> model._route({"temp": 21.5, "sky": "sunny", "zip": 75001})
+        ({'temp': 21.5}, {'sky': 'sunny', 'zip': 75001})
+        >>> model.learn_one({"temp": 21.5}, "play")
+        >>> print(model._route({"temp": "warm"}))  # a string for a numeric feature: an error to raise
+        None
+        """
+        numbers: dict = {}
+        categories: dict = {}
+        numeric = self._parts["gaussian"].features.ids  # type: ignore[attr-defined]
+        declared = self.kinds
+        for f, v in x.items():
+            t = type(v)
+            if declared and f in declared:
+                if declared[f] == "categorical":
+                    if t is not str and t is not int:
+                        return None
+                    categories[f] = v
+                elif t is str:
+                    return None
+                else:
+                    numbers[f] = v
+            elif t is str:
+                if f in numeric:
+                    return None
+                categories[f] = v
+            else:
+                numbers[f] = v
+        return numbers, categories
 
     def _make_parts(self) -> dict[str, Part]:
         return {

@@ -1,0 +1,110 @@
+"""The compiled path of a learner with several parts: the event split, each part's kernel on its share.
+
+A learner whose parts each have a compiled path (:meth:`Part.joint_fast`, :meth:`Part.learn_fast`,
+:meth:`Part.step_fast`) runs an event that spans several parts compiled too: :meth:`ComposedNB._route`
+splits the raw event into one sub-event per part (in the order of the parts), each part's
+kernel scores and learns its own sub-event, and the joint log-likelihoods add up, as the Python
+path adds the parts' :meth:`Part.joint_one`. No kernel knows about the others.
+
+What keeps "nothing changes before an error" and the Python path's results:
+
+- every part scores its sub-event before any part learns (``predict_learn_one``); a kernel
+  that scores a sub-event has read and checked all of it, so its part's ``prepare`` accepts it;
+- on ``learn_one`` alone, the first part with a sub-event learns all of it or nothing (its
+  kernel's rule); :meth:`ComposedNB._route` returns the other sub-events only when their parts'
+  ``prepare`` accept them, so a later part whose kernel leaves its sub-event (a new key to
+  register) learns it through its Python path without any error possible;
+- any part that cannot score (a kernel returning None) sends the whole event to the Python path,
+  before anything changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+from streamnb import kernels
+from streamnb.naive_bayes.base import BaseNB
+
+__all__ = ["ComposedNB"]
+
+
+class ComposedNB(BaseNB):
+    """A :class:`BaseNB` whose events go, part by part, through the parts' compiled paths.
+
+    Subclasses implement :meth:`_route` (and leave ``_wholes`` empty: no part takes events whole).
+    """
+
+    def _route(self, x: dict) -> tuple[dict, ...] | None:
+        """``x`` split into one sub-event per part (in the order of ``_parts``), or None if it
+        takes the Python path. Every sub-event but the first non-empty one must be one its part's
+        ``prepare`` accepts (see the module's docstring)."""
+        raise NotImplementedError
+
+    def _shares(self, x: dict) -> list | None:
+        """``(part, sub-event)`` of the parts ``x`` has features for, or None (the Python path)."""
+        subs = self._route(x)
+        if subs is None:
+            return None
+        shares = [(part, sub) for part, sub in zip(self._parts.values(), subs) if sub]
+        return shares or None
+
+    def _joint_fast(self, shares: list) -> list | None:
+        """The joint log-likelihoods of the sub-events, each part's kernel on its own; None if
+        one takes the Python path. Parts without a sub-event add nothing (0)."""
+        jll = None
+        for part, sub in shares:
+            got = part.joint_fast(sub)
+            if got is None:
+                return None
+            jll = got if jll is None else [a + b for a, b in zip(jll, got)]
+        return jll
+
+    def _counted(self, k: int, w: float) -> None:
+        """The class count and what depends on it, once the parts learned an event."""
+        counts, (step,) = self._class_view()
+        counts[k * step] += w
+        self._log_prior_cache = None
+        if getattr(self, "max_features", None) is not None:
+            self._cap()
+
+    def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
+        if type(x) is dict and kernels.native is not None and self._classes.keys:
+            shares = self._shares(x)
+            jll = None if shares is None else self._joint_fast(shares)
+            if jll is not None:
+                return self._proba(jll)
+        return super().predict_proba_one(x, **kwargs)
+
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
+        if (type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None
+                and (shares := self._shares(x)) is not None):
+            k, w = fast
+            first, sub = shares[0]
+            if first.learn_fast(sub, k, w):  # all or nothing: if not, nothing changed
+                for part, sub in shares[1:]:
+                    if not part.learn_fast(sub, k, w):  # new keys: the part's Python path registers them
+                        part.learn_one(part.prepare(sub), k, w)
+                self._counted(k, w)
+                return
+        super().learn_one(x, y, w)
+
+    def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
+        if (type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None
+                and (shares := self._shares(x)) is not None):
+            k, w = fast
+            # every part scores before any learns; the last one scores and learns in one read
+            jll = self._joint_fast(shares[:-1]) if len(shares) > 1 else []
+            last, last_sub = shares[-1]
+            step = None if jll is None else last.step_fast(last_sub, k, w)
+            if step is not None:
+                values, learned, _ = step
+                proba = self._proba([a + b for a, b in zip(jll, values)] if jll else values)
+                for part, sub in shares[:-1]:
+                    if not part.learn_fast(sub, k, w):  # scored, so its part's prepare accepts it
+                        part.learn_one(part.prepare(sub), k, w)
+                if not learned:
+                    last.learn_one(last.prepare(last_sub), k, w)
+                self._counted(k, w)
+                return proba
+        return super().predict_learn_one(x, y, w)

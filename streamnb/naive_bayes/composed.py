@@ -21,10 +21,12 @@ What keeps "nothing changes before an error" and the Python path's results:
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from operator import add
 from typing import Any
 
 from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB
+from streamnb.naive_bayes.part import Part
 
 __all__ = ["ComposedNB"]
 
@@ -35,19 +37,12 @@ class ComposedNB(BaseNB):
     Subclasses implement :meth:`_route` (and leave ``_wholes`` empty: no part takes events whole).
     """
 
-    def _route(self, x: dict) -> tuple[dict, ...] | None:
-        """``x`` split into one sub-event per part (in the order of ``_parts``), or None if it
-        takes the Python path. Every sub-event but the first non-empty one must be one its part's
-        ``prepare`` accepts (see the module's docstring)."""
+    def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
+        """The parts ``x`` has features for, in the order of ``_parts``, each with its sub-event
+        ``(part, sub-event)``; None if ``x`` takes the Python path (or has no feature). Every
+        sub-event but the first must be one its part's ``prepare`` accepts (see the module's
+        docstring)."""
         raise NotImplementedError
-
-    def _shares(self, x: dict) -> list | None:
-        """``(part, sub-event)`` of the parts ``x`` has features for, or None (the Python path)."""
-        subs = self._route(x)
-        if subs is None:
-            return None
-        shares = [(part, sub) for part, sub in zip(self._parts.values(), subs) if sub]
-        return shares or None
 
     def _joint_fast(self, shares: list) -> list | None:
         """The joint log-likelihoods of the sub-events, each part's kernel on its own; None if
@@ -57,32 +52,36 @@ class ComposedNB(BaseNB):
             got = part.joint_fast(sub)
             if got is None:
                 return None
-            jll = got if jll is None else [a + b for a, b in zip(jll, got)]
+            jll = got if jll is None else [*map(add, jll, got)]
         return jll
 
-    def _counted(self, k: int, w: float) -> None:
-        """The class count and what depends on it, once the parts learned an event."""
-        counts, (step,) = self._class_view()
-        counts[k * step] += w
+    def _counted(self, k: int, w: float, counted: bool = False) -> None:
+        """The class count (unless ``counted``: a kernel did it) and what depends on it, once
+        the parts learned an event."""
+        if not counted:
+            counts, (step,) = self._class_view()
+            counts[k * step] += w
         self._log_prior_cache = None
         if getattr(self, "max_features", None) is not None:
             self._cap()
 
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
         if type(x) is dict and kernels.native is not None and self._classes.keys:
-            shares = self._shares(x)
-            jll = None if shares is None else self._joint_fast(shares)
-            if jll is not None:
-                return self._proba(jll)
+            shares = self._route(x)
+            if shares is not None:
+                jll = self._joint_fast(shares)
+                if jll is not None:
+                    return self._proba(jll)
         return super().predict_proba_one(x, **kwargs)
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         if (type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None
-                and (shares := self._shares(x)) is not None):
+                and (shares := self._route(x)) is not None):
             k, w = fast
-            first, sub = shares[0]
+            rest = iter(shares)
+            first, sub = next(rest)
             if first.learn_fast(sub, k, w):  # all or nothing: if not, nothing changed
-                for part, sub in shares[1:]:
+                for part, sub in rest:
                     if not part.learn_fast(sub, k, w):  # new keys: the part's Python path registers them
                         part.learn_one(part.prepare(sub), k, w)
                 self._counted(k, w)
@@ -91,20 +90,29 @@ class ComposedNB(BaseNB):
 
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
         if (type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None
-                and (shares := self._shares(x)) is not None):
+                and (shares := self._route(x)) is not None):
             k, w = fast
-            # every part scores before any learns; the last one scores and learns in one read
-            jll = self._joint_fast(shares[:-1]) if len(shares) > 1 else []
+            # every part scores before any learns; the last one scores and learns in one read,
+            # and, alone, finishes the posterior with the class counts (Part.step_fast)
             last, last_sub = shares[-1]
-            step = None if jll is None else last.step_fast(last_sub, k, w)
+            if len(shares) == 1:
+                jll: list | None = []
+                counts, (stride,) = self._class_view()
+                step = last.step_fast(last_sub, k, w, (counts, stride))
+            else:
+                jll = self._joint_fast(shares[:-1])
+                step = None if jll is None else last.step_fast(last_sub, k, w)
             if step is not None:
-                values, learned, _ = step
-                proba = self._proba([a + b for a, b in zip(jll, values)] if jll else values)
+                values, learned, finished = step
+                if finished:
+                    proba = dict(zip(self._classes.keys, values))
+                else:
+                    proba = self._proba([*map(add, jll, values)] if jll else values)
                 for part, sub in shares[:-1]:
                     if not part.learn_fast(sub, k, w):  # scored, so its part's prepare accepts it
                         part.learn_one(part.prepare(sub), k, w)
                 if not learned:
                     last.learn_one(last.prepare(last_sub), k, w)
-                self._counted(k, w)
+                self._counted(k, w, counted=learned and finished)
                 return proba
         return super().predict_learn_one(x, y, w)

@@ -156,47 +156,68 @@ class MixedNB(FeatureKinds, ComposedNB):
         # every event, mixed or not, takes the compiled path part by part (ComposedNB._route);
         # an int reaches the categorical part only for a feature declared categorical
         self._wholes = ()
-        self._parts["categorical"].fast_strings_only = False
+        numeric, categorical = self._parts["gaussian"], self._parts["categorical"]
+        categorical.fast_strings_only = False
+        categorical.fast_exclude = None  # _route keeps the numeric features out
+        self._kind_parts = (numeric, categorical)
 
-    def _route(self, x: dict) -> tuple[dict, dict] | None:
-        """``x`` split for the compiled path: ``(numbers, categories)``, or None (the Python path).
+    def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
+        """``x`` split for the compiled path (:class:`ComposedNB`): its numbers for the Gaussian
+        part, its categories for the categorical part; None for the Python path.
 
-        A string goes to the categorical part, unless its feature is (or is declared) numeric:
-        the Python path rejects it. So does an int of a feature declared categorical; any other
-        value of a declared categorical feature takes the Python path. Everything else goes to the
+        A string goes to the categorical part, unless its feature is (or is declared) numeric
+        (None: the Python path rejects it); so does an int of a feature declared categorical, and
+        any other value of such a feature takes the Python path. Everything else goes to the
         Gaussian part, whose kernel takes plain numbers of its own features or of new ones only
         (a number of a categorical feature, a missing value, a bool: the Python path). So the
         categorical part's ``prepare`` accepts the categories, as :class:`ComposedNB` needs.
 
         >>> model = MixedNB(kinds={"zip": "categorical"})
-        >>> model._route({"temp": 21.5, "sky": "sunny", "zip": 75001})
-        ({'temp': 21.5}, {'sky': 'sunny', 'zip': 75001})
+        >>> [(part.kind, sub) for part, sub in model._route({"temp": 21.5, "sky": "sunny", "zip": 75001})]
+        [('gaussian', {'temp': 21.5}), ('categorical', {'sky': 'sunny', 'zip': 75001})]
         >>> model.learn_one({"temp": 21.5}, "play")
         >>> print(model._route({"temp": "warm"}))  # a string for a numeric feature: an error to raise
         None
         """
         numbers: dict = {}
         categories: dict = {}
-        numeric = self._parts["gaussian"].features.ids  # type: ignore[attr-defined]
         declared = self.kinds
-        for f, v in x.items():
-            t = type(v)
-            if declared and f in declared:
-                if declared[f] == "categorical":
-                    if t is not str and t is not int:
-                        return None
+        if not declared:  # the loop of every event: as short as it gets
+            for f, v in x.items():
+                if type(v) is str:
                     categories[f] = v
-                elif t is str:
-                    return None
                 else:
                     numbers[f] = v
+            gaussian, categorical = self._kind_parts
+            if numbers and categories:
+                if not gaussian.features.ids.keys().isdisjoint(categories):  # type: ignore[attr-defined]
+                    return None
+                return [(gaussian, numbers), (categorical, categories)]
+            return self._shares(numbers, categories)
+        for f, v in x.items():
+            t = type(v)
+            kind = declared.get(f)
+            if kind == "categorical":
+                if t is not str and t is not int:  # a float, None, a bool...: the Python path
+                    return None
+                categories[f] = v
             elif t is str:
-                if f in numeric:
+                if kind == "gaussian":
                     return None
                 categories[f] = v
             else:
                 numbers[f] = v
-        return numbers, categories
+        return self._shares(numbers, categories)
+
+    def _shares(self, numbers: dict, categories: dict) -> list[tuple[Part, dict]] | None:
+        """:meth:`_route`'s answer for these sub-events: None if a category names a numeric
+        feature (the Python path rejects it) or if there is no feature."""
+        numeric, categorical = self._kind_parts
+        if categories:
+            if not numeric.features.ids.keys().isdisjoint(categories):  # type: ignore[attr-defined]
+                return None
+            return [(numeric, numbers), (categorical, categories)] if numbers else [(categorical, categories)]
+        return [(numeric, numbers)] if numbers else None
 
     def _make_parts(self) -> dict[str, Part]:
         return {

@@ -34,7 +34,8 @@ __all__ = ["ComposedNB"]
 class ComposedNB(BaseNB):
     """A :class:`BaseNB` whose events go, part by part, through the parts' compiled paths.
 
-    Subclasses implement :meth:`_route` (and leave ``_wholes`` empty: no part takes events whole).
+    Subclasses implement :meth:`_route`. Parts that take whole events of one kind
+    (``_wholes``) are tried first while events come one kind at a time.
     """
 
     def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
@@ -65,54 +66,92 @@ class ComposedNB(BaseNB):
         if getattr(self, "max_features", None) is not None:
             self._cap()
 
+    #: Whether the whole-event kernels (``_wholes``) are tried before :meth:`_route`: events of
+    #: one kind come in runs, and one of those kernels reads such an event without the split;
+    #: after an event of several kinds the route goes first. Only a matter of speed.
+    _whole_first = True
+
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
         if type(x) is dict and kernels.native is not None and self._classes.keys:
+            if self._whole_first:
+                for whole in self._wholes:
+                    jll = whole.joint_fast(x)
+                    if jll is not None:
+                        return self._proba(jll)
             shares = self._route(x)
             if shares is not None:
+                self._whole_first = len(shares) == 1
                 jll = self._joint_fast(shares)
                 if jll is not None:
                     return self._proba(jll)
         return super().predict_proba_one(x, **kwargs)
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
-        if (type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None
-                and (shares := self._route(x)) is not None):
-            k, w = fast
-            rest = iter(shares)
-            first, sub = next(rest)
-            if first.learn_fast(sub, k, w):  # all or nothing: if not, nothing changed
-                for part, sub in rest:
-                    if not part.learn_fast(sub, k, w):  # new keys: the part's Python path registers them
-                        part.learn_one(part.prepare(sub), k, w)
-                self._counted(k, w)
-                return
+        if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
+            k, v = fast
+            if self._whole_first:
+                for whole in self._wholes:
+                    if whole.learn_fast(x, k, v):
+                        self._counted(k, v)
+                        return
+            shares = self._route(x)
+            if shares is not None:
+                self._whole_first = len(shares) == 1
+                rest = iter(shares)
+                first, sub = next(rest)
+                if first.learn_fast(sub, k, v):  # all or nothing: if not, nothing changed
+                    for part, sub in rest:
+                        if not part.learn_fast(sub, k, v):  # new keys: the part's Python path registers them
+                            part.learn_one(part.prepare(sub), k, v)
+                    self._counted(k, v)
+                    return
         super().learn_one(x, y, w)
 
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
-        if (type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None
-                and (shares := self._route(x)) is not None):
-            k, w = fast
-            # every part scores before any learns; the last one scores and learns in one read,
-            # and, alone, finishes the posterior with the class counts (Part.step_fast)
-            last, last_sub = shares[-1]
-            if len(shares) == 1:
-                jll: list | None = []
-                counts, (stride,) = self._class_view()
-                step = last.step_fast(last_sub, k, w, (counts, stride))
-            else:
-                jll = self._joint_fast(shares[:-1])
-                step = None if jll is None else last.step_fast(last_sub, k, w)
-            if step is not None:
-                values, learned, finished = step
-                if finished:
-                    proba = dict(zip(self._classes.keys, values))
-                else:
-                    proba = self._proba([*map(add, jll, values)] if jll else values)
-                for part, sub in shares[:-1]:
-                    if not part.learn_fast(sub, k, w):  # scored, so its part's prepare accepts it
-                        part.learn_one(part.prepare(sub), k, w)
-                if not learned:
-                    last.learn_one(last.prepare(last_sub), k, w)
-                self._counted(k, w, counted=learned and finished)
-                return proba
+        if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
+            k, v = fast
+            counts, (stride,) = self._class_view()
+            if self._whole_first:
+                for whole in self._wholes:
+                    got = whole.step_fast(x, k, v, (counts, stride))
+                    if got is not None:
+                        values, learned, finished = got
+                        proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
+                        if learned:
+                            self._counted(k, v, counted=finished)
+                        else:
+                            self.learn_one(x, y, w)
+                        return proba
+            shares = self._route(x)
+            if shares is not None:
+                self._whole_first = len(shares) == 1
+                stepped = self._step_shares(shares, k, v, (counts, stride))
+                if stepped is not None:
+                    return stepped
         return super().predict_learn_one(x, y, w)
+
+    def _step_shares(self, shares: list, k: int, w: float, prior: tuple) -> dict | None:
+        """``predict_learn_one`` of the routed event, or None (nothing changed): every part
+        scores before any learns; the last one scores and learns in one read, and, alone,
+        finishes the posterior with the class counts ``prior`` (:meth:`Part.step_fast`)."""
+        last, last_sub = shares[-1]
+        if len(shares) == 1:
+            jll: list | None = []
+            step = last.step_fast(last_sub, k, w, prior)
+        else:
+            jll = self._joint_fast(shares[:-1])
+            step = None if jll is None else last.step_fast(last_sub, k, w)
+        if step is None:
+            return None
+        values, learned, finished = step
+        if finished:
+            proba = dict(zip(self._classes.keys, values))
+        else:
+            proba = self._proba([*map(add, jll, values)] if jll else values)
+        for part, sub in shares[:-1]:
+            if not part.learn_fast(sub, k, w):  # scored, so its part's prepare accepts it
+                part.learn_one(part.prepare(sub), k, w)
+        if not learned:
+            last.learn_one(last.prepare(last_sub), k, w)
+        self._counted(k, w, counted=learned and finished)
+        return proba

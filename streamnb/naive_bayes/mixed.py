@@ -153,12 +153,13 @@ class MixedNB(FeatureKinds, ComposedNB):
 
     def _init_kinds(self) -> None:
         super()._init_kinds()
-        # every event, mixed or not, takes the compiled path part by part (ComposedNB._route);
-        # an int reaches the categorical part only for a feature declared categorical
-        self._wholes = ()
+        # an event of several kinds takes the compiled path part by part (ComposedNB._route);
+        # with ``kinds``, every event does, and an int reaches the categorical part only for a
+        # feature declared categorical (the route keeps the numeric features out)
         numeric, categorical = self._parts["gaussian"], self._parts["categorical"]
-        categorical.fast_strings_only = False
-        categorical.fast_exclude = None  # _route keeps the numeric features out
+        if self.kinds:
+            categorical.fast_strings_only = False
+            categorical.fast_exclude = None
         self._kind_parts = (numeric, categorical)
 
     def _route(self, x: dict) -> list[tuple[Part, dict]] | None:

@@ -34,8 +34,8 @@ __all__ = ["ComposedNB"]
 class ComposedNB(BaseNB):
     """A :class:`BaseNB` whose events go, part by part, through the parts' compiled paths.
 
-    Subclasses implement :meth:`_route`. Parts that take whole events of one kind
-    (``_wholes``) are tried first while events come one kind at a time.
+    Subclasses implement :meth:`_route` (and :meth:`_whole` if a part can take whole events of
+    one kind), and leave ``_wholes`` empty.
     """
 
     def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
@@ -66,18 +66,22 @@ class ComposedNB(BaseNB):
         if getattr(self, "max_features", None) is not None:
             self._cap()
 
-    #: Whether the whole-event kernels (``_wholes``) are tried before :meth:`_route`: events of
-    #: one kind come in runs, and one of those kernels reads such an event without the split;
-    #: after an event of several kinds the route goes first. Only a matter of speed.
+    #: Whether :meth:`_whole` is asked before :meth:`_route`: events of one kind come in runs,
+    #: and a part's kernel reads such an event without the split; after an event of several
+    #: kinds the route goes first. Only a matter of speed.
     _whole_first = True
+
+    def _whole(self, x: dict) -> Part | None:
+        """A part whose kernel may take ``x`` whole (it refuses what is not its own, changing
+        nothing), or None."""
+        return None
 
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
         if type(x) is dict and kernels.native is not None and self._classes.keys:
-            if self._whole_first:
-                for whole in self._wholes:
-                    jll = whole.joint_fast(x)
-                    if jll is not None:
-                        return self._proba(jll)
+            if self._whole_first and (whole := self._whole(x)) is not None:
+                jll = whole.joint_fast(x)
+                if jll is not None:
+                    return self._proba(jll)
             shares = self._route(x)
             if shares is not None:
                 self._whole_first = len(shares) == 1
@@ -89,11 +93,9 @@ class ComposedNB(BaseNB):
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
-            if self._whole_first:
-                for whole in self._wholes:
-                    if whole.learn_fast(x, k, v):
-                        self._counted(k, v)
-                        return
+            if self._whole_first and (whole := self._whole(x)) is not None and whole.learn_fast(x, k, v):
+                self._counted(k, v)
+                return
             shares = self._route(x)
             if shares is not None:
                 self._whole_first = len(shares) == 1
@@ -110,34 +112,34 @@ class ComposedNB(BaseNB):
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
         if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
-            counts, (stride,) = self._class_view()
-            if self._whole_first:
-                for whole in self._wholes:
-                    got = whole.step_fast(x, k, v, (counts, stride))
-                    if got is not None:
-                        values, learned, finished = got
-                        proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
-                        if learned:
-                            self._counted(k, v, counted=finished)
-                        else:
-                            self.learn_one(x, y, w)
-                        return proba
+            if self._whole_first and (whole := self._whole(x)) is not None:
+                counts, (stride,) = self._class_view()
+                got = whole.step_fast(x, k, v, (counts, stride))
+                if got is not None:
+                    values, learned, finished = got
+                    proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
+                    if learned:
+                        self._counted(k, v, counted=finished)
+                    else:
+                        self.learn_one(x, y, w)
+                    return proba
             shares = self._route(x)
             if shares is not None:
                 self._whole_first = len(shares) == 1
-                stepped = self._step_shares(shares, k, v, (counts, stride))
+                stepped = self._step_shares(shares, k, v)
                 if stepped is not None:
                     return stepped
         return super().predict_learn_one(x, y, w)
 
-    def _step_shares(self, shares: list, k: int, w: float, prior: tuple) -> dict | None:
+    def _step_shares(self, shares: list, k: int, w: float) -> dict | None:
         """``predict_learn_one`` of the routed event, or None (nothing changed): every part
         scores before any learns; the last one scores and learns in one read, and, alone,
-        finishes the posterior with the class counts ``prior`` (:meth:`Part.step_fast`)."""
+        finishes the posterior with the class counts (:meth:`Part.step_fast`)."""
         last, last_sub = shares[-1]
         if len(shares) == 1:
             jll: list | None = []
-            step = last.step_fast(last_sub, k, w, prior)
+            counts, (stride,) = self._class_view()
+            step = last.step_fast(last_sub, k, w, (counts, stride))
         else:
             jll = self._joint_fast(shares[:-1])
             step = None if jll is None else last.step_fast(last_sub, k, w)

@@ -157,10 +157,21 @@ class MixedNB(FeatureKinds, ComposedNB):
         # with ``kinds``, every event does, and an int reaches the categorical part only for a
         # feature declared categorical (the route keeps the numeric features out)
         numeric, categorical = self._parts["gaussian"], self._parts["categorical"]
-        if self.kinds:
-            categorical.fast_strings_only = False
-            categorical.fast_exclude = None
+        categorical.fast_strings_only = not self.kinds  # ints are numbers, unless declared
+        categorical.fast_exclude = None  # _route and _whole keep the numeric features out
         self._kind_parts = (numeric, categorical)
+        self._wholes = ()
+
+    def _whole(self, x: dict) -> Part | None:
+        """Without ``kinds``: the categorical part for an event starting with a string (its
+        kernel takes strings only) and naming no numeric feature, the Gaussian part for any
+        other (its kernel refuses strings and categorical features)."""
+        if self.kinds:
+            return None
+        numeric, categorical = self._kind_parts
+        if type(next(iter(x.values()), None)) is not str:
+            return numeric
+        return categorical if numeric.features.ids.keys().isdisjoint(x) else None  # type: ignore[attr-defined]
 
     def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
         """``x`` split for the compiled path (:class:`ComposedNB`): its numbers for the Gaussian

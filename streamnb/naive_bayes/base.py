@@ -84,7 +84,7 @@ class BaseNB(base.MiniBatchClassifier):
         The cost is that of the event (its features, times the classes where a part needs
         it), never that of the model: only the cells of the event are touched.
         """
-        if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
+        if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, w = fast
             for whole in self._wholes:
                 if whole.learn_fast(x, k, w):  # the compiled path
@@ -120,7 +120,7 @@ class BaseNB(base.MiniBatchClassifier):
         before it is learned, what a prequential loop (and the Kafka service) does per event.
         The same results and errors as the two calls; on the compiled path the event is read
         once (:meth:`Part.step_fast`)."""
-        if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
+        if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, w = fast
             counts, (step,) = self._class_view()
             for whole in self._wholes:
@@ -140,10 +140,9 @@ class BaseNB(base.MiniBatchClassifier):
 
     def _fast_class(self, y: Any, w: Any) -> tuple[int, float] | None:
         """``(class id, weight)`` if an event (a dict) of label ``y`` and weight ``w`` may take
-        the compiled path: a part takes whole events, ``y`` is a plain label already known,
-        ``w`` a positive finite float; else None."""
-        if (self._wholes and type(y) in PLAIN_LABELS
-                and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf))):
+        the compiled path: ``y`` is a plain label already known, ``w`` a positive finite float;
+        else None."""
+        if type(y) in PLAIN_LABELS and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf)):
             k = self._classes.ids.get(y)
             if k is not None:
                 return k, float(w)

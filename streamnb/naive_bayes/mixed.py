@@ -11,6 +11,7 @@ import pandas as pd
 
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import CategoricalPart
+from streamnb.naive_bayes.composed import ComposedNB
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import is_missing
 
@@ -103,7 +104,7 @@ class FeatureKinds(BaseNB):
 
 
 
-class MixedNB(FeatureKinds):
+class MixedNB(FeatureKinds, ComposedNB):
     """Naive Bayes with a distribution chosen per feature: Gaussian or categorical.
 
     A feature's kind is fixed the first time it is seen with a value: numbers are Gaussian,
@@ -149,6 +150,86 @@ class MixedNB(FeatureKinds):
         check_kinds(kinds)
         super().__init__()
         self._init_kinds()
+
+    def _init_kinds(self) -> None:
+        super()._init_kinds()
+        # an event of several kinds takes the compiled path part by part (ComposedNB._route);
+        # with ``kinds``, every event does, and an int reaches the categorical part only for a
+        # feature declared categorical (the route keeps the numeric features out)
+        numeric, categorical = self._parts["gaussian"], self._parts["categorical"]
+        categorical.fast_strings_only = not self.kinds  # ints are numbers, unless declared
+        categorical.fast_exclude = None  # _route and _whole keep the numeric features out
+        self._kind_parts = (numeric, categorical)
+        self._wholes = ()
+
+    def _whole(self, x: dict) -> Part | None:
+        """Without ``kinds``: the categorical part for an event starting with a string (its
+        kernel takes strings only) and naming no numeric feature, the Gaussian part for any
+        other (its kernel refuses strings and categorical features)."""
+        if self.kinds:
+            return None
+        numeric, categorical = self._kind_parts
+        if type(next(iter(x.values()), None)) is not str:
+            return numeric
+        return categorical if numeric.features.ids.keys().isdisjoint(x) else None  # type: ignore[attr-defined]
+
+    def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
+        """``x`` split for the compiled path (:class:`ComposedNB`): its numbers for the Gaussian
+        part, its categories for the categorical part; None for the Python path.
+
+        A string goes to the categorical part, unless its feature is (or is declared) numeric
+        (None: the Python path rejects it); so does an int of a feature declared categorical, and
+        any other value of such a feature takes the Python path. Everything else goes to the
+        Gaussian part, whose kernel takes plain numbers of its own features or of new ones only
+        (a number of a categorical feature, a missing value, a bool: the Python path). So the
+        categorical part's ``prepare`` accepts the categories, as :class:`ComposedNB` needs.
+
+        >>> model = MixedNB(kinds={"zip": "categorical"})
+        >>> [(part.kind, sub) for part, sub in model._route({"temp": 21.5, "sky": "sunny", "zip": 75001})]
+        [('gaussian', {'temp': 21.5}), ('categorical', {'sky': 'sunny', 'zip': 75001})]
+        >>> model.learn_one({"temp": 21.5}, "play")
+        >>> print(model._route({"temp": "warm"}))  # a string for a numeric feature: an error to raise
+        None
+        """
+        numbers: dict = {}
+        categories: dict = {}
+        declared = self.kinds
+        if not declared:  # the loop of every event: as short as it gets
+            for f, v in x.items():
+                if type(v) is str:
+                    categories[f] = v
+                else:
+                    numbers[f] = v
+            gaussian, categorical = self._kind_parts
+            if numbers and categories:
+                if not gaussian.features.ids.keys().isdisjoint(categories):  # type: ignore[attr-defined]
+                    return None
+                return [(gaussian, numbers), (categorical, categories)]
+            return self._shares(numbers, categories)
+        for f, v in x.items():
+            t = type(v)
+            kind = declared.get(f)
+            if kind == "categorical":
+                if t is not str and t is not int:  # a float, None, a bool...: the Python path
+                    return None
+                categories[f] = v
+            elif t is str:
+                if kind == "gaussian":
+                    return None
+                categories[f] = v
+            else:
+                numbers[f] = v
+        return self._shares(numbers, categories)
+
+    def _shares(self, numbers: dict, categories: dict) -> list[tuple[Part, dict]] | None:
+        """:meth:`_route`'s answer for these sub-events: None if a category names a numeric
+        feature (the Python path rejects it) or if there is no feature."""
+        numeric, categorical = self._kind_parts
+        if categories:
+            if not numeric.features.ids.keys().isdisjoint(categories):  # type: ignore[attr-defined]
+                return None
+            return [(numeric, numbers), (categorical, categories)] if numbers else [(categorical, categories)]
+        return [(numeric, numbers)] if numbers else None
 
     def _make_parts(self) -> dict[str, Part]:
         return {

@@ -431,3 +431,123 @@ def test_predict_learn_one_follows_batches_merges_decay_and_loads(make):
         return out, persistence.dumps(model)
 
     assert run(fused=True) == run(fused=False)
+
+
+# -- MixedNB: an event of numbers and strings, each part's kernel on its share ------------------
+KINDS = {"z": "categorical", "n0": "gaussian", "s0": "categorical"}
+
+
+def numbers_and_strings(n: int, seed: int, declared: bool = False, plain: bool = False) -> list:
+    """10 numbers and 10 strings per event; unless ``plain``, now and then: a new category, a
+    late numeric or string feature, a missing value, a string for a number (an error), an int
+    for a category, an int for a number, a bool, a new class. ``declared``: ``z``, an int
+    category (declared in :data:`KINDS`), sometimes a float, once a string for ``n0``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        y = int(rng.integers(0, 3))
+        x: dict = {f"n{j}": float(rng.normal(y * (j % 3), 1.0)) for j in range(10)}
+        x.update({f"s{j}": f"v{int(rng.integers(0, 3)) + y}" for j in range(10)})
+        if declared:
+            x["z"] = int(rng.integers(0, 3)) + y
+        r = rng.random()
+        if plain:
+            pass
+        elif r < 0.04:
+            x["s3"] = f"new{i}"  # a new category: the categorical part's Python path registers it
+        elif r < 0.06 and i > n // 2:
+            x[f"late{i % 3}"] = float(rng.normal())  # a new numeric feature, late
+        elif r < 0.08 and i > n // 2:
+            x[f"tag{i % 2}"] = "on"  # a new string feature, late
+        elif r < 0.10:
+            x["n2"] = None
+        elif r < 0.12:
+            x["n1"] = "warm"  # a string for a number: rejected, nothing learned
+            x["s5"] = f"new{i}"
+        elif r < 0.14:
+            x["s1"] = 3  # an int for a category (the categorical part takes it)
+        elif r < 0.16:
+            x["n4"] = int(rng.integers(-3, 3))
+        elif r < 0.18:
+            x["flag"] = bool(rng.integers(0, 2))
+        elif r < 0.19:
+            y = 3  # a new class
+        elif declared and r < 0.21:
+            x["z"] = 2.5  # a declared category that is a float: the Python path
+        elif declared and r < 0.22:
+            x["n0"] = "cold"  # a string for a declared number: rejected
+        out.append((x, y))
+    return out
+
+
+MIXED = [
+    (streamnb.MixedNB, False),
+    (lambda: streamnb.MixedNB(alpha=0.5, unseen="smooth", ddof=1), False),
+    (lambda: streamnb.MixedNB(kinds=KINDS), True),
+]
+
+
+@pytest.mark.parametrize("make, declared", MIXED)
+def test_mixed_events_agree_with_the_python_path(make, declared):
+    """Events of numbers and strings, each part's kernel on its share (and every special case
+    of :func:`numbers_and_strings` on the way): the same probabilities, errors and state, bit
+    for bit, as the Python path, with the two calls and with ``predict_learn_one``."""
+    stream = numbers_and_strings(600, seed=11, declared=declared)
+    assert_same(make, stream)
+    want = prequential(make, stream, fused=False)
+    assert prequential(make, stream, fused=True) == want
+    with python_path():
+        assert prequential(make, stream, fused=True) == want
+
+    def learn_weighted(model):
+        out = []
+        for i, (x, y) in enumerate(stream):
+            try:
+                out.append(model.predict_learn_one(x, y, w=0.25 + (i % 4) * 0.5))
+            except streamnb.StreamnbError as exc:
+                out.append(type(exc).__name__)
+        return out, persistence.dumps(model)
+
+    fast = learn_weighted(make())
+    with python_path():
+        assert learn_weighted(make()) == fast
+
+
+@pytest.mark.parametrize("make, declared", MIXED)
+def test_mixed_events_take_the_compiled_path(make, declared, monkeypatch):
+    """Once their features and categories are known, events of numbers and strings (or of one
+    kind only, ``kinds=`` included) never reach the Python path (``_split``)."""
+    stream = numbers_and_strings(300, seed=12, declared=declared, plain=True)
+    model = make()
+    for x, y in stream[:200]:
+        model.learn_one(x, y)
+
+    def python_path_taken(x):
+        raise AssertionError(f"the Python path took {x}")
+
+    monkeypatch.setattr(model, "_split", python_path_taken)
+    events = stream[200:]
+    events += [({f: v for f, v in x.items() if type(v) is str}, y) for x, y in stream[200:210]]
+    events += [({f: v for f, v in x.items() if type(v) is not str}, y) for x, y in stream[200:210]]
+    for x, y in events:
+        model.predict_proba_one(x)
+        model.learn_one(x, y)
+        model.predict_learn_one(x, y)
+    with pytest.raises(AssertionError, match="the Python path"):  # the check above can fail
+        model.learn_one({"n1": "warm", "s1": "v1"}, 0)
+
+
+def test_a_mixed_event_rejected_by_one_part_changes_neither():
+    """A string for a numeric feature next to a new category, or a new numeric feature next
+    to a bad value: rejected, and neither part learned anything."""
+    model = streamnb.MixedNB(kinds={"z": "categorical"})
+    model.learn_one({"t": 1.0, "u": 2.0, "s": "a", "z": 1}, "p")
+    model.learn_one({"t": 2.0, "u": 1.0, "s": "b", "z": 2}, "q")
+    before = persistence.dumps(model)
+    for bad in ({"t": 1.5, "u": "x", "s": "new"}, {"t": "1.5", "s": "new", "z": 3},
+                {"new": 1.0, "t": float("inf"), "s": "a"}, {"t": 1.5, "s": "new", "z": [1]},
+                {"t": 1.5, "z": 1, "s": "a", "w": ["a"]}):
+        for call in (model.learn_one, model.predict_learn_one):
+            with pytest.raises(streamnb.StreamnbError):
+                call(bad, "p")
+            assert persistence.dumps(model) == before, bad

@@ -38,6 +38,7 @@ KINDS = {
     "ComplementNB": "counts", "MixedNB": "mixed",
 }
 CASES = [(name, params) for name in KINDS for params in getattr(streamnb, name)._unit_test_params()]
+CASES.append(("MixedNB", {"kinds": {"t": "gaussian", "f1": "categorical"}}))
 
 
 @pytest.mark.parametrize("name,params", CASES, ids=lambda v: str(v))

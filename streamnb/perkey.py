@@ -486,11 +486,18 @@ class PerKey(base.Wrapper, base.Classifier):
             self._dirty.add(key)
 
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
+        return self.predict_proba_over(self.model, x)
+
+    def predict_proba_over(self, shared: Any, x: Mapping) -> dict:
+        """:meth:`predict_proba_one` with ``shared`` in place of the shared learner (a learner of
+        the same kind, e.g. the merge of several owners' shared learners): the key's own learner
+        blended with it, with weight ``max(1, shared.n_seen / takeover)``; ``shared`` alone for
+        an event of no key or a key with no learner."""
         key, features = self.split(x)
-        user, weight = self.blend(key)
+        user = None if key is None else self.learner(key)
         if user is None:
-            return self.model.predict_proba_one(features)
-        return getattr(self.model, BLEND)(features, user, weight)
+            return shared.predict_proba_one(features)
+        return getattr(shared, BLEND)(features, user, max(1.0, float(shared.n_seen) / self.takeover))
 
     # -- merging ---------------------------------------------------------------------------
     def merge(self, other: PerKey) -> PerKey:

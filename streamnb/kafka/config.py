@@ -133,8 +133,9 @@ class ServiceConfig:
         stores hold checkpoints only: there, every key stays resident, in the checkpoint). In a
         consumer group a partition's keys move with it, taken from the store by the new owner
         (:class:`~streamnb.kafka.keyed.KeyMoves`; not for keys evicted to another member's
-        directory). Not with a model topic (members do not share their shared learners yet) nor
-        ``on_checkpoint_ahead="reset"``.
+        directory). With a model topic the members publish their shared learners (not the keys)
+        and predict with the merge of every member's blended with the key's own
+        (:class:`~streamnb.kafka.keyed.KeyedView`). Not with ``on_checkpoint_ahead="reset"``.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -258,8 +259,6 @@ class ServiceConfig:
                              f"spamfilter), not {self.model!r}")
         if not self.model_key_takeover > 0:
             raise ValueError("--model-key-takeover must be > 0")
-        if self.model_topic is not None:
-            raise ValueError("--model-key cannot be used with --model-topic: keyed members do not share their shared learners yet")
         if self.on_checkpoint_ahead == "reset":
             raise ValueError("--model-key cannot be used with --on-checkpoint-ahead reset: the keys' learners "
                              "would skip a new log's events by their positions in the old one")

@@ -154,7 +154,6 @@ def test_a_key_moving_to_another_partition_is_a_dead_letter(bootstrap, names, tm
 @pytest.mark.parametrize(("kw", "message"), [
     ({"state": "kafka:state-x", "model_key_resident": 10}, "dir: state"),
     ({"state": "s3://bucket-x/p", "model_key_resident": 10}, "dir: state"),
-    ({"model_topic": "models"}, "model-topic"),
     ({"model": "gaussian"}, "blended"),
     ({"ignore_fields": ["user"]}, "must not be"),
     ({"batch_learning": "always"}, "event by event"),

@@ -127,7 +127,7 @@ def test_a_keyed_view_is_the_merged_shared_learner_plus_weight_times_the_keys_ow
     for i in range(40):
         user = ["ann", "bob", "cid", "dan"][i % 4]
         x = {"sky": skies[i % 3], "wind": winds[(i // 3) % 2]}
-        y = "yes" if (i * 7) % 5 < 2 else "no"
+        y = "yes" if user == "ann" or (i * 7) % 5 < 2 else "no"  # ann's differ from everyone's
         (a if user in ("ann", "cid") else b).learn_one({"user": user, **x}, y)
         everything.append((user, x, y))
     merged = copy.deepcopy(a.model)

@@ -212,7 +212,7 @@ class KeyMoves:
                 continue  # this member's copy (if any) is the newest
             if model.max_resident is not None:
                 raise StateError(f"partition {tp} moved from member {holders[0]}, whose keys may be evicted to "
-                                 f"its own directory: --model-key-resident keeps keys with their member "
+                                 f"its own key store: --model-key-resident keeps keys with their member "
                                  f"(use static --partitions, or no --model-key-resident)")
             if holders[0] not in loaded:
                 ck = self.store.newest(holders[0])

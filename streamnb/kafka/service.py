@@ -470,3 +470,5 @@ class Service:
             self.models.close()
         if self.publisher is not None:
             self.publisher.close()
+        if isinstance(self.model, PerKey):
+            self.model.close()  # the connections of a kafka:// or s3:// key store

@@ -8,7 +8,10 @@ and its peak, the events per second and the evicted keys' store on disk. Evictio
 file per key atomically (fsync), as the service does. Prints figures; asserts nothing.
 
 Run (from the checkout's root, with it on the path): ``PYTHONPATH=. python benchmarks/bench_model_key.py
-[--keys 100000] [--events 200000] [--resident all,1000,10000] [--store /dev/shm]``.
+[--keys 100000] [--events 200000] [--resident all,1000,10000] [--store /dev/shm]``. ``--store`` may
+also be a key store URL, ``kafka://HOST:PORT/TOPIC`` or ``s3://bucket/prefix`` (boto3 configured by
+the environment, e.g. ``AWS_ENDPOINT_URL``): each run then writes under a fresh prefix of it, and
+"store MB" is not measured (0).
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ def one(keys: int, events: int, resident: int | None, where: str | None) -> None
         x = {"user": f"u{user}", **{f"f{j}": rng.choice("abcdef") for j in range(4)}}
         stream.append((x, "yes" if (user + len(x["f0"]) + ord(x["f1"])) % 3 else "no"))
     base = rss_mb()
-    with tempfile.TemporaryDirectory(dir=where) as store:
+    remote = where is not None and where.startswith(("kafka://", "s3://"))
+    with tempfile.TemporaryDirectory(dir=None if remote else where) as store:
+        if remote:
+            store = f"{where.rstrip('/')}/run{os.getpid()}"
         model = PerKey(streamnb.CategoricalNB(), by="user", max_resident=resident,
                        store=store if resident is not None else None, shared_positions=False)
         start = time.perf_counter()
@@ -51,7 +57,8 @@ def one(keys: int, events: int, resident: int | None, where: str | None) -> None
             model.predict_proba_one(x)
             model.learn_one(x, y, position=position)
         seconds = time.perf_counter() - start
-        disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(store) for f in fs)
+        disk = 0 if remote else sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(store) for f in fs)
+        model.close()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"{'all' if resident is None else resident:>9} {len(model.keys()):>9} {rss_mb():>9.1f} "
               f"{peak:>9.1f} {rss_mb() - base:>11.1f} {events / seconds:>9.0f} {disk / 2**20:>9.1f}", flush=True)

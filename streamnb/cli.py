@@ -165,8 +165,9 @@ def main() -> None:
 @click.option("--model-key-takeover", default=50.0, show_default=True, type=float, metavar="N",
               help="With --model-key: a key's own events weigh max(1, events learned / N) each in its blend.")
 @click.option("--model-key-resident", type=int, metavar="KEYS",
-              help="With --model-key: at most this many keys in memory; the others go to <state dir>/keys/<member> "
-                   "(a dir: state only) [default: all resident].")
+              help="With --model-key: at most this many keys in memory; the others go to the state store "
+                   "(<dir>/keys/<member>, s3://.../keys/<member>, or the topic <state topic>-keys) "
+                   "[default: all resident].")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="auto: predict each event with the model that learned the events before it "

@@ -49,7 +49,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from river import base
 
@@ -58,7 +58,7 @@ from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import check_event
 from streamnb.stats.index import decode_key, encode_key, is_saveable_key
 
-__all__ = ["DirectoryStore", "PerKey"]
+__all__ = ["DirectoryStore", "KeyStore", "PerKey", "key_digest", "open_key_store"]
 
 #: The capability a learner needs to be blended per key.
 BLEND = "predict_proba_blend"
@@ -77,6 +77,36 @@ def _syncfs() -> Any:
         return None
     syncfs.argtypes, syncfs.restype = [ctypes.c_int], ctypes.c_int
     return syncfs
+
+
+def key_digest(key: Hashable) -> str:
+    """The name a key's learner is stored under (a hash of the key)."""
+    return hashlib.sha256(repr(encode_key(key)).encode()).hexdigest()
+
+
+class KeyStore(Protocol):
+    """Where :class:`PerKey` writes evicted keys' learners (:class:`DirectoryStore`,
+    :class:`~streamnb.keystore_s3.S3KeyStore` or :class:`~streamnb.kafka.keys_kafka.KafkaKeyStore`)."""
+
+    def save(self, key: Hashable, model: Any, position: int) -> None: ...
+    def stage(self, key: Hashable, model: Any, position: int) -> None: ...
+    def sync(self) -> None: ...
+    def load(self, key: Hashable) -> tuple[Any, int] | None: ...
+    def __len__(self) -> int: ...
+
+
+def open_key_store(where: str | os.PathLike, read_only: bool = False) -> KeyStore:
+    """The key store ``where`` names: ``s3://bucket/prefix`` (object storage, needs boto3),
+    ``kafka://BOOTSTRAP/TOPIC/PREFIX`` (a compacted topic), else a directory."""
+    if isinstance(where, str) and where.startswith("s3://"):
+        from streamnb.keystore_s3 import S3KeyStore
+
+        return S3KeyStore(where, read_only=read_only)
+    if isinstance(where, str) and where.startswith("kafka://"):
+        from streamnb.kafka.keys_kafka import KafkaKeyStore
+
+        return KafkaKeyStore(where, read_only=read_only)
+    return DirectoryStore(where, read_only=read_only)
 
 
 class DirectoryStore:
@@ -114,7 +144,7 @@ class DirectoryStore:
             raise StateError(f"{self.path} is read only here: another process writes it")
 
     def _file(self, key: Hashable) -> Path:
-        digest = hashlib.sha256(repr(encode_key(key)).encode()).hexdigest()
+        digest = key_digest(key)
         return self.path / digest[:2] / f"{digest}.snb"
 
     @staticmethod
@@ -235,7 +265,8 @@ class PerKey(base.Wrapper, base.Classifier):
         At most this many keys' learners in memory; past it, the least recently used is written
         to ``store`` and dropped. None: no limit.
     store
-        A directory for evicted keys' learners (needed with ``max_resident``).
+        Where evicted keys' learners go (needed with ``max_resident``): a directory, or
+        ``s3://bucket/prefix`` (:func:`open_key_store`).
     key_model
         The learner each key starts from (a clone of it; e.g. with a smaller vocabulary cap);
         None: a clone of ``model``.
@@ -278,7 +309,7 @@ class PerKey(base.Wrapper, base.Classifier):
         self.shared_positions = shared_positions
         self.sync_evictions = sync_evictions
         self.write_back = write_back
-        self._store = None if store is None else DirectoryStore(store, read_only=not write_back)
+        self._store = None if store is None else open_key_store(store, read_only=not write_back)
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
         self._dirty: set[Hashable] = set()
@@ -358,6 +389,13 @@ class PerKey(base.Wrapper, base.Classifier):
             self._write(key, self._users[key], self._positions[key])
         self._dirty.clear()
         self._store.sync()
+
+    def close(self) -> None:
+        """Close the store's connections, if it has any (a network store); it reconnects when
+        used again."""
+        close = getattr(self._store, "close", None)
+        if close is not None:
+            close()
 
     def is_resident(self, key: Hashable) -> bool:
         """Whether the key's learner is in memory."""
@@ -486,11 +524,18 @@ class PerKey(base.Wrapper, base.Classifier):
             self._dirty.add(key)
 
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
+        return self.predict_proba_over(self.model, x)
+
+    def predict_proba_over(self, shared: Any, x: Mapping) -> dict:
+        """:meth:`predict_proba_one` with ``shared`` in place of the shared learner (a learner of
+        the same kind, e.g. the merge of several owners' shared learners): the key's own learner
+        blended with it, with weight ``max(1, shared.n_seen / takeover)``; ``shared`` alone for
+        an event of no key or a key with no learner."""
         key, features = self.split(x)
-        user, weight = self.blend(key)
+        user = None if key is None else self.learner(key)
         if user is None:
-            return self.model.predict_proba_one(features)
-        return getattr(self.model, BLEND)(features, user, weight)
+            return shared.predict_proba_one(features)
+        return getattr(shared, BLEND)(features, user, max(1.0, float(shared.n_seen) / self.takeover))
 
     # -- merging ---------------------------------------------------------------------------
     def merge(self, other: PerKey) -> PerKey:

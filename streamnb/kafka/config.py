@@ -128,13 +128,15 @@ class ServiceConfig:
         A model per key (see :mod:`streamnb.kafka.keyed`): the event field ``model_key`` (a user,
         tenant or device; not a feature) keys a learner of its own over the shared one, blended
         with weight ``max(1, N / model_key_takeover)`` (:class:`~streamnb.perkey.PerKey`). At most
-        ``model_key_resident`` keys stay in memory (None: all); the others are evicted to
-        ``<state dir>/keys/<member>``, which needs a ``dir:`` state (the ``kafka:`` and ``s3://``
-        stores hold checkpoints only: there, every key stays resident, in the checkpoint). In a
+        ``model_key_resident`` keys stay in memory (None: all); the others are evicted to the
+        state store: ``<state dir>/keys/<member>`` with ``dir:``, ``s3://bucket/<prefix>/keys/<member>``
+        with ``s3://``, the compacted topic ``<state topic>-keys`` (records keyed by member and key)
+        with ``kafka:``. In a
         consumer group a partition's keys move with it, taken from the store by the new owner
         (:class:`~streamnb.kafka.keyed.KeyMoves`; not for keys evicted to another member's
-        directory). Not with a model topic (members do not share their shared learners yet) nor
-        ``on_checkpoint_ahead="reset"``.
+        directory). With a model topic the members publish their shared learners (not the keys)
+        and predict with the merge of every member's blended with the key's own
+        (:class:`~streamnb.kafka.keyed.KeyedView`). Not with ``on_checkpoint_ahead="reset"``.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -226,7 +228,7 @@ class ServiceConfig:
         if kind == "kafka" and where in (*self.input_topics, self.output_topic, self.dead_letter_topic,
                                          self.model_topic):
             raise ValueError("the state topic must differ from the input, output, dead-letter and model topics")
-        self._check_model_key(kind)
+        self._check_model_key()
         if self.health_timeout <= 0:
             raise ValueError("health_timeout must be > 0")
         if not 0 < self.state_lease < float("inf"):
@@ -240,9 +242,16 @@ class ServiceConfig:
             return None
         from streamnb.kafka.keyed import keys_directory
 
-        return keys_directory(parse_state_url(self.state_url())[1], self.member)
+        kind, where, prefix = parse_state_url(self.state_url())
+        if kind == "s3":
+            return f"s3://{where}/{prefix + '/' if prefix else ''}keys/{self.member}"
+        if kind == "kafka":
+            from streamnb.kafka.keys_kafka import keys_url
 
-    def _check_model_key(self, state_kind: str) -> None:
+            return keys_url(self.bootstrap, f"{where}-keys", self.member)
+        return keys_directory(where, self.member)
+
+    def _check_model_key(self) -> None:
         key = self.model_key
         if key is None:
             if self.model_key_resident is not None:
@@ -258,8 +267,6 @@ class ServiceConfig:
                              f"spamfilter), not {self.model!r}")
         if not self.model_key_takeover > 0:
             raise ValueError("--model-key-takeover must be > 0")
-        if self.model_topic is not None:
-            raise ValueError("--model-key cannot be used with --model-topic: keyed members do not share their shared learners yet")
         if self.on_checkpoint_ahead == "reset":
             raise ValueError("--model-key cannot be used with --on-checkpoint-ahead reset: the keys' learners "
                              "would skip a new log's events by their positions in the old one")
@@ -268,10 +275,6 @@ class ServiceConfig:
         if self.model_key_resident is not None:
             if self.model_key_resident < 1:
                 raise ValueError("--model-key-resident must be >= 1")
-            if state_kind != "dir":
-                raise ValueError(f"--model-key-resident evicts keys to a directory, which a {state_kind}: state "
-                                 "does not have yet: use a dir: state, or keep every key resident (no "
-                                 "--model-key-resident; the keys are then in the checkpoints)")
 
 
 def read_config(path: str | os.PathLike) -> dict[str, Any]:

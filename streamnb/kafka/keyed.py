@@ -18,6 +18,8 @@ events, and a prediction reads the blend of the two (see :mod:`streamnb.perkey`)
   (below).
 - :func:`merge_keyed` merges owners' keyed models: the shared learners add, each key's newest
   copy is taken.
+- :class:`KeyedView`: with a model topic, members publish their shared learners (not the keys)
+  and each predicts with the merge of every member's shared learner blended with the key's own.
 
 Keyed state moves with its partition. A key belongs to the partition of its events (its
 position's source). The shared learner stays per member (its statistics add across members, as
@@ -58,8 +60,8 @@ from streamnb.kafka.featurize import Example, Featurizer
 from streamnb.kafka.statestore import Checkpoint, StateStore
 from streamnb.perkey import PerKey
 
-__all__ = ["KeyMoves", "KeyedFeaturizer", "Positions", "keyed_model", "keys_directory", "merge_keyed",
-           "same_keying"]
+__all__ = ["KeyMoves", "KeyedFeaturizer", "KeyedView", "Positions", "keyed_model", "keys_directory",
+           "merge_keyed", "same_keying"]
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +212,7 @@ class KeyMoves:
                 continue  # this member's copy (if any) is the newest
             if model.max_resident is not None:
                 raise StateError(f"partition {tp} moved from member {holders[0]}, whose keys may be evicted to "
-                                 f"its own directory: --model-key-resident keeps keys with their member "
+                                 f"its own key store: --model-key-resident keeps keys with their member "
                                  f"(use static --partitions, or no --model-key-resident)")
             if holders[0] not in loaded:
                 ck = self.store.newest(holders[0])
@@ -249,6 +251,30 @@ class KeyMoves:
             log.error("%d keys of partition %s are learned here from another partition: kept as they are, "
                       "the copies of member %s dropped (a key's events must stay in one partition)",
                       conflicts, tp, ck.member)
+
+
+class KeyedView:
+    """What a keyed member predicts with when the members share a model topic: ``shared``, the
+    merge of every member's shared learner (its own and the others' latest snapshots, as
+    :class:`~streamnb.kafka.modelsync.ModelSync` builds it), blended with the key's own learner
+    in ``model`` (the member's live :class:`~streamnb.perkey.PerKey`, which holds the keys of the
+    partitions it owns)::
+
+        counts = merged shared + max(1, N / takeover) x own      (N: events the merged shared learned)
+
+    An event of no key, or of a key with no learner here, is answered by ``shared`` alone
+    (:meth:`~streamnb.perkey.PerKey.predict_proba_over`)."""
+
+    def __init__(self, model: PerKey, shared: Any) -> None:
+        self.model, self.shared = model, shared
+
+    @property
+    def n_seen(self) -> float:
+        """Events the merged shared learner learned (every member's, up to its snapshot)."""
+        return float(self.shared.n_seen)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        return self.model.predict_proba_over(self.shared, x)
 
 
 def merge_keyed(models: list[PerKey]) -> PerKey:

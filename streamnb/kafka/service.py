@@ -29,7 +29,7 @@ from streamnb.kafka.config import ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
 from streamnb.kafka.featurize import Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.intake import Intake, Offsets
-from streamnb.kafka.keyed import KeyedFeaturizer, KeyMoves, keyed_model, same_keying
+from streamnb.kafka.keyed import KeyedFeaturizer, KeyedView, KeyMoves, keyed_model, same_keying
 from streamnb.kafka.metrics import Health, Metrics, Progress, RollingAccuracy
 from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.outputs import Predictions, Rejects
@@ -104,7 +104,8 @@ class Service:
         self.stepper: Stepper | None = None
         self.checkpointing: Checkpointing | None = None
         #: scale-out (``model_topic``): the other members' snapshots, and the model predictions
-        #: use (own model merged with them; None: predict with the own model)
+        #: use (own model merged with them; with ``model_key`` the own shared learner merged with
+        #: them, under the keys' own learners: a :class:`KeyedView`; None: the own model)
         self.models: ModelSync | None = None
         self.view: Any = None
         self._view_stale = True
@@ -128,12 +129,24 @@ class Service:
         snapshots when a model topic is set, else the own model."""
         return self.view if self.view is not None else self.model
 
+    @property
+    def shared(self) -> Any:
+        """What this member publishes to the model topic and merges with the others': its model,
+        or with ``model_key`` its shared learner (the keys' learners stay with their partitions)."""
+        return self.model.model if isinstance(self.model, PerKey) else self.model
+
     def merged_model(self) -> Any:
-        """A fresh merge of the own model with the other members' latest snapshots."""
+        """A fresh merge of the own model with the other members' latest snapshots (with
+        ``model_key``: a :class:`KeyedView` of the merged shared learners)."""
         if self.models is None:
             return self.model
         with self._lock:
-            return self.models.merged(self.model)
+            return self._merged()
+
+    def _merged(self) -> Any:
+        assert self.models is not None
+        merged = self.models.merged(self.shared)
+        return KeyedView(self.model, merged) if isinstance(self.model, PerKey) else merged
 
     def lag(self) -> int | None:
         assert self.source is not None
@@ -306,7 +319,7 @@ class Service:
             log.info("resumed from checkpoint %d: %s events learned, offsets %s", ck.id, ck.model.n_seen,
                      ck.offsets, extra={"event": "resume", "checkpoint": ck.id})
         if self.models is not None:  # a rollback: do not predict with what was forgotten
-            self.view = self.models.merged(self.model)
+            self.view = self._merged()
 
     def _keyed(self, model: Any) -> Any:
         """``model`` as the service runs it: with ``model_key``, one learner per key over it."""
@@ -385,11 +398,12 @@ class Service:
 
     # -- scale-out -------------------------------------------------------------------------------
     def _publish_model(self, ck_id: int, offsets: dict) -> None:
-        """Publish the just checkpointed own model to the model topic (key: member name)."""
+        """Publish the just checkpointed own model (with ``model_key``: its shared learner) to the
+        model topic (key: member name)."""
         c = self.config
         if c.model_topic is None or self.publisher is None:
             return
-        data = snapshot(self.model, c.member, ck_id, offsets)
+        data = snapshot(self.shared, c.member, ck_id, offsets)
         if len(data) > c.model_max_bytes:
             log.error("model snapshot of %d bytes > model_max_bytes %d: not published (raise the limit "
                       "with the producer's and broker's message size limits)", len(data), c.model_max_bytes)
@@ -413,7 +427,8 @@ class Service:
                 ck = self.checkpointer.newest(other)
                 if ck is None or ck.id <= self.models.checkpoints.get(other, 0):
                     continue
-                data = snapshot(ck.model, other, ck.id, ck.offsets)
+                model = ck.model.model if isinstance(ck.model, PerKey) else ck.model
+                data = snapshot(model, other, ck.id, ck.offsets)
                 if len(data) <= c.model_max_bytes:
                     self.publisher.send(c.model_topic, data, key=other.encode())
                     log.info("republished checkpoint %d of member %s to the model topic", ck.id, other)
@@ -424,13 +439,13 @@ class Service:
         """Read new snapshots; rebuild the merged view at most every ``model_interval`` seconds."""
         if self.models is None:
             return
-        self.models.poll(self.model)
+        self.models.poll(self.shared)
         self.summary.snapshots_received = self.models.received
         self.summary.snapshots_ignored = self.models.ignored
         if (self._view_stale or self.models.changed or self.view is None) and (
                 force or now - self._view_at >= self.config.model_interval):
             with self._lock:
-                self.view = self.models.merged(self.model)
+                self.view = self._merged()
                 self._view_stale, self._view_at = False, now
 
     # -- shutdown --------------------------------------------------------------------------------
@@ -455,3 +470,5 @@ class Service:
             self.models.close()
         if self.publisher is not None:
             self.publisher.close()
+        if isinstance(self.model, PerKey):
+            self.model.close()  # the connections of a kafka:// or s3:// key store

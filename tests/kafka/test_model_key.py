@@ -152,9 +152,6 @@ def test_a_key_moving_to_another_partition_is_a_dead_letter(bootstrap, names, tm
 
 
 @pytest.mark.parametrize(("kw", "message"), [
-    ({"state": "kafka:state-x", "model_key_resident": 10}, "dir: state"),
-    ({"state": "s3://bucket-x/p", "model_key_resident": 10}, "dir: state"),
-    ({"model_topic": "models"}, "model-topic"),
     ({"model": "gaussian"}, "blended"),
     ({"ignore_fields": ["user"]}, "must not be"),
     ({"batch_learning": "always"}, "event by event"),
@@ -168,5 +165,11 @@ def test_combinations_that_cannot_work_are_refused(kw, message):
         ServiceConfig(**{**base, **kw})
     with pytest.raises(ValueError, match="needs --model-key"):
         ServiceConfig(bootstrap="127.0.0.1:9", input_topics=["in"], output_topic="out", model_key_resident=5)
-    # without eviction, every store holds keyed state (in the checkpoint)
+    # without eviction, every store holds keyed state (in the checkpoint); s3:// and dir: evicted keys too
     ServiceConfig(**{**base, "state": "kafka:state-x"})
+    assert ServiceConfig(**{**base, "state": "s3://bucket-x/p", "model_key_resident": 10,
+                            "member": "m1"}).keys_store() == "s3://bucket-x/p/keys/m1"
+    assert ServiceConfig(**{**base, "state": "s3://bucket-x", "model_key_resident": 10}).keys_store() == \
+        "s3://bucket-x/keys/main"
+    assert ServiceConfig(**{**base, "state": "kafka:state-x", "model_key_resident": 10}).keys_store() == \
+        "kafka://127.0.0.1:9/state-x-keys/main"

@@ -4,6 +4,7 @@ the writer's reply once that reply came (the learn is then in the journal, durab
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -40,7 +41,7 @@ class LearnForwarder:
                 body: dict[str, Any] = await reply.json(content_type=None)
                 if reply.status != 200:
                     raise WriterError(reply.status, str(body.get("error", "the writing process refused the learn")))
-        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:  # ValueError: not JSON
             raise WriterError(503, f"the writing process did not answer: {exc or type(exc).__name__}") from exc
         return Learned(body["class"], body["user"], body["moved_from"], body["already"])
 

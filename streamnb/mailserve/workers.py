@@ -134,7 +134,8 @@ async def _run(data: dict[str, Any]) -> None:
             await web.TCPSite(runner, *listeners.http, reuse_address=True, reuse_port=True).start()
         if listeners.milter is not None:
             milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
-                                        max_connections=listeners.max_connections, reuse_port=True)  # fmt: skip
+                                        max_connections=listeners.max_connections, user=listeners.milter_user,
+                                        reuse_port=True)  # fmt: skip
         sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
         sys.stdout.flush()
         await stop.wait()

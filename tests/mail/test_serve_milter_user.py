@@ -35,10 +35,10 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def start(model: Path, tmp_path: Path, spec: str) -> Daemon:
+def start(model: Path, tmp_path: Path, spec: str, *args: str) -> Daemon:
     copy = tmp_path / "model.snb"
     shutil.copy(model, copy)
-    daemon = Daemon(copy, "--milter", "127.0.0.1:0", "--milter-user", spec, "--no-learn-shared").start()
+    daemon = Daemon(copy, "--milter", "127.0.0.1:0", "--milter-user", spec, "--no-learn-shared", *args).start()
     for i in range(10):
         daemon.learn(message(NEWS_WORDS, 500 + i, "digest"), "spam", user=ANN)
     return daemon
@@ -90,6 +90,16 @@ CASES = {
         ((b"<ann@mail.test>",), [(b"X-Original-To", ANN.encode())], None),
     ],
 }
+
+
+def test_check_workers_take_the_configured_milter_user_too(model: Path, tmp_path: Path) -> None:
+    daemon = start(model, tmp_path, "none", "--workers", "2")
+    try:  # 16 connections, spread by the kernel over both processes (all on one: 1 in 32,768)
+        for _ in range(16):
+            header, raw = through_milter(daemon, (b"<ann@mail.test>",), [])
+            assert header == http_header(daemon, raw, None) != http_header(daemon, raw, ANN)
+    finally:
+        daemon.kill()
 
 
 @pytest.mark.parametrize("spec", list(CASES))

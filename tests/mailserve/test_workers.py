@@ -14,8 +14,19 @@ USERS = ["ann", "bob", "cyd", "dee", None]
 
 
 def pids(d: Daemon, n: int = 40) -> set[int]:
-    """The processes answering (each request on a fresh connection, spread by the kernel)."""
-    return {d.request("GET", "/healthz")[1]["pid"] for _ in range(n)}
+    """The processes answering (each request on a fresh connection, spread by the kernel). A
+    connection reset while a worker dies or starts is asked again, as a client does (at most 5
+    times)."""
+    out = set()
+    for _ in range(n):
+        for attempt in range(5):
+            try:
+                out.add(d.request("GET", "/healthz")[1]["pid"])
+                break
+            except ConnectionResetError:
+                if attempt == 4:
+                    raise
+    return out
 
 
 def test_every_verdict_sees_every_acknowledged_learn_whichever_process_answers(tmp_path):

@@ -405,6 +405,10 @@ class PerKey(base.Wrapper, base.Classifier):
         """The keys whose learners are in memory, least recently used first."""
         return list(self._users)
 
+    def n_resident(self) -> int:
+        """How many keys' learners are in memory."""
+        return len(self._users)
+
     def resident(self) -> list[tuple[Hashable, Any, int]]:
         """``(key, learner, position)`` of every key whose learner is in memory."""
         return [(k, u, self._positions.get(k, -1)) for k, u in self._users.items()]

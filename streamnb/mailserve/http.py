@@ -26,7 +26,7 @@ import sys
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from streamnb.exceptions import StreamnbError
 from streamnb.mailserve.forward import WriterError
@@ -81,7 +81,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     limits = request.app[LIMITS]
     service = request.app[SERVICE]
     if limits["inflight"] >= limits["max_connections"]:
-        service.errors.labels("busy").inc()
+        service.metrics.errors.labels("busy").inc()
         return _error(503, "too many requests in progress")
     limits["inflight"] += 1
     try:
@@ -89,14 +89,14 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
             return await handler(request)
     except web.HTTPException as exc:
         if exc.status >= 400:
-            service.errors.labels(str(exc.status)).inc()
+            service.metrics.errors.labels(str(exc.status)).inc()
             return _error(exc.status, exc.reason)
         raise
     except asyncio.TimeoutError:
-        service.errors.labels("timeout").inc()
+        service.metrics.errors.labels("timeout").inc()
         return _error(408, "request timed out")
     except StreamnbError as exc:
-        service.errors.labels("invalid").inc()
+        service.metrics.errors.labels("invalid").inc()
         return _error(400, str(exc))
     finally:
         limits["inflight"] -= 1
@@ -116,10 +116,10 @@ async def _learn(request: web.Request, label: str) -> web.Response:
     try:
         learned = await service.learn(raw, user_of(request), label)
     except OSError as exc:  # the journal could not be written: not learned durably
-        service.errors.labels("journal").inc()
+        service.metrics.errors.labels("journal").inc()
         return _error(500, f"could not write the journal: {exc}")
     except WriterError as exc:  # a check worker relays the writing process's answer
-        service.errors.labels("writer").inc()
+        service.metrics.errors.labels("writer").inc()
         return _error(exc.status, str(exc))
     return web.json_response({"success": True, "class": learned.label, "user": learned.user,
                               "moved_from": learned.moved_from, "already": learned.already})  # fmt: skip
@@ -143,7 +143,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    body = generate_latest(request.app[SERVICE].registry)
+    body = request.app[SERVICE].metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import signal
 import tempfile
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from streamnb.mailserve.http import make_app
+from streamnb.mailserve.metrics import share_between_processes
 from streamnb.mailserve.service import MailService, ServeConfig
 from streamnb.mailserve.workers import Workers, spec
 
@@ -40,7 +42,17 @@ class Listeners:
 async def serve(config: ServeConfig, listeners: Listeners,
                 ready: Callable[[dict[str, int]], None] | None = None) -> None:  # fmt: skip
     """Serve until SIGTERM or SIGINT; ``ready`` is called with the bound ports."""
-    service = MailService(config)
+    shared_ports = listeners.workers > 1
+    private = tempfile.mkdtemp(prefix="streamnb-mail-") if shared_ports else None
+    if private is not None:  # one set of metrics for all the processes
+        os.mkdir(f"{private}/metrics")
+        share_between_processes(f"{private}/metrics")
+    try:
+        service = MailService(config)
+    except BaseException:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -49,8 +61,6 @@ async def serve(config: ServeConfig, listeners: Listeners,
     runner = None
     milter = None
     workers = None
-    shared_ports = listeners.workers > 1
-    private = tempfile.mkdtemp(prefix="streamnb-mail-") if shared_ports else None
     timer = loop.create_task(service.snapshot_timer())
     try:
         app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
@@ -69,7 +79,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if private is not None:  # the workers' way to learn: the same app on a private socket
             socket = f"{private}/writer.sock"
             await web.UnixSite(runner, socket).start()
-            workers = Workers(spec(config, listeners, ports, socket), listeners.workers - 1)
+            workers = Workers(spec(config, listeners, ports, socket, f"{private}/metrics"), listeners.workers - 1)
             await workers.start()
         if ready is not None:
             ready(ports)

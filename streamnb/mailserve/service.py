@@ -10,10 +10,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-
 from streamnb.mailserve.filters import Learned, MailFilters
 from streamnb.mailserve.forward import LearnForwarder
+from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
 __all__ = ["Check", "MailService", "ServeConfig"]
@@ -110,19 +109,8 @@ class MailService:
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,
                                    max_bytes=config.max_bytes, ledger_size=config.ledger_size,
                                    max_ham_rate=config.max_ham_rate, replica=writer is not None)  # fmt: skip
-        self.registry = CollectorRegistry()
-        self.checks = Counter("streamnb_mail_checks", "Messages checked, by verdict", ["label"], registry=self.registry)
-        self.learns = Counter("streamnb_mail_learns", "Messages learned, by class", ["label"], registry=self.registry)
-        self.errors = Counter("streamnb_mail_errors", "Requests answered with an error, by kind", ["kind"],
-                              registry=self.registry)  # fmt: skip
-        self.latency = Histogram("streamnb_mail_seconds", "Time to answer, by request", ["request"],
-                                 buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0),
-                                 registry=self.registry)  # fmt: skip
-        self._check_seconds = self.latency.labels("check")
-        self._learn_seconds = self.latency.labels("learn")
-        self._checked = {label: self.checks.labels(label) for label in ("ham", "unsure", "spam")}
-        self.users = Gauge("streamnb_mail_users_resident", "Users' filters in memory", registry=self.registry)
-        self.users.set_function(lambda: len(self.filters.users.keys()))
+        self.metrics = Metrics()
+        self.metrics.users.set(self.filters.users.n_resident())
         self._snapshot_lock = asyncio.Lock()
         self._last_snapshot = time.monotonic()
 
@@ -138,8 +126,10 @@ class MailService:
             action = ADD_HEADER if verdict.label == "spam" else NO_ACTION
         quarantine = (cfg.quarantine_above is not None and verdict.label == "spam"
                       and verdict.score >= cfg.quarantine_above)  # fmt: skip
-        self._checked[verdict.label].inc()
-        self._check_seconds.observe(time.perf_counter() - start)
+        metrics = self.metrics
+        metrics.checked[verdict.label].inc()
+        metrics.check_seconds.observe(time.perf_counter() - start)
+        metrics.users.set(self.filters.users.n_resident())
         return Check(verdict, user, action, evidence, quarantine)
 
     # -- learning --------------------------------------------------------------------------
@@ -148,17 +138,16 @@ class MailService:
         worker hands it to the writing process, then reads it back from the journal)."""
         start = time.perf_counter()
         if self.writer is not None:
-            learned = await self.writer.learn(raw, user, label)
+            learned = await self.writer.learn(raw, user, label)  # the writer counts it
             self.filters.catch_up()
-            if not learned.already:
-                self.learns.labels(label).inc()
-            self._learn_seconds.observe(time.perf_counter() - start)
+            self.metrics.users.set(self.filters.users.n_resident())
             return learned
         learned, record = self.filters.learn(self.filters.tokens(raw), user, label)
         if record is not None:
             await self.filters.append(record)
-            self.learns.labels(label).inc()
-        self._learn_seconds.observe(time.perf_counter() - start)
+            self.metrics.learns.labels(label).inc()
+        self.metrics.learn_seconds.observe(time.perf_counter() - start)
+        self.metrics.users.set(self.filters.users.n_resident())
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:
             await self.snapshot()
         return learned

@@ -10,8 +10,8 @@ it, whichever process answers. A worker hands learns to the writer over a privat
 answers once the writer did.
 
 A worker stops when the writer closes its standard input (the writer stopped, or was killed:
-the pipe closes either way); the writer starts a worker again if one dies. Metrics (``/metrics``)
-are those of the process that answers.
+the pipe closes either way); the writer starts a worker again if one dies. Every process answers
+``/metrics`` for all of them (:mod:`streamnb.mailserve.metrics`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import signal
 import sys
 import threading
 from typing import Any
+
+from streamnb.mailserve.metrics import process_gone
 
 __all__ = ["Workers"]
 
@@ -70,6 +72,7 @@ class Workers:
             if self._stopping:
                 return
             log.error("check worker %d (pid %d) exited with code %s; starting it again", i, self.procs[i].pid, code)
+            process_gone(self.procs[i].pid)
             try:
                 self.procs[i] = await self._spawn()
             except RuntimeError as exc:
@@ -91,14 +94,15 @@ class Workers:
             task.cancel()
 
 
-def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str) -> dict[str, Any]:
-    """What a worker needs to know, as JSON: the settings, the bound ports, the writer's socket."""
+def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metrics: str) -> dict[str, Any]:
+    """What a worker needs to know, as JSON: the settings, the bound ports, the writer's socket,
+    the metrics' directory."""
     out = dataclasses.asdict(listeners)
     for name in ("http", "milter"):
         if out[name] is not None:
             out[name] = [out[name][0], ports[name]]
     out["workers"] = 1
-    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket}
+    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket, "metrics": metrics}
 
 
 async def _run(data: dict[str, Any]) -> None:
@@ -106,10 +110,12 @@ async def _run(data: dict[str, Any]) -> None:
 
     from streamnb.mailserve.forward import LearnForwarder
     from streamnb.mailserve.http import make_app
+    from streamnb.mailserve.metrics import share_between_processes
     from streamnb.mailserve.milter_bridge import start_milter
     from streamnb.mailserve.server import Listeners
     from streamnb.mailserve.service import MailService, ServeConfig
 
+    share_between_processes(data["metrics"])
     config = ServeConfig(**data["config"])
     lst = data["listeners"]
     listeners = Listeners(**{**lst, "http": tuple(lst["http"]) if lst["http"] else None,

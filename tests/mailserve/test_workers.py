@@ -89,3 +89,51 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:  # a zombie is not serving
         return f.read().split(") ")[1][0] != "Z"
+
+
+def _samples(text: str) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {s.name + str(sorted(s.labels.items())): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}  # fmt: skip
+
+
+def test_every_process_answers_metrics_for_all_of_them(tmp_path):
+    d = Daemon(tmp_path / "m.snb", "--workers", "2").start()
+    try:
+        data = corpus(24, seed=5)
+        for raw, label in data[:8]:  # learns through both processes: each counted once, by the writer
+            d.learn(raw, label, "ann")
+        answered = set()
+        for raw, _ in data[8:]:
+            d.check(raw, "ann")
+            answered.add(d.request("GET", "/healthz")[1]["pid"])
+        assert len(answered) == 2  # fresh connections reached both processes
+        spam = sum(label == "spam" for _, label in data[:8])
+        for _ in range(20):  # whichever process answers /metrics, the same sums
+            text = d.request("GET", "/metrics")[1]
+            samples = _samples(text)
+            checks = sum(v for k, v in samples.items() if k.startswith("streamnb_mail_checks_total"))
+            assert checks == 16, text
+            assert samples["streamnb_mail_learns_total[('label', 'spam')]"] == spam
+            assert samples["streamnb_mail_learns_total[('label', 'ham')]"] == 8 - spam
+            assert samples["streamnb_mail_seconds_count[('request', 'check')]"] == 16
+            assert samples["streamnb_mail_seconds_count[('request', 'learn')]"] == 8
+            users = {k: v for k, v in samples.items() if k.startswith("streamnb_mail_users_resident")}
+            assert len(users) == 2 and set(users.values()) == {1.0}  # ann, in each process
+        worker = (answered - {d.proc.pid}).pop()
+        os.kill(worker, signal.SIGKILL)  # its counts stay in the sums; its gauge goes
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                samples = _samples(d.request("GET", "/metrics")[1])
+            except ConnectionResetError:
+                continue
+            users = [k for k in samples if k.startswith("streamnb_mail_users_resident")]
+            if not any(str(worker) in k for k in users) and len(pids(d) - {d.proc.pid}) == 1:
+                break
+            time.sleep(0.1)
+        assert not any(str(worker) in k for k in users)
+        assert sum(v for k, v in samples.items() if k.startswith("streamnb_mail_checks_total")) == 16
+    finally:
+        d.kill()

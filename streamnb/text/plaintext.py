@@ -42,6 +42,10 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+#: The same without e-mail addresses, for text without an ``@``: trying an address at every
+#: word reads the word twice.
+_TOKEN_NO_EMAIL = re.compile(_TOKEN.pattern.replace(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}", "(?!)"),
+                             re.VERBOSE)  # fmt: skip
 _TRAILING = ".,;:!?'\""
 _NETLOC = re.compile(r"[^/?#]*")
 _URL_SEPARATORS = re.compile(r"[\W_]+")
@@ -75,6 +79,17 @@ def url_tokens(url: str, lowercase: bool = True) -> list[str]:
     return out
 
 
+def _matches(text: str) -> list[tuple[str, str, str, str, str]]:
+    """``_TOKEN.findall(text)``, with addresses looked for only on lines with an ``@`` (no
+    token spans a line: none holds white space)."""
+    if "@" not in text:
+        return _TOKEN_NO_EMAIL.findall(text)
+    out: list[tuple[str, str, str, str, str]] = []
+    for line in text.split("\n"):
+        out += (_TOKEN if "@" in line else _TOKEN_NO_EMAIL).findall(line)
+    return out
+
+
 def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str = "") -> list[str]:
     """The tokens of ``text`` in order (with repeats); ``prefix`` is put before each one.
 
@@ -87,7 +102,7 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
     out: list[str] = []
     plain: list[str] = []
     add, remember = out.append, plain.append
-    for url, email, word, number, symbol in _TOKEN.findall(text):  # one group of each match is set
+    for url, email, word, number, symbol in _matches(text):  # one group of each match is set
         if word:
             tok = word if len(word) <= MAX_TOKEN_LENGTH else f"skip:{word[0]}:{len(word) // 10}"
             add(tok)

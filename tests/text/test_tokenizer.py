@@ -13,6 +13,7 @@ from streamnb.datasets import sms_spam
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes import ComplementNB
 from streamnb.spam import explain
+from streamnb.text.plaintext import tokens
 from streamnb.text import Tokenizer, parse, tokens
 
 
@@ -187,3 +188,13 @@ def test_dict_events_in_progressive_val_score():
     want = evaluate.progressive_val_score([(x["body"], y) for x, y in stream], on_text, metrics.ConfusionMatrix())
     assert got.data == want.data and got.total_weight == 999  # the first event has no prediction
     assert on_field.predict_proba_one({"body": "free prize call now"}) == on_text.predict_proba_one("free prize call now")
+
+
+def test_addresses_are_found_on_the_lines_that_have_one_and_urls_keep_their_at():
+    text = "first line word\nwrite to Bob@Example.org now\nhttp://user@host.example.com/xy z\nlast 12345"
+    assert tokens(text) == [
+        "first", "line", "word", "write", "to", "bob@example.org", "email:example.org", "now",
+        "http://user@host.example.com/xy", "url:host.example.com", "url:example.com", "url:com", "url:xy", "z",
+        "last", "12345", "num:5",
+    ]  # fmt: skip
+    assert tokens("no address here\nnor here") == ["no", "address", "here", "nor", "here"]

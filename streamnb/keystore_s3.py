@@ -18,8 +18,9 @@ from collections.abc import Hashable
 from typing import Any
 
 from streamnb import persistence
-from streamnb.exceptions import MissingExtraError, StateError
+from streamnb.exceptions import StateError
 from streamnb.perkey import key_digest
+from streamnb.s3_access import S3Access
 from streamnb.stats.index import encode_key
 
 __all__ = ["S3KeyStore"]
@@ -28,7 +29,7 @@ __all__ = ["S3KeyStore"]
 MAX_OBJECT_BYTES = persistence.MAX_BYTES
 
 
-class S3KeyStore:
+class S3KeyStore(S3Access):
     """Learners of evicted keys under ``url`` (``s3://bucket/prefix``; see the module).
 
     Parameters
@@ -45,22 +46,8 @@ class S3KeyStore:
         if not url.startswith("s3://") or not url[5:].partition("/")[0]:
             raise ValueError(f"key store {url!r}: use s3://bucket/prefix")
         bucket, _, prefix = url[5:].partition("/")
-        self.url, self.bucket, self.read_only = url, bucket, read_only
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
-        self._client = client
-        try:
-            from botocore.exceptions import BotoCoreError, ClientError
-        except ImportError as exc:
-            raise MissingExtraError("an s3:// key store needs boto3: pip install 'streamnb[s3]'") from exc
-        self._errors: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("s3")
-        return self._client
+        self.url, self.read_only = url, read_only
+        self.connect_s3(bucket, prefix, client, "an s3:// key store")
 
     def _object(self, key: Hashable) -> str:
         digest = key_digest(key)
@@ -73,7 +60,7 @@ class S3KeyStore:
         data = persistence.dumps(model, extra={"key": [encode_key(key)], "position": position})
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._object(key), Body=data)
-        except self._errors as exc:
+        except self.s3_errors as exc:
             raise StateError(f"s3://{self.bucket}/{self._object(key)}: write failed: {exc}") from exc
 
     def stage(self, key: Hashable, model: Any, position: int) -> None:
@@ -91,7 +78,7 @@ class S3KeyStore:
             if got.get("ContentLength", 0) > MAX_OBJECT_BYTES:
                 raise StateError(f"{name}: {got['ContentLength']} bytes is too large")
             data = bytes(got["Body"].read())
-        except self._errors as exc:
+        except self.s3_errors as exc:
             if _code(exc) in ("NoSuchKey", "404"):
                 return None
             raise StateError(f"{name}: {exc}") from exc
@@ -108,7 +95,7 @@ class S3KeyStore:
         try:
             for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
                 n += sum(1 for obj in page.get("Contents", []) if obj["Key"].endswith(".snb"))
-        except self._errors as exc:
+        except self.s3_errors as exc:
             raise StateError(f"{self.url}: listing failed: {exc}") from exc
         return n
 

@@ -27,7 +27,7 @@ from kafka.errors import KafkaError
 
 from streamnb import persistence
 from streamnb.exceptions import StateError
-from streamnb.kafka.topics import ensure_topics
+from streamnb.kafka.compacted import open_reader, open_writer
 from streamnb.perkey import key_digest
 from streamnb.stats.index import encode_key
 
@@ -76,25 +76,16 @@ class KafkaKeyStore:
     def _consumer_(self) -> KafkaConsumer:
         if self._consumer is None:
             try:
-                ensure_topics(self.bootstrap, {self.topic: 1}, timeout=self.timeout,
-                              configs={self.topic: {"cleanup.policy": "compact"}})
-                self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                               enable_auto_commit=False, auto_offset_reset="earliest",
-                                               fetch_max_wait_ms=20, reconnect_backoff_max_ms=1000,
-                                               max_partition_fetch_bytes=2 * MAX_RECORD_BYTES,
-                                               request_timeout_ms=15_000)
+                self._consumer = open_reader(self.bootstrap, self.topic, self.timeout, fetch_max_wait_ms=20,
+                                             max_partition_fetch_bytes=2 * MAX_RECORD_BYTES)  # fmt: skip
             except KafkaError as exc:
                 raise StateError(f"key store {self.url}: cannot reach {self.bootstrap}: {exc}") from exc
-            self._consumer.assign([self._tp])
         return self._consumer
 
     def _producer_(self) -> KafkaProducer:
         if self._producer is None:
             try:
-                self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=0,
-                                               enable_idempotence=False, retries=5,
-                                               max_request_size=MAX_RECORD_BYTES + 64 * 1024,
-                                               request_timeout_ms=15_000, reconnect_backoff_max_ms=1000)
+                self._producer = open_writer(self.bootstrap, MAX_RECORD_BYTES + 64 * 1024)
             except KafkaError as exc:
                 raise StateError(f"key store {self.url}: cannot reach {self.bootstrap}: {exc}") from exc
         return self._producer

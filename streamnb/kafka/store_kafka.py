@@ -46,7 +46,7 @@ from streamnb.exceptions import StateError
 from streamnb.kafka.errors import BrokerUnavailableError
 from streamnb.kafka.lease import Lease, LeaseKeeper
 from streamnb.kafka.statestore import StateStore
-from streamnb.kafka.topics import ensure_topics
+from streamnb.kafka.compacted import open_reader, open_writer
 
 __all__ = ["KafkaStore"]
 
@@ -112,16 +112,10 @@ class KafkaStore(StateStore):
     # -- connections ----------------------------------------------------------------------------
     def _connect(self) -> KafkaConsumer:
         if self._consumer is None:
-            ensure_topics(self.bootstrap, {self.topic: 1}, timeout=self.timeout,
-                          configs={self.topic: {"cleanup.policy": "compact"}})
             try:
-                consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                         enable_auto_commit=False, auto_offset_reset="earliest",
-                                         fetch_max_wait_ms=50, reconnect_backoff_max_ms=1000,
-                                         request_timeout_ms=15_000)
+                consumer = open_reader(self.bootstrap, self.topic, self.timeout, fetch_max_wait_ms=50)
             except KafkaError as exc:
                 raise BrokerUnavailableError(f"state store {self.url}: cannot reach {self.bootstrap}: {exc}") from exc
-            consumer.assign([self._tp])
             consumer.seek_to_beginning(self._tp)
             self._consumer = consumer
         return self._consumer
@@ -129,10 +123,7 @@ class KafkaStore(StateStore):
     def _producer_(self) -> KafkaProducer:
         if self._producer is None:
             try:
-                self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", linger_ms=0,
-                                               enable_idempotence=False, retries=5,
-                                               max_request_size=max(1024 * 1024, self.chunk_bytes + 64 * 1024),
-                                               request_timeout_ms=15_000, reconnect_backoff_max_ms=1000)
+                self._producer = open_writer(self.bootstrap, max(1024 * 1024, self.chunk_bytes + 64 * 1024))
             except KafkaError as exc:
                 raise StateError(f"state store {self.url}: cannot reach {self.bootstrap}: {exc}") from exc
         return self._producer

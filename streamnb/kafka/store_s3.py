@@ -22,9 +22,10 @@ import logging
 import re
 from typing import Any
 
-from streamnb.exceptions import MissingExtraError, StateError
+from streamnb.exceptions import StateError
 from streamnb.kafka.lease import Lease, LeaseKeeper, MAX_LEASE_BYTES
 from streamnb.kafka.statestore import StateStore
+from streamnb.s3_access import S3Access
 
 __all__ = ["S3Store"]
 
@@ -35,7 +36,7 @@ _KEY = re.compile(r"([A-Za-z0-9_-]{1,100})/(\d{12})\.ckpt$")
 MAX_OBJECT_BYTES = 4 * 1024**3
 
 
-class S3Store(StateStore):
+class S3Store(StateStore, S3Access):
     """Checkpoints of every member under one prefix of a bucket (see the module docstring).
 
     Parameters
@@ -55,23 +56,8 @@ class S3Store(StateStore):
         super().__init__(member, keep)
         self.lease_ttl = lease
         self._lease_etag: str | None = None
-        self.bucket = bucket
-        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.connect_s3(bucket, prefix, client, "the s3:// state store")
         self.url = f"s3://{bucket}/{self.prefix}"
-        self._client = client
-        try:
-            from botocore.exceptions import BotoCoreError, ClientError
-        except ImportError as exc:
-            raise MissingExtraError("the s3:// state store needs boto3: pip install 'streamnb[s3]'") from exc
-        self._errors: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            import boto3
-
-            self._client = boto3.client("s3")
-        return self._client
 
     # -- the member's lease -------------------------------------------------------------------------
     def acquire(self) -> None:
@@ -102,7 +88,7 @@ class S3Store(StateStore):
             if got.get("ContentLength", 0) > MAX_LEASE_BYTES:
                 raise StateError(f"{name}: not a lease ({got['ContentLength']} bytes)")
             body = bytes(got["Body"].read())
-        except self._errors as exc:
+        except self.s3_errors as exc:
             if _code(exc) in ("NoSuchKey", "404"):
                 return None, None
             raise StateError(f"{name}: {exc}") from exc
@@ -117,7 +103,7 @@ class S3Store(StateStore):
         try:
             put = self.client.put_object(Bucket=self.bucket, Key=self._lease_key(), Body=new.to_bytes(self.member),
                                          **condition)
-        except self._errors as exc:
+        except self.s3_errors as exc:
             if _code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409", "NoSuchKey", "404"):
                 return False
             raise StateError(f"s3://{self.bucket}/{self._lease_key()}: write failed: {exc}") from exc
@@ -139,7 +125,7 @@ class S3Store(StateStore):
                     m = _KEY.fullmatch(obj["Key"][len(self.prefix):])
                     if m:
                         out.append((m.group(1), int(m.group(2))))
-        except self._errors as exc:
+        except self.s3_errors as exc:
             raise StateError(f"state store {self.url}: listing failed: {exc}") from exc
         return sorted(out, key=lambda t: (t[0], -t[1]))
 
@@ -149,19 +135,19 @@ class S3Store(StateStore):
             if got.get("ContentLength", 0) > MAX_OBJECT_BYTES:
                 raise StateError(f"{self._name(member, ck_id)}: {got['ContentLength']} bytes is too large")
             return bytes(got["Body"].read())
-        except self._errors as exc:
+        except self.s3_errors as exc:
             raise StateError(f"{self._name(member, ck_id)}: {exc}") from exc
 
     def _put(self, member: str, ck_id: int, data: bytes) -> None:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._key(member, ck_id), Body=data, IfNoneMatch="*")
-        except self._errors as exc:
+        except self.s3_errors as exc:
             raise StateError(f"{self._name(member, ck_id)}: write failed: {exc}") from exc
 
     def _delete(self, member: str, ck_id: int) -> None:
         try:
             self.client.delete_object(Bucket=self.bucket, Key=self._key(member, ck_id))
-        except self._errors as exc:
+        except self.s3_errors as exc:
             raise StateError(f"{self._name(member, ck_id)}: delete failed: {exc}") from exc
 
 

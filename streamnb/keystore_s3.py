@@ -19,7 +19,7 @@ from typing import Any
 
 from streamnb import persistence
 from streamnb.exceptions import MissingExtraError, StateError
-from streamnb.perkey import key_digest
+from streamnb.keystore import key_digest
 from streamnb.stats.index import encode_key
 
 __all__ = ["S3KeyStore"]

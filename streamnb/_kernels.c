@@ -32,14 +32,35 @@ typedef struct {
     Py_ssize_t n;
 } view_t;
 
+/* A statistic's flat array (Statistic.flat): a writable, C-contiguous memoryview of native
+ * float64 ('d'). Anything else is a caller's bug: a TypeError saying what was given, before
+ * any cell is read (a view of int64 or of every other element would be read as the wrong
+ * cells). */
 static int get_view(PyObject *obj, view_t *v) {
     if (!PyMemoryView_Check(obj)) {
-        PyErr_SetString(PyExc_TypeError, "expected a memoryview of float64");
+        PyErr_Format(PyExc_TypeError, "streamnb kernel: expected a memoryview of float64, got %.100s",
+                     Py_TYPE(obj)->tp_name);
         return -1;
     }
     Py_buffer *b = PyMemoryView_GET_BUFFER(obj);
-    if (b->itemsize != (Py_ssize_t)sizeof(double) || b->readonly) {
-        PyErr_SetString(PyExc_TypeError, "expected a writable memoryview of float64");
+    const char *format = b->format == NULL ? "B" : b->format;
+    if (format[0] == '@' || format[0] == '=') format++;
+#if PY_LITTLE_ENDIAN
+    if (format[0] == '<') format++;
+#else
+    if (format[0] == '>' || format[0] == '!') format++;
+#endif
+    if (strcmp(format, "d") != 0 || b->itemsize != (Py_ssize_t)sizeof(double)) {
+        PyErr_Format(PyExc_TypeError, "streamnb kernel: expected a memoryview of float64 ('d'), got format '%.20s'",
+                     b->format == NULL ? "B" : b->format);
+        return -1;
+    }
+    if (!PyBuffer_IsContiguous(b, 'C')) {
+        PyErr_SetString(PyExc_TypeError, "streamnb kernel: expected a C-contiguous memoryview of float64");
+        return -1;
+    }
+    if (b->readonly) {
+        PyErr_SetString(PyExc_TypeError, "streamnb kernel: expected a writable memoryview of float64");
         return -1;
     }
     v->p = (double *)b->buf;
@@ -484,46 +505,133 @@ fail:
     return -1;
 }
 
+/* The new values of one entry's cells (welford_update's first pass). */
+typedef struct {
+    double m, s, n, pm, ps, pn;
+} welford_new_t;
+
 /* GaussianPart.learn_one's update of a read, checked event: the Welford update of the class's
  * cells and of each feature's pooled cell (Chan's formula for one event), and for the first
  * ``tracked`` entries (the features; not the log slots after them) the feature's pooled M2 / n
  * written into ``spread`` and the running maximum of ``spread`` kept in ``a`` (has_top 0: to
- * be recounted). 0, or -1 out of memory (the cells learned so far stay learned). */
+ * be recounted). The ids of ``e`` are distinct (an event's keys), so its cells are too.
+ *
+ * Nothing changes before an error: the first pass computes every new value and allocates the
+ * ``spread`` floats, writing nothing; the second writes them. 0, or -1 with an exception set
+ * (out of memory, or ``spread`` not a list long enough) and nothing changed. */
 static int welford_update(welford_t *a, const event_t *e, Py_ssize_t tracked) {
-    Py_ssize_t base = a->k * a->n0;
+    Py_ssize_t base = a->k * a->n0, n = e->n, done = 0;
+    if (tracked > n) tracked = n;
+    if (!PyList_Check(a->spread)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list (spread)");
+        return -1;
+    }
+    welford_new_t small_new[SMALL];
+    PyObject *small_new_f[SMALL], *small_old_f[SMALL];
+    welford_new_t *nv = small_new;
+    PyObject **fresh = small_new_f, **old = small_old_f;
+    if (n > SMALL) {
+        nv = PyMem_Malloc(n * sizeof(welford_new_t));
+        fresh = PyMem_Malloc(n * sizeof(PyObject *));
+        old = PyMem_Malloc(n * sizeof(PyObject *));
+        if (nv == NULL || fresh == NULL || old == NULL) {
+            PyMem_Free(nv);
+            PyMem_Free(fresh);
+            PyMem_Free(old);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    int result = -1;
+    Py_ssize_t made = 0; /* fresh[0..made) hold new references */
+    double top = a->top;
+    Py_ssize_t top_id = a->top_id;
+    int has_top = a->has_top;
+    /* 1: the new values, and the spread's floats; nothing written */
     step_t cls = {a->w, 0.0, 0.0, 0.0, 0.0, 0}, pool = {a->w, 0.0, 0.0, 0.0, 0.0, 0};
-    for (Py_ssize_t f = 0; f < e->n; f++) {
+    for (Py_ssize_t f = 0; f < n; f++) {
         Py_ssize_t j = e->id[f];
         double xv = e->x[f];
         Py_ssize_t i = base + j * a->n1;
         double n_a = a->N.p[i];
         chan_step(&cls, n_a);
         double delta = xv - a->M.p[i];
-        a->M.p[i] += delta * cls.frac;
-        a->S.p[i] += delta * delta * n_a * cls.frac;
-        a->N.p[i] = cls.n;
+        nv[f].m = a->M.p[i] + delta * cls.frac;
+        nv[f].s = a->S.p[i] + delta * delta * n_a * cls.frac;
+        nv[f].n = cls.n;
         i = j * a->p1;
         n_a = a->PN.p[i];
         chan_step(&pool, n_a);
         delta = xv - a->PM.p[i];
-        a->PM.p[i] += delta * pool.frac;
-        double m2 = a->PS.p[i] = a->PS.p[i] + delta * delta * n_a * pool.frac;
-        a->PN.p[i] = pool.n;
+        nv[f].pm = a->PM.p[i] + delta * pool.frac;
+        double m2 = nv[f].ps = a->PS.p[i] + delta * delta * n_a * pool.frac;
+        nv[f].pn = pool.n;
         if (f >= tracked) continue;
+        if (j < 0 || j >= PyList_GET_SIZE(a->spread)) {
+            PyErr_SetString(PyExc_IndexError, "streamnb kernel: feature outside its spread");
+            goto out;
+        }
         double s = m2 / pool.n;
-        PyObject *sf = PyFloat_FromDouble(s);
-        if (sf == NULL) return -1;
-        PyList_SetItem(a->spread, j, sf);
-        if (a->has_top) {
-            if (s >= a->top) {
-                a->top = s;
-                a->top_id = j;
-            } else if (j == a->top_id) {
-                a->has_top = 0;
+        if ((fresh[f] = PyFloat_FromDouble(s)) == NULL) goto out;
+        made++;
+        if (has_top) {
+            if (s >= top) {
+                top = s;
+                top_id = j;
+            } else if (j == top_id) {
+                has_top = 0;
             }
         }
     }
-    return 0;
+    /* 2: the spread entries (PyList_SetItem cannot fail here: a list, ids inside it; if it
+     * did, the entries replaced so far are put back), then the cells */
+    for (; done < tracked; done++) {
+        Py_ssize_t j = e->id[done];
+        old[done] = PyList_GET_ITEM(a->spread, j);
+        Py_INCREF(old[done]);
+        PyObject *item = fresh[done];
+        fresh[done] = NULL; /* stolen, even on failure */
+        if (PyList_SetItem(a->spread, j, item) < 0) {
+            Py_DECREF(old[done]);
+#if PY_VERSION_HEX >= 0x030C0000
+            PyObject *exc = PyErr_GetRaisedException();
+#else
+            PyObject *type, *exc, *tb;
+            PyErr_Fetch(&type, &exc, &tb);
+#endif
+            while (done-- > 0) /* back as it was: the list takes old[done] back */
+                PyList_SetItem(a->spread, e->id[done], old[done]);
+#if PY_VERSION_HEX >= 0x030C0000
+            PyErr_SetRaisedException(exc);
+#else
+            PyErr_Restore(type, exc, tb);
+#endif
+            done = 0;
+            goto out;
+        }
+    }
+    for (Py_ssize_t f = 0; f < n; f++) {
+        Py_ssize_t j = e->id[f], i = base + j * a->n1, q = j * a->p1;
+        a->M.p[i] = nv[f].m;
+        a->S.p[i] = nv[f].s;
+        a->N.p[i] = nv[f].n;
+        a->PM.p[q] = nv[f].pm;
+        a->PS.p[q] = nv[f].ps;
+        a->PN.p[q] = nv[f].pn;
+    }
+    a->top = top;
+    a->top_id = top_id;
+    a->has_top = has_top;
+    result = 0;
+out:
+    for (Py_ssize_t f = 0; f < made; f++) Py_XDECREF(fresh[f]);
+    for (Py_ssize_t f = 0; f < done; f++) Py_DECREF(old[f]); /* the replaced entries, last */
+    if (nv != small_new) {
+        PyMem_Free(nv);
+        PyMem_Free(fresh);
+        PyMem_Free(old);
+    }
+    return result;
 }
 
 /* (top, top_id), top None if it must be recounted. */
@@ -1223,10 +1331,10 @@ static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (fids == NULL || par == NULL || terms == NULL) {
         PyErr_NoMemory();
         ok = -1;
-        goto done;
+        goto out;
     }
     ok = read_tree_event(x, cell_ids, cf, exclude, strings_only, &e, fids);
-    if (ok <= 0) goto done;
+    if (ok <= 0) goto out;
     Py_ssize_t n_nv = PyList_GET_SIZE(nv);
     double out[MAX_CLASSES];
     for (Py_ssize_t c = 0; c < C; c++) {
@@ -1237,12 +1345,12 @@ static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t na
                 Py_ssize_t j = fids[i];
                 if (j >= n_pa || j >= n_nv) {
                     ok = 0;
-                    goto done;
+                    goto out;
                 }
                 Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(pa, j));
                 if (p == -1 && PyErr_Occurred()) {
                     ok = -1;
-                    goto done;
+                    goto out;
                 }
                 par[i] = -1;
                 if (p >= 0) {
@@ -1254,7 +1362,7 @@ static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t na
                     }
                     if (par[i] < 0) { /* the parent is missing: summed out on the Python path */
                         ok = 0;
-                        goto done;
+                        goto out;
                     }
                 }
             }
@@ -1264,24 +1372,24 @@ static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t na
             PyObject *nvj = PyList_GET_ITEM(nv, j);
             if (!PyFloat_CheckExact(nvj)) {
                 ok = 0;
-                goto done;
+                goto out;
             }
             double av = alpha * PyFloat_AS_DOUBLE(nvj);
             if (b < 0) {
                 if (!fits(&N, c, a, a) || !fits(&T, c, j, 0)) {
                     ok = -1;
-                    goto done;
+                    goto out;
                 }
                 terms[i] = log(at3(&N, c, a, a) + alpha) - log(at3(&T, c, j, 0) + av);
             } else {
                 if (!fits(&N, c, a, b) || !fits(&D, c, j, b)) {
                     ok = -1;
-                    goto done;
+                    goto out;
                 }
                 if (prior > 0) {
                     if (!fits(&N, c, a, a) || !fits(&T, c, j, 0)) {
                         ok = -1;
-                        goto done;
+                        goto out;
                     }
                     double th = (at3(&N, c, a, a) + alpha) / (at3(&T, c, j, 0) + av);
                     terms[i] = log(at3(&N, c, a, b) + prior * th) - log(at3(&D, c, j, b) + prior);
@@ -1293,7 +1401,7 @@ static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t na
         out[c] = fsum(terms, e.n);
     }
     result = float_list(out, C);
-done:
+out:
     PyMem_Free(fids);
     PyMem_Free(par);
     PyMem_Free(terms);
@@ -1617,26 +1725,26 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
     if (par == NULL || parx == NULL || terms == NULL || jac == NULL) {
         PyErr_NoMemory();
         ok = -1;
-        goto done;
+        goto out;
     }
     ok = read_numeric_except(x, ids, exclude, 0, 0, &e);
     if (ok > 0) ok = use_log_slots(&e, scales, ns, jac);
-    if (ok <= 0) goto done;
+    if (ok <= 0) goto out;
     Py_ssize_t amax = 0, cmax = -1; /* the largest id, and the largest id of a pair (j, p) */
     for (Py_ssize_t i = 0; i < e.n; i++) { /* each feature's parent: observed, or the class */
         Py_ssize_t j = e.id[i];
         if (j >= n_pa) {
             ok = 0;
-            goto done;
+            goto out;
         }
         Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parents, j));
         if (p == -1 && PyErr_Occurred()) {
             ok = -1;
-            goto done;
+            goto out;
         }
         if (p < -1) { /* a categorical parent: its part has this term */
             ok = 0;
-            goto done;
+            goto out;
         }
         par[i] = p;
         if (p >= 0) {
@@ -1644,7 +1752,7 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
             while (q < e.n && e.id[q] != p) q++;
             if (q == e.n) { /* the parent is missing: integrated out on the Python path */
                 ok = 0;
-                goto done;
+                goto out;
             }
             parx[i] = e.x[q];
             if (p > amax) amax = p;
@@ -1659,7 +1767,7 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
         (cmax >= 0 && (!fits(&CN, Cn - 1, cmax, cmax) || !fits(&CM, Cn - 1, cmax, cmax) ||
                        !fits(&CS, Cn - 1, cmax, cmax) || !fits(&CC, Cn - 1, cmax, cmax)))) {
         ok = -1; /* (strides are >= 0: every cell read below is at most the largest checked) */
-        goto done;
+        goto out;
     }
     double out[MAX_CLASSES];
     for (Py_ssize_t k = 0; k < Cn; k++) {
@@ -1698,7 +1806,7 @@ static PyObject *lg_joint(PyObject *self, PyObject *const *args, Py_ssize_t narg
         out[k] = fsum(terms, e.n);
     }
     result = float_list(out, Cn);
-done:
+out:
     if (heap) {
         PyMem_Free(par);
         PyMem_Free(parx);

@@ -19,7 +19,7 @@ from typing import Any
 
 from streamnb import persistence
 from streamnb.exceptions import StateError
-from streamnb.perkey import key_digest
+from streamnb.keystore import key_digest
 from streamnb.s3_access import S3Access
 from streamnb.stats.index import encode_key
 

@@ -120,7 +120,7 @@ class TreeAugmentedNB(FeatureKinds):
 
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn
-        self._part.absorb(other._part)  # type: ignore[attr-defined]
+        self._part.absorb(other.part("categorical"))
 
     def _extra_state(self) -> dict[str, Any]:
         return {"structure": self._part.extra_state()}

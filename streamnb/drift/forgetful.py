@@ -120,6 +120,12 @@ class Forgetful(DriftWrapper):
         return set()
 
     # -- clock -----------------------------------------------------------------------------
+    @property
+    def now(self) -> float | None:
+        """The clock of the latest event learned (its count without a ``clock``); None
+        before any."""
+        return self._now
+
     def _time(self, x: Mapping) -> float:
         if self.clock is None:
             return float(self._events + 1)
@@ -227,15 +233,15 @@ class Forgetful(DriftWrapper):
         newer one's clock (exact); in event mode both are taken as of now."""
         if type(other) is not type(self) or (other.half_life, other.clock) != (self.half_life, self.clock):
             raise TypeError("can only merge a Forgetful with the same half-life and clock")
-        mine, theirs = self._reader(), copy.deepcopy(other._reader())
-        if self.clock is not None and other._now is not None:
+        mine, theirs, their_now = self._reader(), copy.deepcopy(other.learner), other.now
+        if self.clock is not None and their_now is not None:
             if self._now is None:
-                self._ref = self._now = other._now
-            elif other._now < self._now:
-                theirs.decay(2.0 ** (-(self._now - other._now) / self.half_life))
-            elif other._now > self._now:
-                self._rebase(other._now)
-                self._now = other._now
+                self._ref = self._now = their_now
+            elif their_now < self._now:
+                theirs.decay(2.0 ** (-(self._now - their_now) / self.half_life))
+            elif their_now > self._now:
+                self._rebase(their_now)
+                self._now = their_now
         mine.merge(theirs)
         return self
 

@@ -28,7 +28,7 @@ from kafka.errors import KafkaError
 from streamnb import persistence
 from streamnb.exceptions import StateError
 from streamnb.kafka.compacted import open_reader, open_writer
-from streamnb.perkey import key_digest
+from streamnb.keystore import key_digest
 from streamnb.stats.index import encode_key
 
 __all__ = ["KafkaKeyStore", "keys_url"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 from collections import OrderedDict
+from collections.abc import Iterable
 
 __all__ = ["Pending"]
 
@@ -19,10 +20,11 @@ __all__ = ["Pending"]
 class Pending:
     """Features of predicted, unlabelled events by key; saved in the checkpoint."""
 
-    def __init__(self, max_size: int = 100_000) -> None:
+    def __init__(self, max_size: int = 100_000, items: Iterable[tuple[bytes, dict]] = (), evicted: int = 0) -> None:
+        """``items``: the events waiting, oldest first, kept as given (a saved state)."""
         self.max_size = max_size
-        self._items: OrderedDict[bytes, dict] = OrderedDict()
-        self.evicted = 0
+        self._items: OrderedDict[bytes, dict] = OrderedDict(items)
+        self.evicted = evicted
 
     def __len__(self) -> int:
         return len(self._items)
@@ -43,8 +45,5 @@ class Pending:
 
     @classmethod
     def from_state(cls, state: dict, max_size: int = 100_000) -> Pending:
-        p = cls(max_size)
-        for k, x in state.get("items", []):
-            p._items[base64.b64decode(k)] = x
-        p.evicted = int(state.get("evicted", 0))
-        return p
+        items = [(base64.b64decode(k), x) for k, x in state.get("items", [])]
+        return cls(max_size, items, int(state.get("evicted", 0)))

@@ -63,13 +63,13 @@ class _Listener(ConsumerRebalanceListener):
         self.source = source
 
     def on_partitions_revoked(self, revoked):
-        self.source._revoked(set(revoked), lost=False)
+        self.source.partitions_revoked(set(revoked), lost=False)
 
     def on_partitions_lost(self, lost):
-        self.source._revoked(set(lost), lost=True)
+        self.source.partitions_revoked(set(lost), lost=True)
 
     def on_partitions_assigned(self, assigned):
-        self.source._assigned(set(assigned))
+        self.source.partitions_assigned(set(assigned))
 
 
 class Ownership:
@@ -142,7 +142,7 @@ class Source(Ownership):
         else:
             tps = self._static_partitions(stop, deadline)
             consumer.assign(tps)
-            self._assigned(set(tps))
+            self.partitions_assigned(set(tps))
 
     def _static_partitions(self, stop: threading.Event, deadline: float | None) -> list[TopicPartition]:
         assert self.consumer is not None and self.partitions is not None
@@ -175,13 +175,17 @@ class Source(Ownership):
         self._owned = set()
 
     # -- hooks -----------------------------------------------------------------------------------
-    def _assigned(self, tps: set) -> None:
+    def partitions_assigned(self, tps: set) -> None:
+        """The consumer now owns ``tps`` (from the rebalance listener, or the static
+        assignment): kept, then ``on_assigned``."""
         self._owned |= tps
         log.info("assigned partitions %s", sorted(map(tuple, tps)))
         if self.on_assigned:
             self.on_assigned(tps)
 
-    def _revoked(self, tps: set, lost: bool) -> None:
+    def partitions_revoked(self, tps: set, lost: bool) -> None:
+        """The consumer no longer owns ``tps`` (``lost``: without a rebalance, e.g. after a
+        session timeout): ``on_revoked``, then forgotten."""
         log.info("%s partitions %s", "lost" if lost else "revoked", sorted(map(tuple, tps)))
         if self.on_revoked:
             self.on_revoked(tps, lost)

@@ -137,12 +137,12 @@ class MilterServer:
     ) -> None:
         if max_message_bytes < 0 or timeout <= 0 or max_connections < 1:
             raise StreamnbError("max_message_bytes >= 0, timeout > 0 and max_connections >= 1 are needed")
-        self._decide = decide
-        self._max_message_bytes = max_message_bytes
-        self._timeout = timeout
+        self.decide = decide  # these four are read by each connection
+        self.max_message_bytes = max_message_bytes
+        self.timeout = timeout
         self._max_connections = max_connections
         # lower-cased name -> the name as configured, sent back in CHGHEADER
-        self._removed = {name.lower(): header_name(name) for name in remove_headers}
+        self.removed = {name.lower(): header_name(name) for name in remove_headers}
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
@@ -250,12 +250,12 @@ class _Connection:
             expired = True
             self.writer.transport.abort()
 
-        timer = asyncio.get_running_loop().call_later(self.server._timeout, expire)
+        timer = asyncio.get_running_loop().call_later(self.server.timeout, expire)
         try:
             return await waiting
         except (asyncio.IncompleteReadError, ConnectionError):
             if expired:
-                raise TimeoutError(f"nothing from the MTA for {self.server._timeout} s") from None
+                raise TimeoutError(f"nothing from the MTA for {self.server.timeout} s") from None
             raise
         finally:
             timer.cancel()
@@ -303,7 +303,7 @@ class _Connection:
             self.helo = as_text(strings[0])
             self.reply_event(command)
         elif command == CMD_MAIL:
-            self.message = _Message(self.server._max_message_bytes, self.server._removed)
+            self.message = _Message(self.server.max_message_bytes, self.server.removed)
             self.message.mail_from = smtp_path(cstrings(payload)[0])
             self.reply_event(command)
         elif command in (CMD_RCPT, CMD_HEADER, CMD_EOH, CMD_BODY):
@@ -386,7 +386,7 @@ class _Connection:
         self.macros.pop("i", None)
         try:
             decision = await asyncio.wait_for(
-                self.server._decide(bytes(message.data), envelope), self.server._timeout)
+                self.server.decide(bytes(message.data), envelope), self.server.timeout)
         except Exception:  # the filter's failure must not lose mail: the MTA retries later
             log.exception("milter: decide failed for queue id %r, answering tempfail", envelope.queue_id)
             self.reply(REPLY_TEMPFAIL)
@@ -398,7 +398,7 @@ class _Connection:
             self.reply(REPLY_REPLYCODE, b"451 4.7.1 " + safe_ascii(decision.reason or "Try again later") + b"\x00")
             return
         for lowered, count in message.forged.items():
-            configured = self.server._removed[lowered]
+            configured = self.server.removed[lowered]
             for index in range(count, 0, -1):  # from the last, so indexes stay valid
                 self.reply(REPLY_CHGHEADER, struct.pack("!I", index) + configured + b"\x00\x00")
         for name, value in decision.headers:

@@ -273,6 +273,19 @@ class BaseNB(base.MiniBatchClassifier):
         state["_class_flat"], state["_class_flat_key"] = (), None  # memoryviews: never copied
         return state
 
+    def class_ids(self) -> Mapping[Hashable, int]:
+        """Each class's id, its row in the statistics (read only)."""
+        return self._classes.ids
+
+    def class_view(self) -> tuple:
+        """The class counts as a flat view and its strides: class ``k`` has weight
+        ``view[k * strides[0]]`` (read only; valid until the next change)."""
+        return self._class_view()
+
+    def part(self, name: str) -> Part:
+        """The part of this learner called ``name`` (read only: learn through the learner)."""
+        return self._parts[name]
+
     def _class_view(self) -> tuple:
         """The class counts' flat view and strides, retaken when the arrays moved."""
         cc = self._class_counts
@@ -409,7 +422,7 @@ class BaseNB(base.MiniBatchClassifier):
         self._log_prior_cache = None
         self._class_flat_key = None
         for part in self._parts.values():
-            part._views_key = ()  # keys may have been dropped: take the views again
+            part.forget_views()  # keys may have been dropped
             part.changed()
 
     # -- merge, decay, state ---------------------------------------------------------------

@@ -49,15 +49,16 @@ class Blendable(BaseNB):
         if not isinstance(other, type(self)):
             raise InvalidEventError(f"can only blend a {type(self).__name__} with another, got {type(other).__name__}")
         weight = check_weight(weight)
-        if weight == 0.0 or not other._classes.keys:
+        their_ids = other.class_ids()
+        if weight == 0.0 or not their_ids:
             return self.predict_proba_one(x)
         check_event(x)
-        ids, their_ids = self._classes.ids, other._classes.ids
-        labels = list(self._classes.keys) + [c for c in other._classes.keys if c not in ids]
+        ids = self._classes.ids
+        labels = list(self._classes.keys) + [c for c in other.classes if c not in ids]
         mine = [ids.get(c, -1) for c in labels]
         theirs = [their_ids.get(c, -1) for c in labels]
         counts, (step,) = self._class_view()
-        their_counts, (their_step,) = other._class_view()
+        their_counts, (their_step,) = other.class_view()
         n = [(counts[a * step] if a >= 0 else 0.0) + (weight * their_counts[b * their_step] if b >= 0 else 0.0)
              for a, b in zip(mine, theirs)]
         log_total = math.log(math.fsum(n))
@@ -65,6 +66,6 @@ class Blendable(BaseNB):
         prepared = self._split(x)
         jll = [0.0] * len(labels)
         for name, part in self._parts.items():
-            ll = part.joint_blend(prepared[name], other._parts[name], weight, mine, theirs)
+            ll = part.joint_blend(prepared[name], other.part(name), weight, mine, theirs)
             jll = [a + b for a, b in zip(jll, ll)]
         return dict(zip(labels, posterior_one(jll, log_prior)))

@@ -64,6 +64,11 @@ class Part:
             stat.fit()
         return False
 
+    def forget_views(self) -> None:
+        """Drop the cached flat views: they are taken again when next needed (keys may have
+        been dropped)."""
+        self._views_key = ()
+
     def _took(self, views: tuple, *stats: Statistic) -> tuple:
         """Remember ``views`` as valid for the current state of ``stats``."""
         self._views = views

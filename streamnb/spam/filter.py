@@ -14,9 +14,9 @@ from streamnb.naive_bayes.values import check_weight
 from streamnb.spam.gram_logistic import GramLogistic, split_grams
 from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
 from streamnb.spam.robinson import combine, cutoff_logit, robinson, significant
-from streamnb.spam.token_counts import message_counts
+from streamnb.spam.token_counts import TokenCounts
 from streamnb.spam.verdict import TokenScore, Verdict, labels_from_first
-from streamnb.stats import Counts, Index, rarest, target
+from streamnb.stats import Index
 
 __all__ = ["SpamFilter", "TokenScore", "Verdict"]
 
@@ -199,9 +199,7 @@ class SpamFilter(base.Classifier):
         self._labels: tuple[Hashable, Hashable] | None = None
         if spam_label is not None:
             self._set_labels(spam_label, ham_label)
-        self._tokens = Index()
-        self._messages = Counts([self._classes])
-        self._counts = Counts([self._classes, self._tokens])
+        self._stats = TokenCounts(self._classes, max_tokens)
         self._operating = (
             None if max_ham_rate is None else
             OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, cutoff_logit(ham_cutoff))
@@ -253,12 +251,9 @@ class SpamFilter(base.Classifier):
             raise InvalidEventError(f"label {y!r} is neither {spam!r} nor {ham!r}")
         return k
 
-    def _totals(self) -> tuple[float, float]:
+    def message_totals(self) -> tuple[float, float]:
         """Messages learned ``(spam, ham)`` (weighted)."""
-        if self._labels is None:
-            return 0.0, 0.0
-        n = self._messages.n
-        return float(n[1]), float(n[0])
+        return (0.0, 0.0) if self._labels is None else self._stats.totals()
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Count ``x``'s tokens (values above 0) once each as a message of class ``y``."""
@@ -272,12 +267,7 @@ class SpamFilter(base.Classifier):
             self._operating.update(verdict.logit, ham=k == 0, w=w)
         self._logistic.step(ids, k == 1, z, w)
         self._version += 1
-        self._messages.add((k,), w)
-        if keys:
-            self._counts.add((k, self._tokens.lookup(keys, add=True)), w)
-        if self.max_tokens is not None and len(self._tokens) > self.max_tokens:
-            weights = self._counts.marginal(1)
-            self._counts.drop(1, rarest(weights, len(weights) - target(self.max_tokens), self._tokens.keys))
+        self._stats.add(k, keys, w)
 
     def unlearn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Subtract exactly what ``learn_one(x, y, w)`` added; tokens in no message any more
@@ -285,15 +275,11 @@ class SpamFilter(base.Classifier):
         cannot have been learned with this label."""
         k = self._class(y)
         w = check_weight(w)
-        ids = self._tokens.lookup(split_grams(x)[0])
+        keys = split_grams(x)[0]
         if w == 0.0:
             return
-        if self._messages.n[k] < w or (ids < 0).any() or (self._counts.n[k, ids] < w).any():
-            raise InvalidEventError(f"this message was not learned as {y!r}: cannot unlearn it")
+        self._stats.remove(k, keys, w, y)
         self._version += 1
-        self._messages.add((k,), -w)
-        self._counts.add((k, ids), -w)
-        self._counts.drop(1, self._counts.empty(1, ids))
         verdict, _, gram_ids, z = self._scored(x)
         self._logistic.step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
         if self._operating is not None:
@@ -304,8 +290,7 @@ class SpamFilter(base.Classifier):
         if not 0.0 < factor <= 1.0:
             raise ValueError(f"decay factor must be in (0, 1], got {factor}")
         self._version += 1
-        self._messages.decay(factor)
-        self._counts.decay(factor)
+        self._stats.decay(factor)
         self._logistic.decay(factor)
 
     # -- scoring ---------------------------------------------------------------------------
@@ -326,28 +311,27 @@ class SpamFilter(base.Classifier):
     def _blend_counts(self, keys: list, other: SpamFilter | None,
                       weight: float) -> tuple[np.ndarray, np.ndarray, float, float]:  # fmt: skip
         """Token counts and class totals of this filter plus ``weight`` times ``other``'s."""
-        n_spam, n_ham = self._token_counts(keys)
-        total_spam, total_ham = self._totals()
+        n_spam, n_ham = self.token_counts(keys)
+        total_spam, total_ham = self.message_totals()
         if other is not None and weight:
             if not isinstance(other, SpamFilter):
                 raise InvalidEventError(f"can only blend a SpamFilter with a SpamFilter, got {type(other).__name__}")
-            o_spam, o_ham = other._token_counts(keys)
-            their_spam, their_ham = other._totals()
+            o_spam, o_ham = other.token_counts(keys)
+            their_spam, their_ham = other.message_totals()
             n_spam, n_ham = n_spam + weight * o_spam, n_ham + weight * o_ham
             total_spam, total_ham = total_spam + weight * their_spam, total_ham + weight * their_ham
         return n_spam, n_ham, total_spam, total_ham
 
     def _robinson(self, n_spam: np.ndarray, n_ham: np.ndarray) -> np.ndarray:
-        total_spam, total_ham = self._totals()
+        total_spam, total_ham = self.message_totals()
         return robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
 
-    def _token_counts(self, keys: list) -> tuple[np.ndarray, np.ndarray]:
+    def token_counts(self, keys: list) -> tuple[np.ndarray, np.ndarray]:
         """Message counts ``(n_spam, n_ham)`` of the tokens ``keys``; with ``degenerate``, a
         token never learned falls back on a learned degenerate form (:func:`~streamnb.spam.token_counts.message_counts`)."""
-        n = self._counts.n
-        if self._labels is None or not n.shape[1]:
+        if self._labels is None:
             return np.zeros(len(keys)), np.zeros(len(keys))
-        return message_counts(self._tokens, n, keys, self.degenerate, self._robinson)
+        return self._stats.of(keys, self.degenerate, self._robinson)
 
     def spam_threshold(self) -> float:
         """The spam threshold on the verdict's ``logit`` now (see ``max_ham_rate``)."""
@@ -367,8 +351,8 @@ class SpamFilter(base.Classifier):
         keys, grams = split_grams(x)
         ids = self._logistic.ids(grams)
         z = self._logistic.log_odds(ids)
-        n_spam, n_ham = self._token_counts(keys)
-        verdict = self._decide(n_spam, n_ham, *self._totals(), z)
+        n_spam, n_ham = self.token_counts(keys)
+        verdict = self._decide(n_spam, n_ham, *self.message_totals(), z)
         self._memo = (self._version, dict(x), verdict, keys, ids, z)
         return verdict, keys, ids, z
 
@@ -460,21 +444,21 @@ class SpamFilter(base.Classifier):
         """Messages learned per label (weighted); ``{}`` before the labels are known."""
         if self._labels is None:
             return {}
-        spam, ham = self._totals()
+        spam, ham = self.message_totals()
         return {self._labels[1]: ham, self._labels[0]: spam}
 
     @property
     def n_seen(self) -> float:
         """Messages learned (weighted)."""
-        return float(self._messages.n.sum())
+        return float(self._stats.messages.n.sum())
 
     @property
     def n_tokens(self) -> int:
         """Size of the vocabulary."""
-        return len(self._tokens)
+        return len(self._stats)
 
     def to_state(self) -> dict[str, Any]:
-        state = {"messages": self._messages.to_state(), "counts": self._counts.to_state()}
+        state = self._stats.to_state()
         if self._operating is not None:
             state["operating"] = self._operating.to_state()
         if self._logistic.weights is not None:
@@ -484,8 +468,7 @@ class SpamFilter(base.Classifier):
     def load_state(self, state: dict[str, Any]) -> None:
         fresh = self.clone()
         try:
-            fresh._counts.load_state(state["counts"])
-            fresh._messages.load_state(state["messages"])
+            fresh._stats.load_state(state)
             if fresh._operating is not None and "operating" in state:  # older states: uncalibrated
                 fresh._operating.load_state(state["operating"])
             if "logistic" in state:  # older states, or no n-gram learned: none

@@ -551,3 +551,75 @@ def test_a_mixed_event_rejected_by_one_part_changes_neither():
             with pytest.raises(streamnb.StreamnbError):
                 call(bad, "p")
             assert persistence.dumps(model) == before, bad
+
+
+def test_a_kernel_out_of_memory_half_way_changes_nothing():
+    """gaussian_learn allocating a float per feature for the spread: when an allocation fails,
+    whichever it is, a MemoryError and nothing changed (cells and spread), then the same event
+    learned after it gives the Python path's state. CPython's allocation hooks make the
+    ``start``-th allocation on fail (floats come from a free list first: the old spread
+    entries are kept alive so that the event's 300 floats run it dry)."""
+    _testcapi = pytest.importorskip("_testcapi")
+    native = kernels.native
+    event = {f"f{j}": float(j % 7) for j in range(300)}
+
+    def trained():
+        model = streamnb.GaussianNB()
+        for i in range(2):
+            model.learn_one({f: v + i for f, v in event.items()}, "y")
+        return model
+
+    failures = 0
+    for start in range(0, 300, 10):
+        model = trained()
+        part = model._single
+        spread = part._spreads()
+        kept, before = list(spread), persistence.dumps(model)
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = part._scalar()
+        args = (event, part.features._ids, N, M, S, n0, n1, 0, 1.0, PN, PM, PS, p1, spread, part._top,
+                part._top_id, None)
+        _testcapi.set_nomemory(start)
+        try:
+            got = native.gaussian_learn(*args)
+        except MemoryError:
+            got = MemoryError
+        finally:
+            _testcapi.remove_mem_hooks()
+        if got is not MemoryError:
+            assert got is not None  # (learned: the part alone, not the model's class counts)
+            continue
+        failures += 1
+        assert spread == kept and all(a is b for a, b in zip(spread, kept)), start
+        assert persistence.dumps(model) == before, start
+        model.learn_one(event, "y")
+        with python_path():
+            slow = trained()
+            slow.learn_one(event, "y")
+        assert persistence.dumps(model) == persistence.dumps(slow), start
+    assert 0 < failures < 30  # some calls failed, the last ones did not
+
+
+@pytest.mark.parametrize("make_view, error", [
+    (lambda a: memoryview(a.view(np.int64)), "float64 \\('d'\\), got format '[lq]'"),  # same itemsize
+    (lambda a: memoryview(np.zeros(2 * a.size))[::2], "C-contiguous"),  # every other element
+    (lambda a: memoryview(a).toreadonly(), "writable"),
+    (lambda a: a.tobytes(), "memoryview of float64, got bytes"),
+])
+def test_a_view_of_another_type_or_layout_is_refused_before_anything_changes(make_view, error):
+    """The kernels read a statistic's cells from its flat view: a view of 8-byte integers or of
+    every other element would be read as the wrong cells (and past the array's end), so it is
+    a TypeError naming what was given, with nothing changed."""
+    native = kernels.native
+    model = streamnb.GaussianNB()
+    model.learn_one({"a": 1.0, "b": 2.0}, "y")
+    model.learn_one({"a": 2.0, "b": 1.0}, "y")
+    part = model._single
+    N, M, S, (n0, n1), PN, PM, PS, (_, p1) = part._scalar()
+    before = persistence.dumps(model)
+    bad = make_view(np.asarray(M).copy())
+    with pytest.raises(TypeError, match=error):
+        native.gaussian_learn({"a": 1.0}, part.features._ids, N, bad, S, n0, n1, 0, 1.0, PN, PM, PS, p1,
+                              part._spreads(), part._top, part._top_id, None)
+    with pytest.raises(TypeError, match=error):
+        native.posterior([0.0, 0.0], make_view(np.asarray(N).copy()), 1)
+    assert persistence.dumps(model) == before

@@ -169,7 +169,7 @@ def test_training_regimes_and_half_life():
     assert 0 < nb.n_learned < 400
     decayed = train(Trainer(SpamFilter(), half_life=100.0, decay_every=100))
     # 400 messages seen: the first message weighs 2**-4 of a new one
-    assert decayed.model._messages.total() < 400 / 3
+    assert decayed.model.n_seen < 400 / 3
 
 
 def test_train_on_error_learns_the_first_message_of_each_class():

@@ -85,16 +85,23 @@ class TANClassifier(TreeAugmentedNB):
     pgmpy's K2 prior and the CPTs of before; a numeric feature
     with a numeric parent is ``N(a_y + b_y x_parent, s_y**2 + eps)`` (least squares per class,
     residual variance shrunk by one pseudo-event toward the feature's class variance, ``eps``
-    GaussianNB's variance smoothing); a feature with no feature parent is exactly its naive
+    GaussianNB's variance smoothing; a numeric parent does not split the class's events into
+    cells, so the line is not smoothed toward the marginal); a feature with no feature parent is exactly its naive
     Bayes term (categorical or Gaussian). Before the first recompute the model is
     :class:`~streamnb.MixedNB`. Missing values and values never seen are summed out exactly
     (never guessed): sums over the values of missing categorical features, closed-form
     Gaussian integrals over missing numeric ones.
 
     **Categorical and numeric features in one forest.** A numeric feature may have a
-    categorical parent: then it is a Gaussian per class and parent value (the mean of the
-    events with that value, their variance shrunk by one pseudo-event toward the class
-    variance, plus ``eps``), and the pair weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log
+    categorical parent: then it is a Gaussian per class and parent value, smoothed as the
+    categorical CPTs are: with ``smoothing="marginal"`` the ``n(u, y)`` events with that value
+    pooled with 5 pseudo-events of the feature's Gaussian given the class ``N(m_y, v_y)``, mean
+    ``(n mean_u + 5 m_y) / t`` and variance ``(m2_u + 5 v_y + (5 n / t) (mean_u - m_y)**2) / t``
+    with ``t = n + 5`` (the mean and variance of Friedman et al.'s mixture ``(n / t) N(mean_u,
+    m2_u / n) + (5 / t) N(m_y, v_y)``: a value seen a few times in a class falls back to naive
+    Bayes's Gaussian; a function of the Welford statistics, exact after merges, decay and
+    loads); with ``smoothing="lidstone"`` the mean of the events with that value and their
+    variance shrunk by one pseudo-event toward the class variance; plus ``eps``. The pair weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log
     v_yu] / 2`` nats (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical
     feature never has a numeric parent: the categorical forest is chosen first, then numeric features join by the heaviest
     remaining edges, never joining two trees that both hold categorical features, and each tree
@@ -153,7 +160,8 @@ class TANClassifier(TreeAugmentedNB):
         removes (0: always take the new structure).
     smoothing
         ``"marginal"`` (default) or ``"lidstone"``: the CPTs of categorical features given a
-        feature parent, see above.
+        feature parent and the Gaussians of numeric features given a categorical parent, see
+        above.
     scales
         ``"auto"`` (default): each numeric feature stands on its linear or its ``log1p``
         scale, see above; ``"linear"``: every numeric feature on its linear scale, no log

@@ -219,13 +219,23 @@ class TANPart(TreePart):
                               np.array(values, dtype=float), w)
 
     def _child_gaussian(self, k: int, u: int, c: int, flat: tuple, eps: float) -> tuple[float, float] | None:
-        """``(mean, variance)`` of numeric ``c`` in class ``k`` given categorical cell ``u``."""
+        """``(mean, variance)`` of numeric ``c`` in class ``k`` given categorical cell ``u``: the
+        Gaussian of the cell's ``n`` events pooled with ``prior`` pseudo-events of the class
+        Gaussian ``(m, v)`` (Friedman et al.'s smoothing toward the marginal, for a Gaussian:
+        mean ``(n mean_u + prior m) / t``, variance ``(m2_u + prior v + (n prior / t) (mean_u -
+        m)**2) / t``, ``t = n + prior``), or with ``prior`` 0 the cell's mean and its variance
+        shrunk toward ``v`` by :data:`PRIOR` pseudo-events; plus ``eps``."""
         N, M, S, (s0, s1, s2) = flat
         i = k * s0 + u * s1 + c * s2
         base = self.numeric.class_gaussian(k, c)  # type: ignore[union-attr]
         n = N[i]
         if n > 0:
             v = base[2] if base is not None else 0.0
+            prior = self.prior
+            if prior > 0 and base is not None:  # n events and prior pseudo-events of the class Gaussian
+                t = n + prior
+                d = M[i] - base[0]
+                return (n * M[i] + prior * base[0]) / t, max((S[i] + prior * v + n * prior / t * (d * d)) / t + eps, TINY)
             return M[i], max((S[i] + PRIOR * v) / (n + PRIOR) + eps, TINY)
         return None if base is None else (base[0], base[1])
 

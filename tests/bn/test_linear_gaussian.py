@@ -302,13 +302,26 @@ def mixed_rows(n: int, seed: int = 0) -> list:
     return rows
 
 
+def pooled_with_class(group: np.ndarray, cls: np.ndarray, prior: float) -> tuple[float, float]:
+    """Mean and variance of ``group`` with ``prior`` pseudo-events of the class's Gaussian: two
+    points at the class's mean -+ its standard deviation, weight ``prior / 2`` each (their mean
+    and variance are the class's), a weighted sample from numpy."""
+    sd = float(np.std(cls))
+    values = np.concatenate([group, [cls.mean() - sd, cls.mean() + sd]])
+    weights = np.concatenate([np.ones(len(group)), [prior / 2, prior / 2]])
+    mean = float(np.average(values, weights=weights))
+    return mean, float(np.average((values - mean) ** 2, weights=weights))
+
+
 def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, var_smoothing: float = 1e-9,
                       prior: float = MARGINAL_PRIOR) -> dict:
     """log P(observed features | y) by enumeration of the missing categorical values and the
     multivariate normal of the numeric features given them; every parameter counted from the
     rows (Lidstone counts, a categorical feature given its parent pulled toward its Lidstone
-    marginal given the class with strength ``prior`` (0: Lidstone), group means and variances,
-    least squares), nothing from the model."""
+    marginal given the class with strength ``prior`` (0: Lidstone); a numeric feature given a
+    categorical parent: the group's mean and variance, with ``prior`` pseudo-events of the
+    class's Gaussian (:func:`pooled_with_class`) or, with ``prior`` 0, its variance shrunk by
+    PRIOR; least squares), nothing from the model."""
     X, y = frame(rows)
     cats = ["a", "b"]
     nums = ["w", "x", "z"]
@@ -336,6 +349,9 @@ def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, va
                 return D[f].mean(), 0.0, v_f + eps, None
             if par in cats:
                 g = D[D[par] == assign[par]][f].to_numpy()
+                if prior > 0:  # the group and `prior` pseudo-events with the class's mean and variance
+                    mean, var = pooled_with_class(g, D[f].to_numpy(), prior)
+                    return mean, 0.0, var + eps, None
                 return g.mean(), 0.0, (np.sum((g - g.mean()) ** 2) + PRIOR * v_f) / (len(g) + PRIOR) + eps, None
             A = np.column_stack([np.ones(len(D)), D[par].to_numpy()])
             (a, b), rss, *_ = np.linalg.lstsq(A, D[f].to_numpy(), rcond=None)
@@ -483,3 +499,64 @@ def test_max_numeric_must_be_a_positive_integer():
     for bad in (0, -1, 2.5, True, None):
         with pytest.raises(ValueError, match="max_numeric"):
             TANClassifier(max_numeric=bad)
+
+
+# -- a numeric child of a categorical parent: smoothing toward the class Gaussian -----------------
+#: class 0: a = p with x 1 and 3, a = q with x 10; class 1: a = p with x 4, a = q with x 6 and 8.
+SMALL = [({"a": "p", "x": 1.0}, 0), ({"a": "p", "x": 3.0}, 0), ({"a": "q", "x": 10.0}, 0),
+         ({"a": "p", "x": 4.0}, 1), ({"a": "q", "x": 6.0}, 1), ({"a": "q", "x": 8.0}, 1)]
+
+
+def x_term(model, a: str, x: float) -> dict:
+    """The term of ``x`` per class, with ``a`` observed: its log density given ``a`` and the class."""
+    joint, given = model.joint_log_likelihood({"a": a, "x": x}), model.joint_log_likelihood({"a": a})
+    return {k: joint[k] - given[k] for k in joint}
+
+
+def log_normal(x: float, mean: float, var: float) -> float:
+    return -0.5 * (math.log(2 * math.pi * var) + (x - mean) ** 2 / var)
+
+
+def test_a_numeric_child_of_a_categorical_parent_is_pooled_with_five_events_of_its_class_gaussian():
+    model = learned(TANClassifier(relearn_every=0, edge_penalty=None, swap_margin=0, var_smoothing=0.0), SMALL)
+    model.relearn()
+    assert model.structure().parents["x"] == "a"
+    # by hand, class 0 given a = p: n = 2, mean 2, m2 = 2; class Gaussian: mean 14/3, variance
+    # 402/27; t = 2 + 5 = 7: mean (2*2 + 5*14/3)/7 = 82/21, variance (2 + 5*402/27 + (10/7)(2 - 14/3)**2)/7
+    var0 = (2 + 5 * 402 / 27 + 10 / 7 * (2 - 14 / 3) ** 2) / 7
+    # class 1 given a = q: n = 2, mean 7, m2 = 2; class Gaussian: mean 6, variance 8/3
+    var1 = (2 + 5 * 8 / 3 + 10 / 7 * (7 - 6) ** 2) / 7
+    assert x_term(model, "p", 2.5)[0] == pytest.approx(log_normal(2.5, 82 / 21, var0), rel=1e-13)
+    assert x_term(model, "q", 2.5)[1] == pytest.approx(log_normal(2.5, (14 + 30) / 7, var1), rel=1e-13)
+    # Lidstone (as before the marginal smoothing): the group's mean, its m2 shrunk by one pseudo-event
+    lid = learned(TANClassifier(relearn_every=0, edge_penalty=None, swap_margin=0, var_smoothing=0.0,
+                                smoothing="lidstone"), SMALL)
+    lid.relearn()
+    assert x_term(lid, "p", 2.5)[0] == pytest.approx(log_normal(2.5, 2.0, (2 + 402 / 27) / 3), rel=1e-13)
+
+    # decay: the same formula on the halved statistics (n = 1, m2 = 1; the class's variance and
+    # the means unchanged), so the five pseudo-events weigh more: t = 6
+    model.decay(0.5)
+    var0 = (1 + 5 * 402 / 27 + 5 / 6 * (2 - 14 / 3) ** 2) / 6
+    assert x_term(model, "p", 2.5)[0] == pytest.approx(log_normal(2.5, (2 + 5 * 14 / 3) / 6, var0), rel=1e-13)
+    halves = TANClassifier(relearn_every=0, edge_penalty=None, swap_margin=0, var_smoothing=0.0)
+    for x, y in SMALL:
+        halves.learn_one(x, y, 0.5)
+    halves.relearn()
+    for a in ("p", "q"):
+        assert_close(x_term(halves, a, 5.0), x_term(model, a, 5.0), rel=1e-12)
+
+
+def test_the_pooled_gaussians_are_exact_after_merge_and_save():
+    rows = with_holes(mixed_rows(300, seed=11), 12, share=0.1)
+    make = lambda: TANClassifier(relearn_every=0, edge_penalty=None, swap_margin=0)  # noqa: E731
+    a, b, both = learned(make(), rows[:90]), learned(make(), rows[90:]), learned(make(), rows)
+    a.merge(b)
+    a.relearn()
+    both.relearn()
+    assert a.structure().edges == both.structure().edges and both.structure().parents["x"] == "a"
+    persistence.register(TANClassifier)
+    back = persistence.loads(persistence.dumps(both))
+    for x in ({"a": "q", "x": 2.5}, {"a": "r", "b": "s", "x": -1.0, "w": 0.3}, {"b": "t", "x": 2.5, "w": 1.0}):
+        assert_close(a.joint_log_likelihood(x), both.joint_log_likelihood(x), rel=1e-9)
+        assert back.joint_log_likelihood(x) == both.joint_log_likelihood(x)

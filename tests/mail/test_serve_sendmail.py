@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import smtplib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from streamnb import persistence
 from streamnb.spam import SpamFilter
 from streamnb.text import Tokenizer
-from tests.mail.postfix import wait_until
-from tests.mail.sendmail import PrivateSendmail
+from tests.mail.postfix import free_port, wait_until
+from tests.mail.sendmail import PrivateSendmail, running_sendmail
 from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, corpus
 
 
@@ -45,11 +46,11 @@ def test_delivered_with_the_daemons_verdict(sendmail: PrivateSendmail, daemon: D
     delivered = sendmail.wait_delivered(1)[0]
     assert delivered["Subject"] == "weekly notes"
     assert "by mx.mail.test (8." in delivered["Received"]  # Sendmail, not some other MTA, took it
-    headers = delivered.get_all("X-Spam")
+    headers = delivered.get_all("X-Spam", [])
     assert len(headers) == 1 and headers[0].startswith("ham, spamicity=")  # the forged one removed
     score = float(delivered["X-Spam-Score"])
     assert 0.0 <= score < 0.2 and f"spamicity={score:.6f}" in headers[0]
-    assert delivered.get_payload().strip() == " ".join(HAM_WORDS[:8])
+    assert str(delivered.get_payload()).strip() == " ".join(HAM_WORDS[:8])
 
 
 def test_spam_above_the_reject_threshold_is_refused(sendmail: PrivateSendmail, daemon: Daemon) -> None:
@@ -62,3 +63,13 @@ def test_spam_above_the_reject_threshold_is_refused(sendmail: PrivateSendmail, d
     # refused, not queued: nothing new is delivered once the queue is empty
     wait_until(lambda: not sendmail.queued(), 30, "an empty queue")
     assert len(sendmail.delivered()) == before
+
+
+def test_mail_waits_while_the_filter_is_down(sendmail_install: Path) -> None:
+    """``F=T``, as docs/mail.md says: with no milter listening, Sendmail answers 451 (try again
+    later) rather than passing unfiltered mail."""
+    with running_sendmail(sendmail_install, milter_port=free_port()) as down:
+        with pytest.raises(smtplib.SMTPSenderRefused) as refused:
+            submit(down, "notes", HAM_WORDS[:3])
+        assert refused.value.smtp_code == 451 and b"4.3.2" in refused.value.smtp_error
+        assert down.delivered() == [] and down.queued() == ""

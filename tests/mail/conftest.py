@@ -58,7 +58,7 @@ def sendmail_install() -> Path:
             pytest.fail(f"CI must run the Sendmail tests: {err}")
         pytest.skip(str(err))
     if seconds:
-        print(f"unpacked Sendmail {sendmail_version(root)} in {seconds:.1f} s")
+        print(f"Sendmail {sendmail_version(root)} ready in {seconds:.1f} s (fetched what was missing)")
     return root
 
 

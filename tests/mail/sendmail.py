@@ -43,11 +43,12 @@ class SendmailUnavailable(RuntimeError):
 
 def cache_dir() -> Path:
     """Where the unpacked packages are kept between runs (``STREAMNB_TEST_CACHE`` or ~/.cache)."""
-    base = os.environ.get("STREAMNB_TEST_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "streamnb-tests")
+    base = os.environ.get("STREAMNB_TEST_CACHE") or os.path.expanduser("~/.cache/streamnb-tests")
     return Path(base) / "sendmail"
 
 
-def _apt(args: list[str], cwd: Path | None = None, timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+def _apt(args: list[str], cwd: Path | None = None,
+         timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     return subprocess.run(["apt-get", "-q", "-o", "DPkg::Lock::Timeout=120", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
@@ -59,27 +60,56 @@ def _dependencies(deb: Path) -> list[str]:
     out = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True,
                          check=True, timeout=60)  # fmt: skip
     names = [part.split("|")[0].split("(")[0].strip() for part in out.stdout.split(",")]
-    return [n for n in names if n and not n.startswith("sendmail") and n not in ("debconf", "init-system-helpers")]
+    helpers = ("debconf", "init-system-helpers")
+    return [n for n in names if n and not n.startswith("sendmail") and n not in helpers]
+
+
+def _missing(packages: list[str]) -> list[str]:
+    """Those of ``packages`` that dpkg does not have installed."""
+    out = []
+    for name in packages:
+        got = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", name], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+        if got.stdout.strip() != "installed":
+            out.append(name)
+    return out
+
+
+def _install_missing(packages: list[str], timeout: float) -> None:
+    """apt-get install those of ``packages`` not installed (installed ones are left as they are,
+    never upgraded)."""
+    missing = _missing(packages)
+    if not missing:
+        return
+    got = _apt(["install", "-y", "--no-install-recommends", *missing], timeout=timeout)
+    if got.returncode != 0:
+        _apt(["update"], timeout=timeout)
+        got = _apt(["install", "-y", "--no-install-recommends", *missing], timeout=timeout)
+    if got.returncode != 0:
+        raise SendmailUnavailable(f"apt-get cannot install {' '.join(missing)}: {got.stderr.strip()[-500:]}")
 
 
 def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
     """The unpacked Sendmail tree (fetching and unpacking it first if needed) and the seconds it
-    took (0.0 when cached).
+    took (0.0 when cached and nothing was missing).
 
     ``apt-get download`` fetches the three packages and ``dpkg -x`` unpacks them into the cache;
-    the libraries and ``m4`` that ``sendmail-bin`` depends on (none of which conflicts with
-    Postfix) are installed with apt. ``apt-get update`` runs only when the first try fails. Raises
-    :class:`SendmailUnavailable` when this is impossible here.
+    ``m4`` and the libraries ``sendmail-bin`` depends on (none of which conflicts with Postfix)
+    are installed with apt where missing. ``apt-get update`` runs only when a first try fails.
+    Raises :class:`SendmailUnavailable` when this is impossible here.
     """
     if os.geteuid() != 0:
         raise SendmailUnavailable("a private Sendmail needs root (namespaces, bind mounts, its daemon)")
-    for tool in ("apt-get", "dpkg", "dpkg-deb", "unshare", "mount"):
+    for tool in ("apt-get", "dpkg", "dpkg-deb", "dpkg-query", "unshare", "mount"):
         if shutil.which(tool) is None:
             raise SendmailUnavailable(f"a private Sendmail needs {tool}, which is missing")
-    root = cache_dir() / "root"
-    if (root / BINARY).exists() and shutil.which("m4"):
-        return root, 0.0
     started = time.monotonic()
+    root = cache_dir() / "root"
+    needs = root / "streamnb-needs"  # the packages to install for the unpacked binary to run
+    if (root / BINARY).exists() and needs.exists():
+        before = _missing(needs.read_text().split())
+        _install_missing(before, timeout)
+        return root, time.monotonic() - started if before else 0.0
     cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         work = Path(tmp)
@@ -89,20 +119,21 @@ def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
             _apt(["update"], timeout=timeout)
             got = _apt(["download", *PACKAGES], cwd=work, timeout=timeout)
         if got.returncode != 0:
-            raise SendmailUnavailable(f"apt-get cannot fetch {' '.join(PACKAGES)}: {got.stderr.strip()[-500:]}")
+            why = got.stderr.strip()[-500:]
+            raise SendmailUnavailable(f"apt-get cannot fetch {' '.join(PACKAGES)}: {why}")
         debs = sorted(work.glob("*.deb"))
         bin_deb = next(d for d in debs if d.name.startswith("sendmail-bin_"))
         needed = ["m4", *_dependencies(bin_deb)]
-        got = _apt(["install", "-y", "--no-install-recommends", *needed], timeout=timeout)
-        if got.returncode != 0:
-            raise SendmailUnavailable(f"apt-get cannot install {' '.join(needed)}: {got.stderr.strip()[-500:]}")
+        _install_missing(needed, timeout)
         unpacked = work / "root"
         for deb in debs:
-            subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], check=True, capture_output=True, timeout=120)
+            subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], check=True, capture_output=True,
+                           timeout=120)  # fmt: skip
         if not (unpacked / BINARY).exists():
             raise SendmailUnavailable(f"the unpacked sendmail-bin has no {BINARY}")
         # not set-group-id: exec would clear the parent-death signal that ends it with unshare
         (unpacked / BINARY).chmod(0o755)
+        (unpacked / needs.name).write_text(" ".join(needed) + "\n")
         shutil.rmtree(root, ignore_errors=True)
         unpacked.rename(root)  # complete or absent: a later run never sees half a tree
     return root, time.monotonic() - started
@@ -213,12 +244,15 @@ class PrivateSendmail:
         (self.root / "service.switch").write_text("hosts files\naliases files\n")
         (self.root / "statistics").touch()
         self.smtp_port = free_port()
-        mc = (MC.replace("{root}", str(self.root)).replace("{uid}", str(MAILBOX_UID))
-              .replace("{smtp_port}", str(self.smtp_port)).replace("{milter_port}", str(self.milter_port)))  # fmt: skip
+        values = {"root": self.root, "uid": MAILBOX_UID, "smtp_port": self.smtp_port,
+                  "milter_port": self.milter_port}  # fmt: skip
+        mc = MC
+        for name, value in values.items():
+            mc = mc.replace("{" + name + "}", str(value))
         (self.root / "sendmail.mc").write_text(mc)
         cf_dir = self.install / CF_DIR
-        made = subprocess.run(["m4", f"-D_CF_DIR_={cf_dir}/", str(cf_dir / "m4" / "cf.m4"), str(self.root / "sendmail.mc")],
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        m4 = ["m4", f"-D_CF_DIR_={cf_dir}/", str(cf_dir / "m4" / "cf.m4"), str(self.root / "sendmail.mc")]
+        made = subprocess.run(m4, capture_output=True, text=True, timeout=60)
         if made.returncode != 0 or "Xstreamnb" not in made.stdout:
             raise AssertionError(f"m4 could not make sendmail.cf ({made.returncode}):\n{made.stderr}")
         (self.root / "sendmail.cf").write_text(made.stdout)

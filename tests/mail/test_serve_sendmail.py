@@ -37,7 +37,8 @@ def milter_port(daemon: Daemon) -> int:
 def submit(sendmail: PrivateSendmail, subject: str, words: list[str], forged: str = "") -> None:
     message = (f"From: bob@example.org\r\nTo: alice@mail.test\r\nSubject: {subject}\r\n{forged}\r\n"
                f"{' '.join(words)}\r\n")  # fmt: skip
-    with smtplib.SMTP("127.0.0.1", sendmail.smtp_port, local_hostname="client.example.org", timeout=30) as smtp:
+    with smtplib.SMTP("127.0.0.1", sendmail.smtp_port, local_hostname="client.example.org",
+                      timeout=30) as smtp:  # fmt: skip
         assert smtp.sendmail("bob@example.org", ["alice@mail.test"], message.encode()) == {}
 
 

@@ -134,8 +134,13 @@ def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
         # not set-group-id: exec would clear the parent-death signal that ends it with unshare
         (unpacked / BINARY).chmod(0o755)
         (unpacked / needs.name).write_text(" ".join(needed) + "\n")
-        shutil.rmtree(root, ignore_errors=True)
-        unpacked.rename(root)  # complete or absent: a later run never sees half a tree
+        if root.exists() and not needs.exists():
+            shutil.rmtree(root)  # left by an older layout of this cache
+        try:
+            unpacked.rename(root)  # complete or absent: a later run never sees half a tree
+        except OSError:
+            if not needs.exists():  # else another test run unpacked it first: use theirs
+                raise
     return root, time.monotonic() - started
 
 

@@ -8,8 +8,9 @@ and passes mail through the milter at ``inet:PORT@127.0.0.1`` with the line docs
 runs as root in namespaces of its own (``unshare``): a private hostname ``mx.mail.test`` and
 private ``/etc/hosts`` and ``/etc/nsswitch.conf`` bind-mounted over the system's for it alone, so
 Sendmail neither waits 60 s to qualify an unqualified host name nor asks DNS anything; a PID
-namespace makes sure that stopping it ends every process it forked. Nothing of the system's is
-changed. Every wait is bounded.
+namespace makes sure that stopping it ends every process it forked. The system changes only by
+``m4`` and the libraries ``sendmail-bin`` needs, installed with apt where missing. Every wait is
+bounded.
 """
 
 from __future__ import annotations

@@ -1,0 +1,338 @@
+"""A real, private Sendmail for tests: Debian's packages unpacked into a cache directory (never
+installed: ``sendmail`` conflicts with the Postfix the other mail tests need), run from a temporary
+directory.
+
+Each :class:`PrivateSendmail` has its own ``sendmail.cf`` (made with m4 from a ``.mc`` and the
+unpacked ``sendmail-cf``), queue and Maildir, listens for SMTP on a free port of 127.0.0.1 only,
+and passes mail through the milter at ``inet:PORT@127.0.0.1`` with the line docs/mail.md gives. It
+runs as root in namespaces of its own (``unshare``): a private hostname ``mx.mail.test`` and
+private ``/etc/hosts`` and ``/etc/nsswitch.conf`` bind-mounted over the system's for it alone, so
+Sendmail neither waits 60 s to qualify an unqualified host name nor asks DNS anything; a PID
+namespace makes sure that stopping it ends every process it forked. The system changes only by
+``m4`` and the libraries ``sendmail-bin`` needs, installed with apt where missing. Every wait is
+bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email import message_from_bytes
+from email.message import Message
+from pathlib import Path
+
+from tests.mail.postfix import free_port, wait_until
+
+PACKAGES = ("sendmail-bin", "sendmail-base", "sendmail-cf")
+BINARY = "usr/libexec/sendmail/sendmail"  # inside the unpacked tree
+CF_DIR = "usr/share/sendmail/cf"
+MAILBOX_UID = 65534  # nobody: Sendmail runs a mailer as its DefaultUser, never as root
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+
+
+class SendmailUnavailable(RuntimeError):
+    """Sendmail's packages cannot be fetched or unpacked here (not root, no apt-get, no network)."""
+
+
+def cache_dir() -> Path:
+    """Where the unpacked packages are kept between runs (``STREAMNB_TEST_CACHE`` or ~/.cache)."""
+    base = os.environ.get("STREAMNB_TEST_CACHE") or os.path.expanduser("~/.cache/streamnb-tests")
+    return Path(base) / "sendmail"
+
+
+def _apt(args: list[str], cwd: Path | None = None,
+         timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    return subprocess.run(["apt-get", "-q", "-o", "DPkg::Lock::Timeout=120", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+
+
+def _dependencies(deb: Path) -> list[str]:
+    """The packages ``deb`` depends on, less Sendmail's own and the install-time helpers (the first
+    of each alternative, without versions)."""
+    out = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True,
+                         check=True, timeout=60)  # fmt: skip
+    names = [part.split("|")[0].split("(")[0].strip() for part in out.stdout.split(",")]
+    helpers = ("debconf", "init-system-helpers")
+    return [n for n in names if n and not n.startswith("sendmail") and n not in helpers]
+
+
+def _missing(packages: list[str]) -> list[str]:
+    """Those of ``packages`` that dpkg does not have installed."""
+    out = []
+    for name in packages:
+        got = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", name], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+        if got.stdout.strip() != "installed":
+            out.append(name)
+    return out
+
+
+def _install_missing(packages: list[str], timeout: float) -> None:
+    """apt-get install those of ``packages`` not installed (installed ones are left as they are,
+    never upgraded)."""
+    missing = _missing(packages)
+    if not missing:
+        return
+    got = _apt(["install", "-y", "--no-install-recommends", *missing], timeout=timeout)
+    if got.returncode != 0:
+        _apt(["update"], timeout=timeout)
+        got = _apt(["install", "-y", "--no-install-recommends", *missing], timeout=timeout)
+    if got.returncode != 0:
+        raise SendmailUnavailable(f"apt-get cannot install {' '.join(missing)}: {got.stderr.strip()[-500:]}")
+
+
+def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
+    """The unpacked Sendmail tree (fetching and unpacking it first if needed) and the seconds it
+    took (0.0 when cached and nothing was missing).
+
+    ``apt-get download`` fetches the three packages and ``dpkg -x`` unpacks them into the cache;
+    ``m4`` and the libraries ``sendmail-bin`` depends on (none of which conflicts with Postfix)
+    are installed with apt where missing. ``apt-get update`` runs only when a first try fails.
+    Raises :class:`SendmailUnavailable` when this is impossible here.
+    """
+    if os.geteuid() != 0:
+        raise SendmailUnavailable("a private Sendmail needs root (namespaces, bind mounts, its daemon)")
+    for tool in ("apt-get", "dpkg", "dpkg-deb", "dpkg-query", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            raise SendmailUnavailable(f"a private Sendmail needs {tool}, which is missing")
+    started = time.monotonic()
+    root = cache_dir() / "root"
+    needs = root / "streamnb-needs"  # the packages to install for the unpacked binary to run
+    if (root / BINARY).exists() and needs.exists():
+        before = _missing(needs.read_text().split())
+        _install_missing(before, timeout)
+        return root, time.monotonic() - started if before else 0.0
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)  # apt-get download writes as the _apt user where it can
+        got = _apt(["download", *PACKAGES], cwd=work, timeout=timeout)
+        if got.returncode != 0:
+            _apt(["update"], timeout=timeout)
+            got = _apt(["download", *PACKAGES], cwd=work, timeout=timeout)
+        if got.returncode != 0:
+            why = got.stderr.strip()[-500:]
+            raise SendmailUnavailable(f"apt-get cannot fetch {' '.join(PACKAGES)}: {why}")
+        debs = sorted(work.glob("*.deb"))
+        bin_deb = next(d for d in debs if d.name.startswith("sendmail-bin_"))
+        needed = ["m4", *_dependencies(bin_deb)]
+        _install_missing(needed, timeout)
+        unpacked = work / "root"
+        for deb in debs:
+            subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], check=True, capture_output=True,
+                           timeout=120)  # fmt: skip
+        if not (unpacked / BINARY).exists():
+            raise SendmailUnavailable(f"the unpacked sendmail-bin has no {BINARY}")
+        # not set-group-id: exec would clear the parent-death signal that ends it with unshare
+        (unpacked / BINARY).chmod(0o755)
+        (unpacked / needs.name).write_text(" ".join(needed) + "\n")
+        if root.exists() and not needs.exists():
+            shutil.rmtree(root)  # left by an older layout of this cache
+        try:
+            unpacked.rename(root)  # complete or absent: a later run never sees half a tree
+        except OSError:
+            if not needs.exists():  # else another test run unpacked it first: use theirs
+                raise
+    return root, time.monotonic() - started
+
+
+def sendmail_version(root: Path) -> str:
+    """The unpacked Sendmail's version, e.g. ``8.17.1.9`` (the ``DZ`` line of its m4 files)."""
+    for line in (root / CF_DIR / "m4" / "version.m4").read_text().splitlines():
+        if line.startswith("DZ"):
+            return line[2:].split("`", 1)[0]
+    return "unknown"
+
+
+# The mc: only 127.0.0.1:SMTP_PORT, no MSA; mail for @mail.test goes to the "box" mailer (a shell
+# script writing a Maildir); the milter line is the one of docs/mail.md. Sendmail speaks SMTP to a
+# mailer whose arguments lack $u, hence the unused $u.
+MC = """\
+divert(-1)
+divert(0)dnl
+OSTYPE(`linux')dnl
+define(`confDOMAIN_NAME', `mx.mail.test')dnl
+define(`QUEUE_DIR', `{root}/mqueue')dnl
+define(`confPID_FILE', `{root}/sendmail.pid')dnl
+define(`STATUS_FILE', `{root}/statistics')dnl
+define(`HELP_FILE', `{root}/helpfile')dnl
+define(`ALIAS_FILE', `')dnl
+define(`confCR_FILE', `-o {root}/relay-domains')dnl
+define(`confSERVICE_SWITCH_FILE', `{root}/service.switch')dnl
+define(`confHOSTS_FILE', `{root}/hosts')dnl
+define(`confDEF_USER_ID', `{uid}:{uid}')dnl
+define(`confDONT_PROBE_INTERFACES', `True')dnl
+define(`confTO_IDENT', `0')dnl
+define(`confDELIVERY_MODE', `background')dnl
+FEATURE(`nocanonify')dnl
+FEATURE(`accept_unresolvable_domains')dnl
+FEATURE(`no_default_msa')dnl
+DAEMON_OPTIONS(`Port={smtp_port}, Addr=127.0.0.1, Family=inet, Name=MTA')dnl
+RELAY_DOMAIN(`mail.test')dnl
+INPUT_MAIL_FILTER(`streamnb', `S=inet:{milter_port}@127.0.0.1, F=T, T=S:30s;R:60s;E:5m')dnl
+MAILER(`smtp')dnl
+MAILER_DEFINITIONS
+Mbox, P=/bin/sh, F=lsDFMn, S=EnvFromSMTP/HdrFromSMTP, R=EnvToSMTP, A=sh {root}/deliver.sh {root}/box $u
+LOCAL_RULE_0
+R$+ < @ mail.test . >\t$#box $: $1
+"""
+
+DELIVER = """\
+#!/bin/sh
+# one message on stdin into the Maildir $1 (tmp/ then new/, as Maildir asks)
+set -e
+name="$(date +%s).$$.mx"
+cat > "$1/tmp/$name"
+mv "$1/tmp/$name" "$1/new/$name"
+"""
+
+# run inside the new namespaces: a qualified hostname, private name lookups, then Sendmail itself
+START = """\
+set -e
+hostname mx.mail.test
+mount --bind "$1/hosts" /etc/hosts
+mount --bind "$1/nsswitch.conf" /etc/nsswitch.conf
+exec "$2" -C "$1/sendmail.cf" -bD -d0.4
+"""
+
+
+class PrivateSendmail:
+    """A Sendmail daemon of its own under a fresh temporary directory, from the unpacked tree
+    ``install`` (see :func:`install_sendmail`)."""
+
+    def __init__(self, install: Path, milter_port: int) -> None:
+        self.install = install
+        self.milter_port = milter_port
+        self.smtp_port = 0
+        self.root = Path()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def maildir(self) -> Path:
+        """The Maildir every recipient ``@mail.test`` is delivered to."""
+        return self.root / "box"
+
+    @property
+    def queue_dir(self) -> Path:
+        return self.root / "mqueue"
+
+    def output(self) -> str:
+        """What the daemon printed (its identity at start; errors it could not log to syslog)."""
+        out = self.root / "sendmail.out"
+        return out.read_text(errors="replace") if out.exists() else ""
+
+    def queued(self) -> str:
+        """The control files of mail still in the queue (why it waits, in their headers)."""
+        files = sorted(self.queue_dir.glob("qf*")) if self.queue_dir.exists() else []
+        return "".join(f"--- {p.name}\n{p.read_text(errors='replace')}" for p in files)
+
+    def _configure(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="streamnb-sendmail-"))
+        self.root.chmod(0o755)  # the mailer runs as nobody and must reach box/
+        self.queue_dir.mkdir(mode=0o700)
+        for sub in ("tmp", "new", "cur"):
+            (self.maildir / sub).mkdir(parents=True)
+        for path in (self.maildir, *(self.maildir / s for s in ("tmp", "new", "cur"))):
+            os.chown(path, MAILBOX_UID, MAILBOX_UID)
+        (self.root / "deliver.sh").write_text(DELIVER)
+        (self.root / "deliver.sh").chmod(0o755)
+        (self.root / "hosts").write_text("127.0.0.1 mx.mail.test mx localhost\n")
+        (self.root / "nsswitch.conf").write_text("passwd: files\ngroup: files\nshadow: files\nhosts: files\n")
+        (self.root / "service.switch").write_text("hosts files\naliases files\n")
+        (self.root / "statistics").touch()
+        self.smtp_port = free_port()
+        values = {"root": self.root, "uid": MAILBOX_UID, "smtp_port": self.smtp_port,
+                  "milter_port": self.milter_port}  # fmt: skip
+        mc = MC
+        for name, value in values.items():
+            mc = mc.replace("{" + name + "}", str(value))
+        (self.root / "sendmail.mc").write_text(mc)
+        cf_dir = self.install / CF_DIR
+        m4 = ["m4", f"-D_CF_DIR_={cf_dir}/", str(cf_dir / "m4" / "cf.m4"), str(self.root / "sendmail.mc")]
+        made = subprocess.run(m4, capture_output=True, text=True, timeout=60)
+        if made.returncode != 0 or "Xstreamnb" not in made.stdout:
+            raise AssertionError(f"m4 could not make sendmail.cf ({made.returncode}):\n{made.stderr}")
+        (self.root / "sendmail.cf").write_text(made.stdout)
+
+    def start(self) -> None:
+        """Configure and start the daemon; returns once its SMTP port greets."""
+        self._configure()
+        out = open(self.root / "sendmail.out", "wb")
+        # --kill-child: when unshare ends, Sendmail (PID 1 of its namespace) and all it forked end too
+        self.process = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--propagation", "private",
+             "sh", "-c", START, "start", str(self.root), str(self.install / BINARY)],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        out.close()
+        try:
+            wait_until(self._smtp_answers, START_TIMEOUT, f"Sendmail on 127.0.0.1:{self.smtp_port}")
+        except AssertionError:
+            details = self.output()
+            self.stop()
+            raise AssertionError(f"Sendmail did not start:\n{details}") from None
+
+    def _smtp_answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"sendmail -bD exited with {self.process.returncode}:\n{self.output()}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.smtp_port), timeout=1) as sock:
+                return sock.recv(100).startswith(b"220")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """SIGTERM to the process group (Sendmail, PID 1 of its namespace, exits and takes every
+        process it forked along); SIGKILL if it outlives the bounded wait, which ends ``unshare``
+        and so, through ``--kill-child``, the namespace."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)  # unshare itself ignores SIGTERM
+        try:
+            self.process.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=STOP_TIMEOUT)
+        self.process = None
+
+    def remove(self) -> None:
+        """Delete the instance's directory (after :meth:`stop`)."""
+        if self.root != Path() and self.root.exists():
+            shutil.rmtree(self.root)
+
+    def delivered(self) -> list[Path]:
+        """The delivered messages' files, oldest first."""
+        new = self.maildir / "new"
+        return sorted(new.iterdir(), key=lambda p: p.stat().st_mtime_ns) if new.exists() else []
+
+    def wait_delivered(self, count: int, timeout: float = 30.0) -> list[Message]:
+        """The first ``count`` delivered messages, waiting at most ``timeout`` seconds for them."""
+        try:
+            wait_until(lambda: len(self.delivered()) >= count, timeout, f"{count} delivered message(s)")
+        except AssertionError as err:
+            raise AssertionError(f"{err}; still queued:\n{self.queued()}") from None
+        return [message_from_bytes(path.read_bytes()) for path in self.delivered()[:count]]
+
+
+@contextmanager
+def running_sendmail(install: Path, milter_port: int) -> Iterator[PrivateSendmail]:
+    """A started :class:`PrivateSendmail` passing mail to the milter on ``milter_port``; stopped
+    and removed on exit."""
+    instance = PrivateSendmail(install, milter_port)
+    try:
+        instance.start()
+        yield instance
+    finally:
+        instance.stop()
+        instance.remove()

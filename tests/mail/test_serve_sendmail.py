@@ -1,0 +1,76 @@
+"""``streamnb mail serve --milter`` behind a real Sendmail (Debian's packages, a private daemon on
+127.0.0.1 configured with docs/mail.md's ``INPUT_MAIL_FILTER`` line): mail is delivered with the
+daemon's X-Spam header, and spam above ``--reject-above`` is refused at the end of DATA."""
+
+from __future__ import annotations
+
+import smtplib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamnb import persistence
+from streamnb.spam import SpamFilter
+from streamnb.text import Tokenizer
+from tests.mail.postfix import free_port, wait_until
+from tests.mail.sendmail import PrivateSendmail, running_sendmail
+from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, corpus
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    model = tmp_path_factory.mktemp("serve") / "model.snb"
+    filt, tok = SpamFilter(max_ham_rate=0.05), Tokenizer()  # 180 hams can keep 1 in 20
+    for raw, label in corpus(300):
+        filt.learn_one(tok.transform_one(raw), label)
+    persistence.save(filt, model)
+    with Daemon(model, "--milter", "127.0.0.1:0", "--reject-above", "0.99999") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def milter_port(daemon: Daemon) -> int:
+    return daemon.ports["milter"]
+
+
+def submit(sendmail: PrivateSendmail, subject: str, words: list[str], forged: str = "") -> None:
+    message = (f"From: bob@example.org\r\nTo: alice@mail.test\r\nSubject: {subject}\r\n{forged}\r\n"
+               f"{' '.join(words)}\r\n")  # fmt: skip
+    with smtplib.SMTP("127.0.0.1", sendmail.smtp_port, local_hostname="client.example.org",
+                      timeout=30) as smtp:  # fmt: skip
+        assert smtp.sendmail("bob@example.org", ["alice@mail.test"], message.encode()) == {}
+
+
+def test_delivered_with_the_daemons_verdict(sendmail: PrivateSendmail, daemon: Daemon) -> None:
+    submit(sendmail, "weekly notes", HAM_WORDS[:8], forged="X-Spam: spam, forged\r\n")
+    delivered = sendmail.wait_delivered(1)[0]
+    assert delivered["Subject"] == "weekly notes"
+    assert "by mx.mail.test (8." in delivered["Received"]  # Sendmail, not some other MTA, took it
+    headers = delivered.get_all("X-Spam", [])
+    assert len(headers) == 1 and headers[0].startswith("ham, spamicity=")  # the forged one removed
+    score = float(delivered["X-Spam-Score"])
+    assert 0.0 <= score < 0.2 and f"spamicity={score:.6f}" in headers[0]
+    assert str(delivered.get_payload()).strip() == " ".join(HAM_WORDS[:8])
+
+
+def test_spam_above_the_reject_threshold_is_refused(sendmail: PrivateSendmail, daemon: Daemon) -> None:
+    before = len(sendmail.delivered())
+    with pytest.raises(smtplib.SMTPDataError) as refused:
+        submit(sendmail, "offer", SPAM_WORDS * 3)
+    assert refused.value.smtp_code == 550 and b"5.7.1" in refused.value.smtp_error
+    metrics = daemon.request("GET", "/metrics")[1]
+    assert 'streamnb_mail_checks_total{label="spam"} 1.0' in metrics
+    # refused, not queued: nothing new is delivered once the queue is empty
+    wait_until(lambda: not sendmail.queued(), 30, "an empty queue")
+    assert len(sendmail.delivered()) == before
+
+
+def test_mail_waits_while_the_filter_is_down(sendmail_install: Path) -> None:
+    """``F=T``, as docs/mail.md says: with no milter listening, Sendmail answers 451 (try again
+    later) rather than passing unfiltered mail."""
+    with running_sendmail(sendmail_install, milter_port=free_port()) as down:
+        with pytest.raises(smtplib.SMTPSenderRefused) as refused:
+            submit(down, "notes", HAM_WORDS[:3])
+        assert refused.value.smtp_code == 451 and b"4.3.2" in refused.value.smtp_error
+        assert down.delivered() == [] and down.queued() == ""

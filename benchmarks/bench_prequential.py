@@ -40,29 +40,41 @@ import streamnb
 SEED = 20261123
 
 
+def warmed(make: Callable[[], Any], warm: list) -> Any:
+    """A model from ``make()`` that learned ``warm``."""
+    model = make()
+    for x, y in warm:
+        model.learn_one(x, y)
+    return model
+
+
+def run_loop(model: Any, events: list, predict_only: bool = False, fused: bool = False) -> None:
+    """The loop timed: each event predicted then learned (``fused``: one ``predict_learn_one``;
+    ``predict_only``: predicted only)."""
+    if predict_only:
+        for x, _ in events:
+            model.predict_proba_one(x)
+    elif fused:
+        for x, y in events:
+            model.predict_learn_one(x, y)
+    else:
+        for x, y in events:
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+
+
 def timed(make: Callable[[], Any], warm: list, events: list, repeats: int, predict_only: bool = False,
           fused: bool = False) -> float:
     """Best microseconds per event of the loop over ``events`` on a model warmed on ``warm``
     (``fused``: one ``predict_learn_one`` per event instead of the two calls)."""
     best = float("inf")
     for _ in range(repeats):
-        model = make()
-        for x, y in warm:
-            model.learn_one(x, y)
+        model = warmed(make, warm)
         gc.collect()
         gc.disable()
         try:
             t0 = time.perf_counter()
-            if predict_only:
-                for x, _ in events:
-                    model.predict_proba_one(x)
-            elif fused:
-                for x, y in events:
-                    model.predict_learn_one(x, y)
-            else:
-                for x, y in events:
-                    model.predict_proba_one(x)
-                    model.learn_one(x, y)
+            run_loop(model, events, predict_only, fused)
             best = min(best, time.perf_counter() - t0)
         finally:
             gc.enable()
@@ -129,12 +141,7 @@ def interleaved(cases: list, repeats: int, fused: bool = False, chunk: int = 50)
     hold better than with one model timed after the other."""
     best: dict = {}
     for _ in range(repeats):
-        models = []
-        for make, warm, _ in cases:
-            model = make()
-            for x, y in warm:
-                model.learn_one(x, y)
-            models.append(model)
+        models = [warmed(make, warm) for make, warm, _ in cases]
         gc.collect()
         gc.disable()
         try:
@@ -142,13 +149,7 @@ def interleaved(cases: list, repeats: int, fused: bool = False, chunk: int = 50)
                 for i, (model, (_, _, events)) in enumerate(zip(models, cases)):
                     part = events[start:start + chunk]
                     t0 = time.perf_counter()
-                    if fused:
-                        for x, y in part:
-                            model.predict_learn_one(x, y)
-                    else:
-                        for x, y in part:
-                            model.predict_proba_one(x)
-                            model.learn_one(x, y)
+                    run_loop(model, part, fused=fused)
                     t = time.perf_counter() - t0
                     best[i, start] = min(best.get((i, start), t), t)
         finally:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
@@ -50,6 +51,18 @@ class TreeAugmentedNB(FeatureKinds):
             raise ValueError(f"max_cells must be a positive integer, got {max_cells!r}")
         super().__init__()
         self._init_kinds()
+
+    def _set_tree_params(
+        self, alpha: float, relearn_every: int, max_tree_features: int | None, cmi_alpha: float, smoothing: str,
+    ) -> None:
+        """The parameters of the learned trees (TAN, per-class Chow-Liu); ValueError for an unknown
+        ``smoothing``, the first parameter checked."""
+        self._prior = smoothing_prior(smoothing)
+        self.smoothing = smoothing
+        self.alpha = alpha
+        self.relearn_every = relearn_every
+        self.max_tree_features = max_tree_features
+        self.cmi_alpha = cmi_alpha
 
     def _make_parts(self) -> dict[str, Part]:
         return {"gaussian": self._make_numeric_part(), "categorical": self._make_structured_part()}

@@ -8,7 +8,6 @@ import numpy as np
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.tan_part import TANPart
-from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import Part
 from streamnb.structure import Structure, class_chow_liu, top_features
@@ -64,12 +63,7 @@ class ChowLiuClassifier(TreeAugmentedNB):
         max_cells: int = MAX_CELLS,
         smoothing: str = "marginal",
     ) -> None:
-        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
-        self.smoothing = smoothing
-        self.alpha = alpha
-        self.relearn_every = relearn_every
-        self.max_tree_features = max_tree_features
-        self.cmi_alpha = cmi_alpha
+        self._set_tree_params(alpha, relearn_every, max_tree_features, cmi_alpha, smoothing)
         super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:

@@ -18,7 +18,6 @@ from streamnb.bn.chow_liu_classifier import ChowLiuClassifier
 from streamnb.bn.linear_gaussian import MAX_NUMERIC, LinearGaussianPart
 from streamnb.bn.scales import SCALES
 from streamnb.bn.tan_part import TANPart
-from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
@@ -215,18 +214,13 @@ class TANClassifier(TreeAugmentedNB):
         scales: str = "auto",
         smoothing: str = "marginal",
     ) -> None:
-        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing
-        self.smoothing = smoothing
+        self._set_tree_params(alpha, relearn_every, max_tree_features, cmi_alpha, smoothing)
         if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
             raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
         if scales not in SCALES:
             raise ValueError(f"scales must be one of {SCALES}, got {scales!r}")
         self.max_numeric = max_numeric
         self.scales = scales
-        self.alpha = alpha
-        self.relearn_every = relearn_every
-        self.max_tree_features = max_tree_features
-        self.cmi_alpha = cmi_alpha
         if edge_penalty not in EDGE_PENALTIES:
             raise ValueError(f"edge_penalty must be one of {EDGE_PENALTIES}, got {edge_penalty!r}")
         if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not swap_margin >= 0:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from streamnb.kafka.flush_rounds import flush_rounds
+
 __all__ = ["ConfluentOutbox"]
 
 log = logging.getLogger(__name__)
@@ -190,30 +192,26 @@ class ConfluentOutbox:
         return True
 
     def flush(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self._outbox:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            producer = self._ensure()
-            outbox = self._outbox
-            while self._unsent < len(outbox) and self._produce(outbox[self._unsent]):
-                self._unsent += 1
-            left = producer.flush(max(0.05, min(remaining, 5.0)))
-            reports = self._reports
-            if reports.failed or reports.fatal or self._stalled(left):
-                if reports.failed:
-                    topic, err = reports.last_error
-                    log.warning("publish to %s failed (%d messages): %s", topic, reports.failed, err)
-                self._on_failure()  # discard(): the whole outbox is sent again, in order
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-                continue
-            if left == 0 and self._unsent == len(outbox):
-                self._outbox, self._unsent = [], 0
-                return True
-            if self._unsent < len(outbox):
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-        return True
+        return flush_rounds(timeout, lambda: self.pending, self._flush_round)
+
+    def _flush_round(self, remaining: float, deadline: float) -> bool:
+        """Send what the producer lacks, flush, check the reports; True: pause before the next round."""
+        producer = self._ensure()
+        outbox = self._outbox
+        while self._unsent < len(outbox) and self._produce(outbox[self._unsent]):
+            self._unsent += 1
+        left = producer.flush(max(0.05, min(remaining, 5.0)))
+        reports = self._reports
+        if reports.failed or reports.fatal or self._stalled(left):
+            if reports.failed:
+                topic, err = reports.last_error
+                log.warning("publish to %s failed (%d messages): %s", topic, reports.failed, err)
+            self._on_failure()  # discard(): the whole outbox is sent again, in order
+            return True
+        if left == 0 and self._unsent == len(outbox):
+            self._outbox, self._unsent = [], 0
+            return False
+        return self._unsent < len(outbox)
 
     def close(self, timeout: float) -> None:
         if self._producer is not None:

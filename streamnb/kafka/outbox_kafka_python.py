@@ -11,6 +11,8 @@ from typing import Any
 
 from kafka.errors import KafkaError
 
+from streamnb.kafka.flush_rounds import flush_rounds
+
 __all__ = ["KafkaPythonOutbox"]
 
 log = logging.getLogger(__name__)
@@ -94,44 +96,42 @@ class KafkaPythonOutbox:
         return True
 
     def flush(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self._outbox:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            if any(e.handle is None for e in self._outbox):
-                # in order; a send that fails (the broker is away: it blocks up to max_block_ms)
-                # ends the round, so a flush is bounded by its timeout, not by the outbox size
-                for e in self._outbox:
-                    if e.handle is None:
-                        self._send(e)
-                        if e.handle is None or time.monotonic() >= deadline:
-                            break
-            if self._producer is not None:
-                try:
-                    self._producer.flush(timeout=max(0.05, min(remaining, 5.0)))
-                except KafkaError:
-                    pass
-            failed = False
-            keep = []
+        return flush_rounds(timeout, lambda: self.pending, self._flush_round)
+
+    def _flush_round(self, remaining: float, deadline: float) -> bool:
+        """Send what is not in flight, flush, drop what was acknowledged; True: pause before the
+        next round (a failure, or nothing in flight)."""
+        if any(e.handle is None for e in self._outbox):
+            # in order; a send that fails (the broker is away: it blocks up to max_block_ms)
+            # ends the round, so a flush is bounded by its timeout, not by the outbox size
             for e in self._outbox:
-                fut = e.handle
-                if fut is None or not fut.is_done:
-                    keep.append(e)
-                elif fut.failed():
-                    log.warning("publish to %s failed: %r", e.topic, fut.exception)
-                    e.handle = None
-                    keep.append(e)
-                    failed = True
-            self._outbox = keep
-            if failed:
-                for e in self._outbox:  # in flight on the old producer: send again
-                    e.handle = None
-                self._on_failure()
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-            elif self._outbox and all(e.handle is None for e in self._outbox):
-                time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-        return True
+                if e.handle is None:
+                    self._send(e)
+                    if e.handle is None or time.monotonic() >= deadline:
+                        break
+        if self._producer is not None:
+            try:
+                self._producer.flush(timeout=max(0.05, min(remaining, 5.0)))
+            except KafkaError:
+                pass
+        failed = False
+        keep = []
+        for e in self._outbox:
+            fut = e.handle
+            if fut is None or not fut.is_done:
+                keep.append(e)
+            elif fut.failed():
+                log.warning("publish to %s failed: %r", e.topic, fut.exception)
+                e.handle = None
+                keep.append(e)
+                failed = True
+        self._outbox = keep
+        if failed:
+            for e in self._outbox:  # in flight on the old producer: send again
+                e.handle = None
+            self._on_failure()
+            return True
+        return bool(self._outbox) and all(e.handle is None for e in self._outbox)
 
     def close(self, timeout: float) -> None:
         if self._producer is not None:

@@ -36,7 +36,21 @@ from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, posterior_one
 from streamnb.naive_bayes.values import check_event, check_weight
 
-__all__ = ["Blendable"]
+__all__ = ["Blendable", "blended_counts"]
+
+
+def blended_counts(mine: list, theirs: list, weight: float, view: Any, step: int, stride: int, j: int | None,
+                   their_view: Any, their_step: int, their_stride: int, their_j: int | None) -> list:
+    """Per class of the blend: this model's count at column ``j`` of the flat ``view`` (row
+    ``mine[i]``: ``view[mine[i] * step + j * stride]``; 0 where the class or the column is
+    unknown, -1 or None) plus ``weight`` times the other's at ``their_j``."""
+    out = []
+    for a, b in zip(mine, theirs):
+        n = view[a * step + j * stride] if a >= 0 and j is not None else 0.0
+        if b >= 0 and their_j is not None:
+            n += weight * their_view[b * their_step + their_j * their_stride]
+        out.append(n)
+    return out
 
 
 class Blendable(BaseNB):

@@ -11,14 +11,14 @@ import pandas as pd
 
 from streamnb import kernels
 from streamnb.naive_bayes.base import Part, add_feature
-from streamnb.naive_bayes.blend import Blendable
-from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
+from streamnb.naive_bayes.blend import Blendable, blended_counts
+from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
 from streamnb.stats import Counts, Index
 
 __all__ = ["CategoricalNB", "CategoricalPart"]
 
-class CategoricalPart(Part):
+class CategoricalPart(SmoothedPart):
     """Features whose values are categories (any hashable value; None/NaN are missing).
 
     ``P(x_f = v | y) = (n[y, f, v] + alpha) / (n[y, f] + alpha * |X_f|)`` where ``n[y, f]``
@@ -33,13 +33,8 @@ class CategoricalPart(Part):
     def __init__(
         self, classes: Index, class_counts: Counts, alpha: float, unseen: str, epsilon: float = 0.0
     ) -> None:
-        super().__init__(classes, class_counts)
-        if unseen not in UNSEEN_POLICIES:
-            raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
-        self.alpha = alpha
-        self.epsilon = epsilon
+        super().__init__(classes, class_counts, alpha, unseen, epsilon)
         self.finite = alpha > 0 or epsilon > 0
-        self.unseen = unseen
         self.cells = Index()  # (feature, category)
         self.features = Index()
         self.counts = Counts([classes, self.cells])
@@ -226,17 +221,9 @@ class CategoricalPart(Part):
                 continue
             # |X_f|: this model's categories of f, plus the event's if only the other knows it
             n_values = (nv[fid] if fid is not None else 0.0) + (1.0 if cid is None and ocid is not None else 0.0)
-            ll = []
-            for a, b in zip(mine, theirs):
-                num = cv[a * c0 + cid * c1] if a >= 0 and cid is not None else 0.0
-                den = tv[a * t0 + fid * t1] if a >= 0 and fid is not None else 0.0
-                if b >= 0:
-                    if ocid is not None:
-                        num += weight * ov[b * o0 + ocid * o1]
-                    if ofid is not None:
-                        den += weight * otv[b * ot0 + ofid * ot1]
-                ll.append(lidstone_one(num, den, alpha, n_values, epsilon))
-            add_feature(out, ll)
+            nums = blended_counts(mine, theirs, weight, cv, c0, c1, cid, ov, o0, o1, ocid)
+            dens = blended_counts(mine, theirs, weight, tv, t0, t1, fid, otv, ot0, ot1, ofid)
+            add_feature(out, [lidstone_one(num, den, alpha, n_values, epsilon) for num, den in zip(nums, dens)])
         return out
 
     # -- prediction ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pandas as pd
 from river.base import tags
 
 from streamnb.naive_bayes.base import BaseNB, Part
-from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES
+from streamnb.naive_bayes.smoothing import check_unseen
 from streamnb.naive_bayes.multinomial import MultinomialPart
 from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index
@@ -209,11 +209,9 @@ class ComplementNB(BaseNB):
     def __init__(
         self, alpha: float = 1.0, norm: bool = False, unseen: str = "ignore", max_features: int | None = None
     ) -> None:
-        if unseen not in UNSEEN_POLICIES:
-            raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
+        self.unseen = check_unseen(unseen)
         self.alpha = alpha
         self.norm = norm
-        self.unseen = unseen
         self.max_features = max_features
         super().__init__()
 

@@ -13,8 +13,8 @@ from river.base import tags
 from streamnb import kernels
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import Part, add_feature
-from streamnb.naive_bayes.blend import Blendable
-from streamnb.naive_bayes.smoothing import UNSEEN_POLICIES, lidstone, lidstone_one
+from streamnb.naive_bayes.blend import Blendable, blended_counts
+from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
     present,
     drop_impossible,
@@ -29,7 +29,7 @@ from streamnb.stats import Counts, Index
 __all__ = ["MultinomialNB", "MultinomialPart"]
 
 
-class MultinomialPart(Part):
+class MultinomialPart(SmoothedPart):
     """Non-negative frequencies of tokens from an open vocabulary.
 
     ``P(t | y) = (n[y, t] + alpha) / (N[y] + alpha * V)`` with ``N[y]`` the class's total
@@ -44,13 +44,8 @@ class MultinomialPart(Part):
     def __init__(
         self, classes: Index, class_counts: Counts, alpha: float, unseen: str, epsilon: float = 0.0
     ) -> None:
-        super().__init__(classes, class_counts)
-        if unseen not in UNSEEN_POLICIES:
-            raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
-        self.alpha = alpha
-        self.epsilon = epsilon
+        super().__init__(classes, class_counts, alpha, unseen, epsilon)
         self.finite = alpha > 0
-        self.unseen = unseen
         self.tokens = self.vocabulary = Index()
         self.counts = Counts([classes, self.tokens])
         self.totals = Counts([classes])
@@ -164,8 +159,7 @@ class MultinomialPart(Part):
         ids, their_ids = self.tokens.ids, other.tokens.ids
         cv, (c0, c1), tv, (t0,) = self._scalar()
         ov, (o0, o1), otv, (ot0,) = other._scalar()
-        totals = [(tv[a * t0] if a >= 0 else 0.0) + (weight * otv[b * ot0] if b >= 0 else 0.0)
-                  for a, b in zip(mine, theirs)]
+        totals = blended_counts(mine, theirs, weight, tv, t0, 0, 0, otv, ot0, 0, 0)
         # V: this model's tokens, plus the event's that only the other knows
         n_tokens = len(self.tokens.keys) + sum(1 for key in keys if key not in ids and key in their_ids)
         alpha, epsilon = self.alpha, self.epsilon
@@ -173,13 +167,8 @@ class MultinomialPart(Part):
             j, oj = ids.get(key), their_ids.get(key)
             if (j is None and oj is None and self.unseen == "ignore") or x == 0:
                 continue
-            ll = []
-            for a, b, total in zip(mine, theirs, totals):
-                num = cv[a * c0 + j * c1] if a >= 0 and j is not None else 0.0
-                if b >= 0 and oj is not None:
-                    num += weight * ov[b * o0 + oj * o1]
-                ll.append(x * lidstone_one(num, total, alpha, n_tokens, epsilon))
-            add_feature(out, ll)
+            nums = blended_counts(mine, theirs, weight, cv, c0, c1, j, ov, o0, o1, oj)
+            add_feature(out, [x * lidstone_one(num, total, alpha, n_tokens, epsilon) for num, total in zip(nums, totals)])
         return out
 
     def check_unlearn(self, prepared: tuple[list, list], k: int, w: float) -> None:

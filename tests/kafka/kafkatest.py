@@ -158,33 +158,3 @@ def stop_process(proc: subprocess.Popen, sig=signal.SIGKILL) -> None:
     if proc.poll() is None:
         os.kill(proc.pid, sig)
     proc.wait(timeout=30)
-
-
-def succeeds(fn) -> bool:
-    """Whether ``fn()`` returns without an exception."""
-    try:
-        fn()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def start_moto(bucket: str) -> tuple[subprocess.Popen, int]:
-    """A moto S3 server on 127.0.0.1 with ``bucket`` created: its process and port (the caller
-    kills it). Fails the test when no server starts."""
-    import boto3
-    import pytest
-
-    from streamnb.kafka.broker import free_port
-
-    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
-        port = free_port()
-        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-        if wait_until(lambda: moto.poll() is not None or succeeds(lambda: s3.create_bucket(Bucket=bucket)), 30,
-                      "moto server") and moto.poll() is None:
-            return moto, port
-        moto.wait()
-    pytest.fail("moto server did not start")

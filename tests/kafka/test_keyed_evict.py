@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
-from kafkatest import cli, config, create, produce, read_topic
-from test_model_key import KEYS, events, kill_once_predicted, own_learners, reference_predictions
+from kafkatest import cli, config, create, produce, read_topic, stop_process, wait_until
+from test_model_key import KEYS, events, features, own_learners
 from test_state_stores import s3_url  # noqa: F401 - the fixture
 
+import streamnb
 from streamnb import persistence
 from streamnb.kafka import Service, ServiceConfig, open_store
 from streamnb.kafka.keyed import Positions
@@ -44,7 +46,12 @@ def test_evicted_keys_learn_their_own_events_and_predictions_are_the_blend(boots
     summary = Service(cfg).run()
     assert summary.learned == len(data) and not summary.dead_letters
 
-    reference, expected = reference_predictions(data)
+    reference = PerKey(streamnb.CategoricalNB(), by="user", takeover=20.0)
+    expected = []
+    for _, e in data:
+        x = {"user": e["user"], **features(e)}
+        expected.append(reference.predict_proba_one(x))
+        reference.learn_one(x, e["y"])
     out = [json.loads(r.value) for r in read_topic(bootstrap, names.output, len(data))]
     assert [o["proba"] for o in out] == expected
 
@@ -79,7 +86,12 @@ def test_a_restart_after_sigkill_continues_exactly_with_keys_evicted_ahead_of_th
     create(bootstrap, names.topic, 2)
     produce(bootstrap, names.topic, first)
     proc = cli(*run_args(bootstrap, names, state, "--exit-when-idle", "3600"))
-    kill_once_predicted(bootstrap, names, proc, len(first))
+    try:
+        wait_until(lambda: len(read_topic(bootstrap, names.output, 0, timeout=30)) >= len(first)
+                   or proc.poll() is not None, 120, "every event of the first part predicted", interval=0.5)
+        assert proc.poll() is None, proc.communicate()[0]
+    finally:
+        stop_process(proc, signal.SIGKILL)
     reader = open_store(state, "reader", bootstrap)
     ck = reader.newest("main")
     assert 1500 <= sum(ck.offsets.values()) < len(first)

@@ -15,7 +15,7 @@ import pytest
 from kafkatest import ROOT, config, create, produce, read_topic, start, stop_process, wait_until
 from test_exactly_once import assert_same_model
 from test_model_key import events, features, own_learners
-from test_scaleout import split, three_way
+from test_scaleout import owned, split
 
 import streamnb
 from streamnb import persistence
@@ -48,38 +48,6 @@ def member(bootstrap, names, disk: Path, name, url, **kw) -> Service:
            "checkpoint_dir": str(disk / "ckpt"), "state_lease": 4.0}
     cfg.update(kw)
     return Service(config(bootstrap, names, disk, **cfg))
-
-
-def three_members(bootstrap, names, tmp_path, url):
-    """The topic (PARTITIONS partitions); members a and c in this process and b in a child
-    process, each on its own disk, all with the state ``url``; a reader of that store.
-    ``(disks, [a, c], their runs, b, reader)``."""
-    create(bootstrap, names.topic, PARTITIONS)
-    disks = {m: tmp_path / f"disk-{m}" for m in "abc"}
-    a, c = member(bootstrap, names, disks["a"], "a", url), member(bootstrap, names, disks["c"], "c", url)
-    services, runs = [a, c], [start(a), start(c)]
-    b = run_member(bootstrap, names, url, "b", disks["b"])
-    return disks, services, runs, b, open_store(url, "reader", bootstrap)
-
-
-def first_part_checkpointed(bootstrap, names, services, b, reader, first) -> None:
-    """Once ``services`` and ``b`` split the partitions three ways, produce ``first`` and wait
-    until all of it is checkpointed, b still running and owning (and checkpointing) partitions."""
-    wait_until(lambda: three_way(services, PARTITIONS) or b.poll() is not None, 60, "a three-way split")
-    produce_in(bootstrap, names.topic, first)
-    wait_until(lambda: sum(checkpointed(reader).values()) == len(first) or b.poll() is not None, 60,
-               "every event of the first part checkpointed")
-    assert b.poll() is None, b.communicate()[0]
-    assert reader.newest_offsets("b")  # b owned partitions and checkpointed them
-
-
-def stop_members(b, services, runs) -> None:
-    """SIGKILL b (if it still runs), stop the members in this process and wait for them."""
-    stop_process(b, signal.SIGKILL)
-    for s in services:
-        s.stop()
-    for r in runs:
-        r.join(60)
 
 
 def checkpointed(reader) -> dict[str, int]:
@@ -155,9 +123,22 @@ def test_keys_move_with_their_partitions_when_a_member_stops(bootstrap, names, t
     url = f"kafka:state-{names.group}" if kind == "kafka" else f"dir:{tmp_path / 'shared'}"
     data = events(4000, seed=61)
     first, rest = data[:2000], data[2000:]
-    disks, services, runs, b, reader = three_members(bootstrap, names, tmp_path, url)
+    create(bootstrap, names.topic, PARTITIONS)
+    disks = {m: tmp_path / f"disk-{m}" for m in "abc"}
+    a, c = member(bootstrap, names, disks["a"], "a", url), member(bootstrap, names, disks["c"], "c", url)
+    services, runs = [a, c], [start(a), start(c)]
+    b = run_member(bootstrap, names, url, "b", disks["b"])
+    reader = open_store(url, "reader", bootstrap)
     try:
-        first_part_checkpointed(bootstrap, names, services, b, reader, first)
+        def three_way():
+            sets = owned(services)
+            return all(sets) and sum(map(len, sets)) == len(set().union(*sets)) < PARTITIONS
+        wait_until(lambda: three_way() or b.poll() is not None, 60, "a three-way split")
+        produce_in(bootstrap, names.topic, first)
+        wait_until(lambda: sum(checkpointed(reader).values()) == len(first) or b.poll() is not None, 60,
+                   "every event of the first part checkpointed")
+        assert b.poll() is None, b.communicate()[0]
+        assert reader.newest_offsets("b")  # b owned partitions and checkpointed them
         produce(bootstrap, names.topic, rest[:250])
         stop_process(b, signal.SIGTERM)  # finishes its batch, checkpoints, leaves the group
         assert b.returncode == 0, b.communicate()[0]
@@ -165,7 +146,11 @@ def test_keys_move_with_their_partitions_when_a_member_stops(bootstrap, names, t
         wait_until(lambda: (split(services, PARTITIONS) and sum(checkpointed(reader).values()) == len(data))
                    or any(not r.thread.is_alive() for r in runs), 90, "a and c own and checkpoint everything")
     finally:
-        stop_members(b, services, runs)
+        stop_process(b, signal.SIGKILL)
+        for s in services:
+            s.stop()
+        for r in runs:
+            r.join(60)
     try:
         check_keys(bootstrap, names, reader, data, "b", 2000)
         assert sum(s.keys.taken for s in services) > 0
@@ -183,9 +168,23 @@ def test_keys_of_a_killed_member_move_and_come_back_to_its_replacement(bootstrap
     url = f"kafka:state-{names.group}"
     data = events(4000, seed=62)
     first, second, third = data[:1500], data[1500:2750], data[2750:]
-    disks, services, runs, b, reader = three_members(bootstrap, names, tmp_path, url)
+    create(bootstrap, names.topic, PARTITIONS)
+    disks = {m: tmp_path / f"disk-{m}" for m in "abc"}
+    a, c = member(bootstrap, names, disks["a"], "a", url), member(bootstrap, names, disks["c"], "c", url)
+    services, runs = [a, c], [start(a), start(c)]
+    b = run_member(bootstrap, names, url, "b", disks["b"])
+    reader = open_store(url, "reader", bootstrap)
     try:
-        first_part_checkpointed(bootstrap, names, services, b, reader, first)
+        def three_way():
+            sets = owned(services)
+            return all(sets) and sum(map(len, sets)) == len(set().union(*sets)) < PARTITIONS
+        wait_until(lambda: three_way() or b.poll() is not None, 60, "a three-way split")
+        produce_in(bootstrap, names.topic, first)
+        wait_until(lambda: sum(checkpointed(reader).values()) == len(first) or b.poll() is not None, 60,
+                   "every event of the first part checkpointed")
+        assert b.poll() is None, b.communicate()[0]
+        b_before = reader.newest_offsets("b")
+        assert b_before
         produce(bootstrap, names.topic, second[:250])
         stop_process(b, signal.SIGKILL)
         shutil.rmtree(disks["b"])
@@ -203,7 +202,11 @@ def test_keys_of_a_killed_member_move_and_come_back_to_its_replacement(bootstrap
         wait_until(lambda: sum(checkpointed(reader).values()) == len(data)
                    or any(not r.thread.is_alive() for r in runs), 90, "every event checkpointed")
     finally:
-        stop_members(b, services, runs)
+        stop_process(b, signal.SIGKILL)
+        for s in services:
+            s.stop()
+        for r in runs:
+            r.join(60)
     try:
         check_keys(bootstrap, names, reader, data, "b", 1500)
         assert taken > 0  # a and c took the killed b's keys

@@ -46,28 +46,6 @@ def own_learners(evs) -> dict:
     return own
 
 
-def reference_predictions(evs) -> tuple[PerKey, list]:
-    """PerKey fed the same stream in Python, predict then learn (no eviction): the learner and
-    its prediction of each event before learning it."""
-    reference = PerKey(streamnb.CategoricalNB(), by="user", takeover=20.0)
-    expected = []
-    for _, e in evs:
-        x = {"user": e["user"], **features(e)}
-        expected.append(reference.predict_proba_one(x))
-        reference.learn_one(x, e["y"])
-    return reference, expected
-
-
-def kill_once_predicted(bootstrap, names, proc, n: int) -> None:
-    """SIGKILL the service ``proc`` once ``n`` predictions are out; it must run till then."""
-    try:
-        wait_until(lambda: len(read_topic(bootstrap, names.output, 0, timeout=30)) >= n
-                   or proc.poll() is not None, 120, "every event of the first part predicted", interval=0.5)
-        assert proc.poll() is None, proc.communicate()[0]
-    finally:
-        stop_process(proc, signal.SIGKILL)
-
-
 def test_each_key_learns_its_own_events_and_predictions_are_the_blend(bootstrap, names, tmp_path):
     data = events(3000, seed=1)
     create(bootstrap, names.topic, 1)
@@ -78,7 +56,12 @@ def test_each_key_learns_its_own_events_and_predictions_are_the_blend(bootstrap,
     assert summary.learned == len(data) and not summary.dead_letters
 
     # the predictions: PerKey fed the same stream in Python, predict then learn (no eviction)
-    reference, expected = reference_predictions(data)
+    reference = PerKey(streamnb.CategoricalNB(), by="user", takeover=20.0)
+    expected = []
+    for _, e in data:
+        x = {"user": e["user"], **features(e)}
+        expected.append(reference.predict_proba_one(x))
+        reference.learn_one(x, e["y"])
     out = [json.loads(r.value) for r in read_topic(bootstrap, names.output, len(data))]
     assert [o["source"]["offset"] for o in out] == list(range(len(data)))
     assert [o["proba"] for o in out] == expected
@@ -114,7 +97,12 @@ def test_a_restart_after_sigkill_continues_exactly_with_evicted_keys_ahead_of_th
     produce(bootstrap, names.topic, first)
     ckdir = tmp_path / "ckpt"
     proc = cli(*run_args(bootstrap, names, ckdir, "--exit-when-idle", "3600"))
-    kill_once_predicted(bootstrap, names, proc, len(first))
+    try:
+        wait_until(lambda: len(read_topic(bootstrap, names.output, 0, timeout=30)) >= len(first)
+                   or proc.poll() is not None, 120, "every event of the first part predicted", interval=0.5)
+        assert proc.poll() is None, proc.communicate()[0]
+    finally:
+        stop_process(proc, signal.SIGKILL)
     ck = Checkpointer(ckdir).load()
     assert 1500 <= sum(ck.offsets.values()) < len(first)
     # keys evicted after the checkpoint hold events past it: the case positions are for

@@ -30,27 +30,6 @@ def split(services, n_partitions):
     return all(sets) and sum(len(o) for o in sets) == n_partitions == len(set().union(*sets))
 
 
-def three_way(services, n_partitions):
-    """Every member owns some partitions, none owned twice, and some left to a member not in
-    ``services``."""
-    sets = owned(services)
-    return all(sets) and sum(map(len, sets)) == len(set().union(*sets)) < n_partitions
-
-
-def kill_after_first_half(bootstrap, names, services, proc, events, n_partitions, c_learned, what) -> int:
-    """Once ``services`` and ``proc`` (member c, a child process) split the partitions, produce the
-    first half of ``events``; once ``c_learned()`` (``what``) SIGKILL c, which must still run.
-    The index of the first event not produced."""
-    wait_until(lambda: three_way(services, n_partitions) or proc.poll() is not None, 40, "a three-way split")
-    half = len(events) // 2
-    for i in range(0, half, 250):
-        produce(bootstrap, names.topic, events[i:i + 250])
-    wait_until(lambda: c_learned() or proc.poll() is not None, 30, what)
-    assert proc.poll() is None, proc.communicate()[0]
-    stop_process(proc)  # SIGKILL
-    return half
-
-
 def converge_and_stop(services, runs, events, timeout=40.0):
     """Wait until each member's merged model has every event, stop them all; return summaries."""
     n = len(events)
@@ -146,8 +125,17 @@ def test_killed_member_partitions_move_and_members_converge(bootstrap, names, tm
         return ck is not None and ck.model.n_seen > 0
 
     try:
-        half = kill_after_first_half(bootstrap, names, [a, b], proc, events, n_partitions, c_learned,
-                                     "a checkpoint of member c")
+        def three_way():  # a and b each own some partitions, c the rest
+            sets = owned([a, b])
+            union = set().union(*sets)
+            return all(sets) and sum(map(len, sets)) == len(union) < n_partitions
+        wait_until(lambda: three_way() or proc.poll() is not None, 40, "a three-way split")
+        half = len(events) // 2
+        for i in range(0, half, 250):
+            produce(bootstrap, names.topic, events[i:i + 250])
+        wait_until(lambda: c_learned() or proc.poll() is not None, 30, "a checkpoint of member c")
+        assert proc.poll() is None, proc.communicate()[0]
+        stop_process(proc)  # SIGKILL
         for i in range(half, len(events), 250):
             produce(bootstrap, names.topic, events[i:i + 250])
         wait_until(lambda: split([a, b], n_partitions), 40, "c's partitions moving to a and b")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
-from kafkatest import ROOT, config, create, produce, start, start_moto, stop_process, wait_until
+from kafkatest import ROOT, config, create, produce, start, stop_process, wait_until
 from test_exactly_once import assert_same_model, clean_pass, weather
-from test_scaleout import converge_and_stop, kill_after_first_half, member, split
+from test_scaleout import converge_and_stop, member, owned, split
 
 import streamnb
 from streamnb.exceptions import StateError
@@ -33,7 +33,22 @@ def s3_url(tmp_path, monkeypatch):
     """An ``s3://`` state URL on a moto S3 server on 127.0.0.1 (boto3 finds it through the
     environment, as the service's and CLI's clients do)."""
     pytest.importorskip("moto")
-    moto, port = start_moto(BUCKET)
+    import boto3
+
+    from streamnb.kafka.broker import free_port
+
+    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
+        port = free_port()
+        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1")
+        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket=BUCKET)), 30,
+                      "moto server") and moto.poll() is None:
+            break
+        moto.wait()
+    else:
+        pytest.fail("moto server did not start")
     for name, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
                         "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
@@ -42,6 +57,14 @@ def s3_url(tmp_path, monkeypatch):
     finally:
         moto.kill()
         moto.wait()
+
+
+def _try(fn) -> bool:
+    try:
+        fn()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
 
 
 @pytest.fixture(params=["dir", "kafka", "s3"])
@@ -273,8 +296,17 @@ def test_lost_member_and_its_disk_replaced_from_the_store(bootstrap, names, tmp_
         return ck is not None and ck.model.n_seen > 0
 
     try:
-        half = kill_after_first_half(bootstrap, names, [a, b], proc, events, n_partitions, c_learned,
-                                     "a checkpoint of member c in the store")
+        def three_way():  # a and b each own some partitions, c the rest
+            sets = owned([a, b])
+            union = set().union(*sets)
+            return all(sets) and sum(map(len, sets)) == len(union) < n_partitions
+        wait_until(lambda: three_way() or proc.poll() is not None, 40, "a three-way split")
+        half = len(events) // 2
+        for i in range(0, half, 250):
+            produce(bootstrap, names.topic, events[i:i + 250])
+        wait_until(lambda: c_learned() or proc.poll() is not None, 30, "a checkpoint of member c in the store")
+        assert proc.poll() is None, proc.communicate()[0]
+        stop_process(proc)  # SIGKILL
         assert files_under(disks["c"]) == []  # nothing of c's state was ever on its disk
         shutil.rmtree(disks["c"])  # ... and whatever was there is gone
         three_q = 3 * len(events) // 4

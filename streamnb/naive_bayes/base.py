@@ -41,7 +41,7 @@ class BaseNB(base.MiniBatchClassifier):
         #: The parts that take plain raw events whole on the compiled path, tried in turn.
         self._wholes: tuple[Part, ...] = (self._single,) if self._single is not None else ()
         self._log_prior_cache: np.ndarray | None = None
-        self._class_flat: tuple = ()  # see _class_view
+        self._class_flat: tuple = ()  # see class_view
         self._class_flat_key: tuple | None = None
 
     # -- to be provided by each learner ----------------------------------------------------
@@ -73,7 +73,7 @@ class BaseNB(base.MiniBatchClassifier):
         n = len(self._classes.keys)
         if not n:
             return 0.0
-        counts, (step,) = self._class_view()
+        counts, (step,) = self.class_view()
         if n == 2:  # one rounding: what fsum gives
             return counts[0] + counts[step]
         return math.fsum([counts[c * step] for c in range(n)])
@@ -104,7 +104,7 @@ class BaseNB(base.MiniBatchClassifier):
         if k < 0:
             k = self._classes.add(y)
             self._class_counts.fit()
-        counts, (step,) = self._class_view()
+        counts, (step,) = self.class_view()
         counts[k * step] += w
         if single is not None:
             single.learn_one(prepared, k, w)
@@ -122,7 +122,7 @@ class BaseNB(base.MiniBatchClassifier):
         once (:meth:`Part.step_fast`)."""
         if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, w = fast
-            counts, (step,) = self._class_view()
+            counts, (step,) = self.class_view()
             for whole in self._wholes:
                 got = whole.step_fast(x, k, w, (counts, step))
                 if got is None:
@@ -153,7 +153,7 @@ class BaseNB(base.MiniBatchClassifier):
         learned it on the compiled path: the class count (unless ``counted``: the part's
         kernel did it), the caches, the cap."""
         if not counted:
-            counts, (step,) = self._class_view()
+            counts, (step,) = self.class_view()
             counts[k * step] += w
         self._log_prior_cache = None
         self._learned_fast(part)
@@ -262,7 +262,7 @@ class BaseNB(base.MiniBatchClassifier):
         prior), by the compiled kernel where it can."""
         classes = self._classes.keys
         if compiled:
-            counts, (step,) = self._class_view()
+            counts, (step,) = self.class_view()
             p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
             if p is not None:
                 return dict(zip(classes, p))
@@ -277,17 +277,14 @@ class BaseNB(base.MiniBatchClassifier):
         """Each class's id, its row in the statistics (read only)."""
         return self._classes.ids
 
-    def class_view(self) -> tuple:
-        """The class counts as a flat view and its strides: class ``k`` has weight
-        ``view[k * strides[0]]`` (read only; valid until the next change)."""
-        return self._class_view()
-
     def part(self, name: str) -> Part:
         """The part of this learner called ``name`` (read only: learn through the learner)."""
         return self._parts[name]
 
-    def _class_view(self) -> tuple:
-        """The class counts' flat view and strides, retaken when the arrays moved."""
+    def class_view(self) -> tuple:
+        """The class counts as a flat view and its strides: class ``k`` has weight
+        ``view[k * strides[0]]`` (read only; retaken when the arrays moved, valid until the next
+        change)."""
         cc = self._class_counts
         if self._class_flat_key != (cc.generation, len(self._classes.keys)):
             cc.fit()
@@ -297,7 +294,7 @@ class BaseNB(base.MiniBatchClassifier):
 
     def _log_prior_one(self) -> list:
         """``log P(y)`` as a list of floats, from the class counts (O(classes))."""
-        counts, (step,) = self._class_view()
+        counts, (step,) = self.class_view()
         n = [counts[c * step] for c in range(len(self._classes.keys))]
         log_total = math.log(math.fsum(n))
         return [math.log(v) - log_total if v > 0 else -math.inf for v in n]
@@ -434,16 +431,13 @@ class BaseNB(base.MiniBatchClassifier):
         return out
 
     def merge(self, other: BaseNB) -> BaseNB:
-        """Add what ``other`` learned to this model (same learner and parameters).
+        """Add what ``other`` learned to this model (same learner and parameters): the model
+        of one learner on both streams.
 
-        The result is the model of one learner on both streams. With a vocabulary cap
-        (``max_features``) the merged vocabulary is cut back like a learner's (to 90% of the
-        cap, the lightest tokens first, see :mod:`streamnb.stats.prune`), so memory stays
-        bounded; it is then exactly one learner on both streams as long as neither side nor
-        the union pruned anything. Once pruning happened the two differ, because pruning
-        depends on order: a learner forgets a token at the moment it overflows and counts it
-        from zero if it returns, while a merge sees each side's surviving totals. Both keep the
-        heaviest tokens.
+        With a vocabulary cap (``max_features``) the merged vocabulary is cut back like a
+        learner's (to 90% of the cap, lightest tokens first: :mod:`streamnb.stats.prune`). Once
+        anything was pruned, the merge and one learner differ (both keep the heaviest tokens):
+        a learner forgets a token when it overflows, a merge sees each side's surviving totals.
         """
         if type(other) is not type(self) or other._get_params() != self._get_params():
             raise TypeError("can only merge a learner of the same type and parameters")

@@ -71,7 +71,7 @@ class Blendable(BaseNB):
         labels = list(self._classes.keys) + [c for c in other.classes if c not in ids]
         mine = [ids.get(c, -1) for c in labels]
         theirs = [their_ids.get(c, -1) for c in labels]
-        counts, (step,) = self._class_view()
+        counts, (step,) = self.class_view()
         their_counts, (their_step,) = other.class_view()
         n = [(counts[a * step] if a >= 0 else 0.0) + (weight * their_counts[b * their_step] if b >= 0 else 0.0)
              for a, b in zip(mine, theirs)]

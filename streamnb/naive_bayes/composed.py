@@ -60,7 +60,7 @@ class ComposedNB(BaseNB):
         """The class count (unless ``counted``: a kernel did it) and what depends on it, once
         the parts learned an event."""
         if not counted:
-            counts, (step,) = self._class_view()
+            counts, (step,) = self.class_view()
             counts[k * step] += w
         self._log_prior_cache = None
         if getattr(self, "max_features", None) is not None:
@@ -113,7 +113,7 @@ class ComposedNB(BaseNB):
         if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
             if self._whole_first and (whole := self._whole(x)) is not None:
-                counts, (stride,) = self._class_view()
+                counts, (stride,) = self.class_view()
                 got = whole.step_fast(x, k, v, (counts, stride))
                 if got is not None:
                     values, learned, finished = got
@@ -138,7 +138,7 @@ class ComposedNB(BaseNB):
         last, last_sub = shares[-1]
         if len(shares) == 1:
             jll: list | None = []
-            counts, (stride,) = self._class_view()
+            counts, (stride,) = self.class_view()
             step = last.step_fast(last_sub, k, w, (counts, stride))
         else:
             jll = self._joint_fast(shares[:-1])

@@ -110,7 +110,7 @@ class Part:
         :meth:`joint_fast` is. Parts with a kernel doing both in one read override this.
 
         ``prior``: the learner's class counts ``(view, step)`` (see
-        :meth:`BaseNB._class_view`), or (). A kernel that can, finishes the step with them:
+        :meth:`BaseNB.class_view`), or (). A kernel that can, finishes the step with them:
         the posterior instead of the joint log-likelihoods, and the class counted if it
         learned; the third item says whether it did (this default never does)."""
         jll = self.joint_fast(x)

@@ -145,8 +145,14 @@ def from_plain(obj: Any, arrays: list[np.ndarray]) -> Any:
             return build(cls, from_plain(obj["params"], arrays))
         return {k: from_plain(v, arrays) for k, v in obj.items()}
     if isinstance(obj, list):
+        if set(map(type, obj)) <= _SCALARS:  # e.g. a vocabulary: nothing to convert
+            return list(obj)
         return [from_plain(v, arrays) for v in obj]
     return obj
+
+
+#: the types :func:`from_plain` returns as they are
+_SCALARS = {str, int, float, bool, type(None)}
 
 
 def build(cls: type, params: dict) -> Any:

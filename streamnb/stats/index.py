@@ -219,8 +219,8 @@ class Index:
 
     def load_state(self, state: list) -> None:
         """Replace the keys, in place, by :meth:`to_state`'s output."""
-        keys = [decode_key(k) for k in state]
-        ids = {k: i for i, k in enumerate(keys)}
+        keys = list(state) if set(map(type, state)) <= {str} else [decode_key(k) for k in state]
+        ids = dict(zip(keys, range(len(keys))))
         if len(ids) != len(keys):
             raise StateError("duplicate keys in a saved index")
         self.keys[:] = keys

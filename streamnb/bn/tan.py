@@ -85,8 +85,8 @@ class TANClassifier(TreeAugmentedNB):
     with a numeric parent is ``N(a_y + b_y x_parent, s_y**2 + eps)`` (least squares per class,
     residual variance shrunk by one pseudo-event toward the feature's class variance, ``eps``
     GaussianNB's variance smoothing; a numeric parent does not split the class's events into
-    cells, so the line is not smoothed toward the marginal); a feature with no feature parent is exactly its naive
-    Bayes term (categorical or Gaussian). Before the first recompute the model is
+    cells, so the line is not smoothed toward the marginal); a feature with no feature parent
+    is exactly its naive Bayes term (categorical or Gaussian). Before the first recompute the model is
     :class:`~streamnb.MixedNB`. Missing values and values never seen are summed out exactly
     (never guessed): sums over the values of missing categorical features, closed-form
     Gaussian integrals over missing numeric ones.
@@ -100,10 +100,11 @@ class TANClassifier(TreeAugmentedNB):
     m2_u / n) + (5 / t) N(m_y, v_y)``: a value seen a few times in a class falls back to naive
     Bayes's Gaussian; a function of the Welford statistics, exact after merges, decay and
     loads); with ``smoothing="lidstone"`` the mean of the events with that value and their
-    variance shrunk by one pseudo-event toward the class variance; plus ``eps``. The pair weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log
-    v_yu] / 2`` nats (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical
-    feature never has a numeric parent: the categorical forest is chosen first, then numeric features join by the heaviest
-    remaining edges, never joining two trees that both hold categorical features, and each tree
+    variance shrunk by one pseudo-event toward the class variance; plus ``eps``. The pair
+    weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` nats
+    (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical feature never has a
+    numeric parent: the categorical forest is chosen first, then numeric features join by the
+    heaviest remaining edges, never joining two trees that both hold categorical features, and each tree
     hangs from a categorical feature (:func:`~streamnb.structure.forest.mixed_forest`). A
     missing categorical parent is summed out with its numeric children's densities as evidence,
     a missing numeric one by Gaussian integrals: exact, whatever is missing.

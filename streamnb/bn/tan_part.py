@@ -235,7 +235,8 @@ class TANPart(TreePart):
             if prior > 0 and base is not None:  # n events and prior pseudo-events of the class Gaussian
                 t = n + prior
                 d = M[i] - base[0]
-                return (n * M[i] + prior * base[0]) / t, max((S[i] + prior * v + n * prior / t * (d * d)) / t + eps, TINY)
+                var = (S[i] + prior * v + n * prior / t * (d * d)) / t
+                return (n * M[i] + prior * base[0]) / t, max(var + eps, TINY)
             return M[i], max((S[i] + PRIOR * v) / (n + PRIOR) + eps, TINY)
         return None if base is None else (base[0], base[1])
 

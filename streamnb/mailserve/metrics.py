@@ -22,7 +22,7 @@ import os
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client import multiprocess
 
-__all__ = ["Metrics", "share_between_processes"]
+__all__ = ["Metrics", "process_gone", "share_between_processes"]
 
 #: Where the processes of one daemon keep their values (set by :func:`share_between_processes`).
 DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"

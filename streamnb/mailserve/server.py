@@ -79,7 +79,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if private is not None:  # the workers' way to learn: the same app on a private socket
             socket = f"{private}/writer.sock"
             await web.UnixSite(runner, socket).start()
-            workers = Workers(spec(config, listeners, ports, socket, f"{private}/metrics"), listeners.workers - 1)
+            details = spec(config, listeners, ports, socket, f"{private}/metrics")
+            workers = Workers(details, listeners.workers - 1)
             await workers.start()
         if ready is not None:
             ready(ports)

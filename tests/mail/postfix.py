@@ -116,7 +116,43 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 """
 
 
-class PrivatePostfix:
+class LocalDelivery:
+    """What a private MTA of the tests shares: its directory (``root``) and the Maildir its
+    local deliveries go to (``maildir``)."""
+
+    root: Path
+
+    @property
+    def maildir(self) -> Path:
+        raise NotImplementedError
+
+    def remove(self) -> None:
+        """Delete the instance's directory (after stopping it)."""
+        if self.root != Path() and self.root.exists():
+            shutil.rmtree(self.root)
+
+    def delivered(self) -> list[Path]:
+        """The delivered messages' files, oldest first."""
+        new = self.maildir / "new"
+        return sorted(new.iterdir(), key=lambda p: p.stat().st_mtime_ns) if new.exists() else []
+
+    def still_queued(self) -> str:
+        """What the MTA still holds, for a failure's message ("": nothing to say)."""
+        return ""
+
+    def wait_delivered(self, count: int, timeout: float = 30.0) -> list[Message]:
+        """The first ``count`` delivered messages, waiting at most ``timeout`` seconds for them."""
+        try:
+            wait_until(lambda: len(self.delivered()) >= count, timeout, f"{count} delivered message(s)")
+        except AssertionError as err:
+            queued = self.still_queued()
+            if not queued:
+                raise
+            raise AssertionError(f"{err}; still queued:\n{queued}") from None
+        return [message_from_bytes(path.read_bytes()) for path in self.delivered()[:count]]
+
+
+class PrivatePostfix(LocalDelivery):
     """A Postfix instance of its own under a fresh temporary directory.
 
     >>> PrivatePostfix(milter_port=1, milter_default_action="bounce")
@@ -239,21 +275,6 @@ class PrivatePostfix:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=STOP_TIMEOUT)
         self.process = None
-
-    def remove(self) -> None:
-        """Delete the instance's directory (after :meth:`stop`)."""
-        if self.root != Path() and self.root.exists():
-            shutil.rmtree(self.root)
-
-    def delivered(self) -> list[Path]:
-        """The delivered messages' files, oldest first."""
-        new = self.maildir / "new"
-        return sorted(new.iterdir(), key=lambda p: p.stat().st_mtime_ns) if new.exists() else []
-
-    def wait_delivered(self, count: int, timeout: float = 30.0) -> list[Message]:
-        """The first ``count`` delivered messages, waiting at most ``timeout`` seconds for them."""
-        wait_until(lambda: len(self.delivered()) >= count, timeout, f"{count} delivered message(s)")
-        return [message_from_bytes(path.read_bytes()) for path in self.delivered()[:count]]
 
     def held(self) -> list[str]:
         """The queue ids in the hold queue (quarantined mail)."""

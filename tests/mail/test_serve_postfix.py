@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from streamnb import persistence
-from streamnb.spam import SpamFilter
-from streamnb.text import Tokenizer
 from tests.mail.postfix import PrivatePostfix, wait_until
-from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, corpus
+from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, rejecting_daemon
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    model = tmp_path_factory.mktemp("serve") / "model.snb"
-    filt, tok = SpamFilter(max_ham_rate=0.05), Tokenizer()  # 180 hams can keep 1 in 20
-    for raw, label in corpus(300):
-        filt.learn_one(tok.transform_one(raw), label)
-    persistence.save(filt, model)
-    with Daemon(model, "--milter", "127.0.0.1:0", "--reject-above", "0.99999") as d:
+    with rejecting_daemon(tmp_path_factory.mktemp("serve")) as d:
         yield d
 
 

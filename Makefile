@@ -2,15 +2,16 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# A stamp per install, named after the build files and the C source: whichever of them changes,
-# the next `make demo` or `make test` reinstalls (and rebuilds the C kernels).
+# A stamp per install, named after the build files and the compiled sources: whichever of them
+# changes, the next `make demo` or `make test` reinstalls (and rebuilds the compiled modules).
 #   demo: the `demo` extra only (the Kafka clients and the embedded broker), what `streamnb demo` needs
 #   dev:  the `dev` extra (every extra, the test and documentation tools); it includes demo's, so
 #         installing it stamps both, while installing demo's leaves `make test` to install dev's.
-HASH       := $(shell cat pyproject.toml setup.py streamnb/_kernels.c | cksum | cut -d' ' -f1)
+COMPILED   := streamnb/_kernels.c $(wildcard streamnb/stats/*.pxd) $(patsubst %.pxd,%.py,$(wildcard streamnb/stats/*.pxd))
+HASH       := $(shell cat pyproject.toml setup.py $(COMPILED) | cksum | cut -d' ' -f1)
 DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
 DEV_STAMP  := $(VENV)/.installed-dev-$(HASH)
-BUILD_FILES := pyproject.toml setup.py streamnb/_kernels.c
+BUILD_FILES := pyproject.toml setup.py $(COMPILED)
 
 .PHONY: setup demo test test-pure typecheck docs bench clean
 

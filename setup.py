@@ -1,10 +1,16 @@
-"""The compiled per-event path (streamnb/_kernels.c); everything else is in pyproject.toml.
+"""The compiled per-event path; everything else is in pyproject.toml.
 
-The extension is optional: without a C compiler (or Python headers) ``pip install`` goes on
-without it and streamnb runs its pure-Python path, saying so once at import. No fused
-multiply-add (``-ffp-contract=off``): the kernels give the same bits as the Python path they
-mirror. The module carries the SHA-256 of the source it was built from, which
-:mod:`streamnb.kernels` checks against the source beside it.
+Two kinds of compiled modules, both optional: without a C compiler (or Python headers) ``pip
+install`` goes on without them and streamnb runs its pure-Python path, saying so once at import.
+No fused multiply-add (``-ffp-contract=off``): compiled and plain Python give the same bits.
+
+- ``streamnb/_kernels.c``, the hand-written kernels (being replaced, statistic by statistic).
+- The per-event modules in :data:`COMPILED`: plain Python that runs as it is, and that Cython
+  compiles (types from the ``.pxd`` beside it) into ``<module>_compiled``. The build compiles a
+  copy that ends with the SHA-256 of the source and its declarations.
+
+Each compiled module carries the SHA-256 of what it was built from, which :mod:`streamnb.kernels`
+checks against the source beside it: a build of another checkout is never used.
 """
 
 import hashlib
@@ -12,9 +18,44 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 
-SOURCE = "streamnb/_kernels.c"
-SHA256 = hashlib.sha256((Path(__file__).parent / SOURCE).read_bytes()).hexdigest()
+HERE = Path(__file__).parent
+FLAGS = ["-O2", "-ffp-contract=off"]
+KERNELS = "streamnb/_kernels.c"
+COMPILED = ["streamnb/stats/welford_event"]
 
-setup(ext_modules=[Extension("streamnb._kernels", [SOURCE], optional=True,
-                             define_macros=[("STREAMNB_KERNELS_SHA256", f'"{SHA256}"')],
-                             extra_compile_args=["-O2", "-ffp-contract=off"])])
+
+def sha256(*paths: str) -> str:
+    """The digest :func:`streamnb.kernels.source_digest` computes."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update((HERE / path).read_bytes())
+    return digest.hexdigest()
+
+
+def cython_modules() -> list:
+    try:
+        from Cython.Build import cythonize
+    except ImportError:  # the build requires Cython; a build without it runs those modules as Python
+        return []
+    modules = []
+    for stem in COMPILED:
+        copy = HERE / "build" / "cython" / f"{stem}_compiled"  # Cython finds the .pxd by the module's path
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        source = (HERE / f"{stem}.py").read_text()
+        copy.with_suffix(".py").write_text(f"{source}\nSOURCE_SHA256 = {sha256(f'{stem}.py', f'{stem}.pxd')!r}\n")
+        copy.with_suffix(".pxd").write_text((HERE / f"{stem}.pxd").read_text())
+        name = f"{stem}_compiled".replace("/", ".")
+        modules.append(Extension(name, [str(copy.with_suffix(".py").relative_to(HERE))], optional=True,
+                                 extra_compile_args=FLAGS))
+    built = cythonize(modules, language_level=3, quiet=True, include_path=[str(HERE / "build" / "cython")],
+                      compiler_directives={"annotation_typing": False, "boundscheck": False, "wraparound": False,
+                                           "cdivision": True, "initializedcheck": False})
+    for extension in built:  # cythonize makes new extensions, without the flag
+        extension.optional = True
+    return built
+
+
+setup(ext_modules=[Extension("streamnb._kernels", [KERNELS], optional=True,
+                             define_macros=[("STREAMNB_KERNELS_SHA256", f'"{sha256(KERNELS)}"')],
+                             extra_compile_args=FLAGS),
+                   *cython_modules()])

@@ -366,64 +366,7 @@ static PyObject *step_result(double *out, Py_ssize_t C, int learned, Py_ssize_t 
     return Py_BuildValue("(NOO)", values, learned ? Py_True : Py_False, post ? Py_True : Py_False);
 }
 
-/* -- Gaussian ---------------------------------------------------------------------------- */
-
-/* gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude) -> list | None
- * GaussianPart.joint_one for an event of plain numbers: per class,
- * -0.5 * (d * log(2 pi) + sum log var + sum (x - mean)**2 / var) over the known features,
- * var = M2 / (n - ddof) + eps. None when a cell has no variance estimate or a variance below
- * 1e-300 (the careful Python path: pooled Gaussians, point masses). */
-static PyObject *gaussian_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(11);
-    PyObject *x = args[0], *ids = args[1], *exclude = args[10];
-    view_t N, M, S;
-    Py_ssize_t n0, n1, C, ddof_i;
-    double eps;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &N) || get_view(args[3], &M) ||
-        get_view(args[4], &S) || get_index(args[5], &n0) || get_index(args[6], &n1) || get_index(args[7], &C) ||
-        get_index(args[8], &ddof_i) || get_double(args[9], &eps))
-        return NULL;
-    if (C < 1 || C > MAX_CLASSES) Py_RETURN_NONE;
-    double ddof = (double)ddof_i;
-    event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    PyObject *result = NULL;
-    if (exclude != Py_None && check_dict(exclude, "exclude")) goto fail;
-    int ok = read_numeric_except(x, ids, exclude, 0, 0, &e);
-    if (ok < 0) goto fail;
-    if (ok == 0 || PyDict_GET_SIZE(x) == 0) { /* not plain, or empty: the Python path */
-        event_free(&e);
-        Py_RETURN_NONE;
-    }
-    double out[MAX_CLASSES];
-    for (Py_ssize_t c = 0; c < C; c++) {
-        Py_ssize_t r = c * n0;
-        double log_var = 0.0, quad = 0.0;
-        for (Py_ssize_t f = 0; f < e.n; f++) {
-            Py_ssize_t i = r + e.id[f] * n1;
-            IN(N, i);
-            IN(M, i);
-            IN(S, i);
-            double n = N.p[i];
-            if (n <= ddof) goto careful;
-            double var = S.p[i] / (n - ddof) + eps;
-            if (!(var >= 1e-300)) goto careful;
-            double d = e.x[f] - M.p[i];
-            log_var += log(var);
-            quad += d * d / var;
-        }
-        out[c] = -0.5 * ((double)e.n * LOG_2PI + log_var + quad);
-    }
-    result = float_list(out, C);
-    event_free(&e);
-    return result;
-careful:
-    event_free(&e);
-    Py_RETURN_NONE;
-fail:
-    event_free(&e);
-    return NULL;
-}
+/* -- Welford, for lg_learn (GaussianNB's own per-event path is streamnb/stats/welford_event.py) */
 
 /* Chan's step for one event of weight w on a cell of weight n_a: n = n_a + w, frac = w / n,
  * kk = n_a * frac. The cells of a dense event mostly share n_a: the last step is kept and
@@ -444,7 +387,7 @@ static inline void chan_step(step_t *st, double n_a) {
     }
 }
 
-/* The arguments of gaussian_learn, args[0..16] (lg_learn's first ones too). */
+/* lg_learn's first arguments, args[0..16]. */
 typedef struct {
     PyObject *x, *ids, *spread, *exclude;
     view_t N, M, S, PN, PM, PS;
@@ -453,7 +396,7 @@ typedef struct {
     int has_top;
 } welford_t;
 
-/* Parse gaussian_learn's arguments: 1, 0 if the event is not for the compiled path (a weight
+/* Parse lg_learn's first arguments: 1, 0 if the event is not for the compiled path (a weight
  * that is not positive and finite, no feature), -1 error. */
 static int get_welford(PyObject *const *args, welford_t *a) {
     a->x = args[0], a->ids = args[1], a->spread = args[13], a->exclude = args[16];
@@ -638,26 +581,6 @@ out:
 static PyObject *welford_result(const welford_t *a) {
     if (a->has_top) return Py_BuildValue("(dn)", a->top, a->top_id);
     return Py_BuildValue("(On)", Py_None, a->top_id);
-}
-
-/* gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude)
- *     -> (top, top_id) | None
- * GaussianPart.learn_one for an event of plain numbers whose features are all known
- * (welford_update). None, touching nothing, otherwise. */
-static PyObject *gaussian_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(17);
-    welford_t a;
-    int ok = get_welford(args, &a);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(a.x))) return NULL;
-    ok = welford_read(&a, &e);
-    if (ok > 0 && welford_update(&a, &e, e.n) < 0) ok = -1;
-    event_free(&e);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    return welford_result(&a);
 }
 
 /* -- multinomial ------------------------------------------------------------------------- */
@@ -1623,7 +1546,7 @@ static int use_log_slots(event_t *e, const char *s, Py_ssize_t ns, double *jac) 
 /* lg_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude,
  *          limit, CN, CM, CS, CC, scales) -> (top, top_id) | None
  * LinearGaussianPart.learn_one for an event of plain numbers whose features are all known, in
- * one call: the event with its log slots (add_log_slots), gaussian_learn's update
+ * one call: the event with its log slots (add_log_slots), GaussianPart.learn_one's update
  * (welford_update; the log slots' spread is not the variance smoothing's), then comoment_add's
  * co-moments (comoment_update). None, touching nothing, otherwise. */
 static PyObject *lg_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1900,10 +1823,6 @@ static PyMethodDef methods[] = {
      "categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
      "strings_only, k, w[, counts, step])"},
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
-    {"gaussian_joint", (PyCFunction)(void (*)(void))gaussian_joint, METH_FASTCALL,
-     "gaussian_joint(x, ids, N, M, S, n0, n1, n_classes, ddof, eps, exclude)"},
-    {"gaussian_learn", (PyCFunction)(void (*)(void))gaussian_learn, METH_FASTCALL,
-     "gaussian_learn(x, ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread, top, top_id, exclude)"},
     {"multinomial_joint", (PyCFunction)(void (*)(void))multinomial_joint, METH_FASTCALL,
      "multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens)"},
     {"multinomial_learn", (PyCFunction)(void (*)(void))multinomial_learn, METH_FASTCALL,

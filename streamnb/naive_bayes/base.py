@@ -261,9 +261,9 @@ class BaseNB(base.MiniBatchClassifier):
         """The posterior of one event's joint log-likelihoods ``jll`` (per class, without the
         prior), by the compiled kernel where it can."""
         classes = self._classes.keys
-        if compiled:
+        if compiled and kernels.native is not None:
             counts, (step,) = self.class_view()
-            p = kernels.native.posterior(jll, counts, step)  # type: ignore[union-attr]
+            p = kernels.native.posterior(jll, counts, step)
             if p is not None:
                 return dict(zip(classes, p))
         return dict(zip(classes, posterior_one(jll, self._log_prior_one())))

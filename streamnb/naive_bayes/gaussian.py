@@ -12,19 +12,18 @@ from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.posterior import sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
-from streamnb.stats import Counts, Index, Welford
+from streamnb.stats import Counts, Index, Welford, welford_event
 from streamnb.stats.base import Statistic
 
-__all__ = ["GaussianNB", "GaussianPart"]
+__all__ = ["GaussianNB", "GaussianPart", "event_ops"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 #: The one key of the pooled statistics' row axis.
 _ALL = "(all classes)"
 
-#: From this many (class, feature) cells on, a dense event is scored with numpy (a few
-#: array operations cost less than that many Python float operations); below, in floats.
-_ARRAY_CELLS = 64
+#: The module of one event's Welford operations: compiled when built, the plain-Python one otherwise.
+event_ops = kernels.compiled(welford_event)
 
 
 class GaussianPart(Part):
@@ -41,6 +40,8 @@ class GaussianPart(Part):
     """
 
     kind = "gaussian"
+    #: The flat views and the WelfordCells over them (never pickled: see Part.__getstate__).
+    _kernel: tuple = ((), None)
 
     def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float, ddof: int) -> None:
         super().__init__(classes, class_counts)
@@ -111,6 +112,14 @@ class GaussianPart(Part):
             self._top_id = spread.index(self._top) if spread else -1
         return self.var_smoothing * self._top
 
+    def _event_cells(self) -> welford_event.WelfordCells:
+        """The Welford cells of the class rows and of the pooled row, for one event."""
+        views = self._scalar()
+        if self._kernel[0] is not views:
+            N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
+            self._kernel = (views, event_ops.WelfordCells(N, M, S, n0, n1, PN, PM, PS, p1))
+        return self._kernel[1]
+
     def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
         """One event; ``tracked``: how many of its first features count for the variance
         smoothing (None: all)."""
@@ -126,49 +135,17 @@ class GaussianPart(Part):
                     spread.append(0.0)
             self.welford.fit()
             self.pooled.fit()
-        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
-        base = k * n0
-        top, top_id = self._top, self._top_id
-        tracked = len(keys) if tracked is None else tracked
-        for f, (key, x) in enumerate(zip(keys, values)):
-            j = ids[key]
-            # chan(n, mean, m2, w, x, 0) for one event, as Welford.update_ids computes it
-            i = base + j * n1
-            n_a = N[i]
-            n = n_a + w
-            frac = w / n
-            delta = x - M[i]
-            M[i] += delta * frac
-            S[i] += delta * delta * n_a * frac
-            N[i] = n
-            # the same for the feature's pooled statistics
-            i = j * p1
-            n_a = PN[i]
-            n = n_a + w
-            frac = w / n
-            delta = x - PM[i]
-            PM[i] += delta * frac
-            m2 = PS[i] = PS[i] + delta * delta * n_a * frac
-            PN[i] = n
-            if f >= tracked:
-                continue
-            s = spread[j] = m2 / n
-            if top is not None:
-                if s >= top:
-                    top, top_id = s, j
-                elif j == top_id:
-                    top = None
-        self._top, self._top_id = top, top_id
+        got = self._event_cells().learn(dict(zip(keys, values)), ids, k, w, spread, self._top, self._top_id, None,
+                                        False, -1 if tracked is None else tracked)
+        assert got is not None, "a prepared event is plain"
+        self._top, self._top_id = got
         self._derived = None
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        native = kernels.native
-        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
+        if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
-        spread = self._spreads()
-        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
-        got = native.gaussian_learn(x, self.features.ids, N, M, S, n0, n1, k, w, PN, PM, PS, p1, spread,
-                                    self._top, self._top_id, self._fast_args()[0])
+        got = self._event_cells().learn(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
+                                        self._fast_args()[0], True, -1)
         if got is None:
             return False
         self._top, self._top_id = got
@@ -176,70 +153,22 @@ class GaussianPart(Part):
         return True
 
     def joint_fast(self, x: dict) -> list | None:
-        native = kernels.native
-        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
+        if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return None
-        eps = self._eps()
-        N, M, S, (n0, n1) = self._scalar()[:4]
-        return native.gaussian_joint(x, self.features.ids, N, M, S, n0, n1, len(self.classes.keys), self.ddof, eps,
-                                     self._fast_args()[0])
+        return self._event_cells().joint(x, self.features.ids, len(self.classes.keys), self.ddof, self._eps(),
+                                         self._fast_args()[0], True)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared
         n_classes = len(self.classes.keys)
         if not keys:
             return [0.0] * n_classes
-        eps = self._eps()
-        N, M, S, (n0, n1) = self._scalar()[:4]
-        ddof, log = self.ddof, math.log
-        width = len(keys)
-        if n1 == 1 and keys == self.features.keys:  # a dense event: every feature, in order
-            out = self._joint_dense(values, eps) if width * n_classes >= _ARRAY_CELLS else None
-            if out is None:
-                out = []
-                for c in range(n_classes):
-                    r = c * n0
-                    ns = N[r : r + width].tolist()
-                    if min(ns) <= ddof:
-                        break
-                    var = [s2 / (n - ddof) + eps for s2, n in zip(S[r : r + width].tolist(), ns)]
-                    if not min(var) >= 1e-300:
-                        break
-                    quad = sum([(x - m) * (x - m) / v for x, m, v in zip(values, M[r : r + width].tolist(), var)])
-                    out.append(-0.5 * (width * _LOG_2PI + sum(map(log, var)) + quad))
-            if len(out) == n_classes:
-                return out
-        ids = self.features.ids
-        event = [(j * n1, x) for j, x in zip(map(ids.get, keys), values) if j is not None]
-        out = []
-        for c in range(n_classes):  # the usual case: every cell has a variance above 0
-            r = c * n0
-            log_var = quad = 0.0
-            for col, x in event:
-                i = r + col
-                n = N[i]
-                if n <= ddof:
-                    return self._joint_careful(event)
-                var = S[i] / (n - ddof) + eps
-                if not var >= 1e-300:  # zero or subnormal: a point mass
-                    return self._joint_careful(event)
-                d = x - M[i]
-                log_var += log(var)
-                quad += d * d / var
-            out.append(-0.5 * (len(event) * _LOG_2PI + log_var + quad))
-        return out
-
-    def _joint_dense(self, values: list, eps: float) -> list | None:
-        """:meth:`joint_one` of a dense event as arrays (worth it from :data:`_ARRAY_CELLS`
-        cells on); None if some cell needs :meth:`_joint_careful`."""
-        n, mean, m2 = self.welford.view("n"), self.welford.view("mean"), self.welford.view("m2")
-        if not n.min() > self.ddof:
-            return None
-        var = m2 / (n - self.ddof) + eps
-        if not var.min() >= 1e-300:
-            return None
-        d = np.array(values) - mean
-        return (-0.5 * (len(values) * _LOG_2PI + np.log(var).sum(axis=1) + (d * d / var).sum(axis=1))).tolist()
+        ids, eps = self.features.ids, self._eps()
+        got = self._event_cells().joint(dict(zip(keys, values)), ids, n_classes, self.ddof, eps, None, False)
+        if got is not None:
+            return got
+        n1 = self._scalar()[3][1]
+        return self._joint_careful([(j * n1, x) for j, x in zip(map(ids.get, keys), values) if j is not None])
 
     def _joint_careful(self, event: list) -> list:
         """:meth:`joint_one` with thin cells (the pooled Gaussian), features with no variance

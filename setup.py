@@ -21,7 +21,7 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
 KERNELS = "streamnb/_kernels.c"
-COMPILED = ["streamnb/stats/welford_event"]
+COMPILED = ["streamnb/stats/cells"]
 
 
 def sha256(*paths: str) -> str:

@@ -1,8 +1,11 @@
 /* The per-event path of the naive Bayes parts in C: one event in, the cells of that event read
  * or updated, nothing else touched.
  *
+ * Being retired: GaussianNB and MultinomialNB already run streamnb/stats/cells.py, one plain
+ * Python source that Cython compiles; the parts here move there statistic by statistic.
+ *
  * Each function is the exact counterpart of a plain-float loop in the Python part it serves
- * (streamnb/naive_bayes/gaussian.py, multinomial.py, categorical.py, base.py): the same
+ * (streamnb/naive_bayes/categorical.py, base.py, streamnb/bn/): the same
  * formulas, the same order of floating-point operations, so the results are the same bits
  * (tests/naive_bayes/test_kernels.py compares both paths). The statistics stay numpy arrays
  * owned by Python; a function receives flat memoryviews of them (Statistic.flat) and their
@@ -583,142 +586,6 @@ static PyObject *welford_result(const welford_t *a) {
     return Py_BuildValue("(On)", Py_None, a->top_id);
 }
 
-/* -- multinomial ------------------------------------------------------------------------- */
-
-/* The log-likelihoods of a read multinomial event: sum_t x_t log(n[y, t] + alpha) -
- * (sum_t x_t) log(N[y] + alpha V) over its (known) tokens. 0, or -1 with an exception set. */
-static int mn_joint(const event_t *e, view_t CV, Py_ssize_t c0, Py_ssize_t c1, view_t TV, Py_ssize_t t0,
-                    Py_ssize_t C, double alpha, Py_ssize_t n_tokens, double *out) {
-    for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
-    double mass = 0.0;
-    for (Py_ssize_t f = 0; f < e->n; f++) {
-        double xv = e->x[f];
-        if (xv == 0) continue;
-        mass += xv;
-        Py_ssize_t col = e->id[f] * c1;
-        for (Py_ssize_t c = 0; c < C; c++) {
-            Py_ssize_t i = c * c0 + col;
-            IN(CV, i);
-            out[c] += xv * log(CV.p[i] + alpha);
-        }
-    }
-    if (mass != 0) {
-        double a_v = alpha * (double)n_tokens;
-        for (Py_ssize_t c = 0; c < C; c++) {
-            Py_ssize_t i = c * t0;
-            IN(TV, i);
-            out[c] -= mass * log(TV.p[i] + a_v);
-        }
-    }
-    return 0;
-fail:
-    return -1;
-}
-
-/* Learn a read multinomial event (every token known): n[k, t] += w x_t, N[k] += w sum_t x_t;
- * every cell checked before any is changed. 0, or -1 with an exception set. */
-static int mn_learn(const event_t *e, view_t CV, Py_ssize_t c0, Py_ssize_t c1, view_t TV, Py_ssize_t t0,
-                    Py_ssize_t k, double w) {
-    Py_ssize_t row = k * c0, ti = k * t0;
-    IN(TV, ti);
-    for (Py_ssize_t f = 0; f < e->n; f++) {
-        Py_ssize_t i = row + e->id[f] * c1;
-        IN(CV, i);
-    }
-    double sum = 0.0;
-    for (Py_ssize_t f = 0; f < e->n; f++) {
-        CV.p[row + e->id[f] * c1] += w * e->x[f];
-        sum += e->x[f];
-    }
-    TV.p[ti] += w * sum;
-    return 0;
-fail:
-    return -1;
-}
-
-/* multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens) -> list | None
- * MultinomialPart.joint_one with alpha > 0, no epsilon, unseen tokens ignored (mn_joint). */
-static PyObject *multinomial_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(10);
-    PyObject *x = args[0], *ids = args[1];
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, C, n_tokens;
-    double alpha;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
-        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
-        get_double(args[8], &alpha) || get_index(args[9], &n_tokens))
-        return NULL;
-    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
-    event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    PyObject *result = NULL;
-    double out[MAX_CLASSES];
-    int ok = read_numeric(x, ids, 1, 0, &e);
-    if (ok > 0 && mn_joint(&e, CV, c0, c1, TV, t0, C, alpha, n_tokens, out) == 0)
-        result = float_list(out, C);
-    event_free(&e);
-    if (ok == 0) Py_RETURN_NONE;
-    return result;
-}
-
-/* multinomial_learn(x, ids, CV, c0, c1, TV, t0, k, w) -> True | None
- * MultinomialPart.learn_one for an event of non-negative plain numbers whose tokens are all
- * known (mn_learn). None, touching nothing, otherwise. */
-static PyObject *multinomial_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(9);
-    PyObject *x = args[0], *ids = args[1];
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, k;
-    double w;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
-        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &k) ||
-        get_double(args[8], &w))
-        return NULL;
-    if (!(w > 0) || !isfinite(w) || PyDict_GET_SIZE(x) == 0) Py_RETURN_NONE;
-    event_t e;
-    if (event_init(&e, PyDict_GET_SIZE(x))) return NULL;
-    int ok = read_numeric(x, ids, 1, 1, &e);
-    if (ok > 0 && mn_learn(&e, CV, c0, c1, TV, t0, k, w) < 0) ok = -1;
-    event_free(&e);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    Py_RETURN_TRUE;
-}
-
-/* multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w[, counts, step])
- *     -> (list, learned, posterior) | None
- * Predict, then learn, reading the event once: multinomial_joint's list (computed before any
- * change), then multinomial_learn's update if every token is known and w > 0 is finite
- * (``learned`` True; else nothing changed and the caller learns through the Python path); with
- * the class counts, the list is the posterior where it is finite (step_result). None, touching
- * nothing, where multinomial_joint gives None. */
-static PyObject *multinomial_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 12) CHECK_NARGS(12);
-    PyObject *x = args[0], *ids = args[1];
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, C, n_tokens, k;
-    double alpha, w;
-    prior_t pr;
-    if (check_dict(x, "event") || check_dict(ids, "ids") || get_view(args[2], &CV) || get_index(args[3], &c0) ||
-        get_index(args[4], &c1) || get_view(args[5], &TV) || get_index(args[6], &t0) || get_index(args[7], &C) ||
-        get_double(args[8], &alpha) || get_index(args[9], &n_tokens) || get_index(args[10], &k) ||
-        get_double(args[11], &w) || get_prior(args, nargs, 12, C, k, &pr))
-        return NULL;
-    if (C < 1 || C > MAX_CLASSES || !(alpha > 0)) Py_RETURN_NONE;
-    Py_ssize_t size = PyDict_GET_SIZE(x);
-    event_t e;
-    if (event_init(&e, size)) return NULL;
-    PyObject *result = NULL;
-    double out[MAX_CLASSES];
-    int ok = read_numeric(x, ids, 1, 0, &e);
-    if (ok > 0 && mn_joint(&e, CV, c0, c1, TV, t0, C, alpha, n_tokens, out) == 0) {
-        int learn = e.n == size && size > 0 && w > 0 && isfinite(w); /* every token known */
-        if (!learn || mn_learn(&e, CV, c0, c1, TV, t0, k, w) == 0) result = step_result(out, C, learn, k, w, &pr);
-    }
-    event_free(&e);
-    if (ok == 0) Py_RETURN_NONE;
-    return result;
-}
 
 /* -- categorical ------------------------------------------------------------------------- */
 
@@ -1817,16 +1684,10 @@ fail:
 
 static PyMethodDef methods[] = {
     {"count_words", (PyCFunction)count_words, METH_O, "count_words(text) -> {word: count}"},
-    {"multinomial_step", (PyCFunction)(void (*)(void))multinomial_step, METH_FASTCALL,
-     "multinomial_step(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens, k, w[, counts, step])"},
     {"categorical_step", (PyCFunction)(void (*)(void))categorical_step, METH_FASTCALL,
      "categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
      "strings_only, k, w[, counts, step])"},
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
-    {"multinomial_joint", (PyCFunction)(void (*)(void))multinomial_joint, METH_FASTCALL,
-     "multinomial_joint(x, ids, CV, c0, c1, TV, t0, n_classes, alpha, n_tokens)"},
-    {"multinomial_learn", (PyCFunction)(void (*)(void))multinomial_learn, METH_FASTCALL,
-     "multinomial_learn(x, ids, CV, c0, c1, TV, t0, k, w)"},
     {"categorical_joint", (PyCFunction)(void (*)(void))categorical_joint, METH_FASTCALL,
      "categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
      "strings_only)"},

@@ -63,13 +63,22 @@ if why_pure is not None:  # one line on stderr (Python's last-resort handler) un
     logging.getLogger("streamnb").warning("streamnb: %s; using the pure-Python path (slower, same results)", why_pure)
 
 
+_chosen: dict[str, ModuleType] = {}
+
+
 def compiled(source: M) -> M:
     """The compiled build of the plain-Python module ``source`` (``<name>_compiled``, made by
     the build from ``<name>.py`` and ``<name>.pxd``), or ``source`` itself: when the Python
     path is asked for, when there is no build, or when the build is not of this very source
-    (saying why in one line, unless :data:`why_pure` already did)."""
+    (saying why in one line, once, unless :data:`why_pure` already did)."""
     if _PURE:
         return source
+    if source.__name__ not in _chosen:
+        _chosen[source.__name__] = _choose(source)
+    return _chosen[source.__name__]  # type: ignore[return-value]  # source, or the same module compiled
+
+
+def _choose(source: ModuleType) -> ModuleType:
     why = None
     try:
         built = importlib.import_module(f"{source.__name__}_compiled")
@@ -83,7 +92,7 @@ def compiled(source: M) -> M:
         elif declarations.exists() and getattr(built, "SOURCE_SHA256", None) != source_digest(path, declarations):
             why = f"the compiled {source.__name__} ({built.__file__}) was built from another source"
         else:
-            return built  # type: ignore[return-value]  # the same module, compiled
+            return built
     if why_pure is None:
         logging.getLogger("streamnb").warning("streamnb: %s; using the pure-Python path (slower, same results)", why)
     return source

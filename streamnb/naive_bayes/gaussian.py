@@ -12,7 +12,7 @@ from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.posterior import sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
-from streamnb.stats import Counts, Index, Welford, welford_event
+from streamnb.stats import Counts, Index, Welford, cells
 from streamnb.stats.base import Statistic
 
 __all__ = ["GaussianNB", "GaussianPart", "event_ops"]
@@ -23,7 +23,7 @@ _LOG_2PI = math.log(2.0 * math.pi)
 _ALL = "(all classes)"
 
 #: The module of one event's Welford operations: compiled when built, the plain-Python one otherwise.
-event_ops = kernels.compiled(welford_event)
+event_ops = kernels.compiled(cells)
 
 
 class GaussianPart(Part):
@@ -112,7 +112,7 @@ class GaussianPart(Part):
             self._top_id = spread.index(self._top) if spread else -1
         return self.var_smoothing * self._top
 
-    def _event_cells(self) -> welford_event.WelfordCells:
+    def _event_cells(self) -> cells.WelfordCells:
         """The Welford cells of the class rows and of the pooled row, for one event."""
         views = self._scalar()
         if self._kernel[0] is not views:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,9 +23,12 @@ from streamnb.naive_bayes.values import (
     log_dot,
     numeric_items,
 )
-from streamnb.stats import Counts, Index
+from streamnb.stats import Counts, Index, cells
 
-__all__ = ["MultinomialNB", "MultinomialPart"]
+__all__ = ["MultinomialNB", "MultinomialPart", "event_ops"]
+
+#: The module of one event's count operations: compiled when built, the plain-Python one otherwise.
+event_ops = kernels.compiled(cells)
 
 
 class MultinomialPart(SmoothedPart):
@@ -40,6 +42,8 @@ class MultinomialPart(SmoothedPart):
     """
 
     kind = "multinomial"
+    #: The flat views and the CountCells over them (never pickled: see Part.__getstate__).
+    _kernel: tuple = ((), None)
 
     def __init__(
         self, classes: Index, class_counts: Counts, alpha: float, unseen: str, epsilon: float = 0.0
@@ -68,6 +72,14 @@ class MultinomialPart(SmoothedPart):
             return self._views
         return self._took((*self.counts.flat("n"), *self.totals.flat("n")), self.counts, self.totals)
 
+    def _event_cells(self) -> cells.CountCells:
+        """The count cells of the classes' tokens and totals, for one event."""
+        views = self._scalar()
+        if self._kernel[0] is not views:
+            cv, (c0, c1), tv, (t0,) = views
+            self._kernel = (views, event_ops.CountCells(cv, c0, c1, tv, t0))
+        return self._kernel[1]
+
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, values = prepared
         if not keys:
@@ -78,40 +90,35 @@ class MultinomialPart(SmoothedPart):
             for key in keys:
                 self.tokens.add(key)
             self.counts.fit()
-        cv, (c0, c1), tv, (t0,) = self._scalar()
-        row = k * c0
-        for key, x in zip(keys, values):
-            cv[row + ids[key] * c1] += w * x
-        tv[k * t0] += w * sum(values)
+        learned = self._event_cells().learn(dict(zip(keys, values)), ids, k, w, False)
+        assert learned, "a prepared event is plain"
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        native = kernels.native
-        if native is None:
+        if not self._event_cells().learn(x, self.tokens.ids, k, w, True):
             return False
-        cv, (c0, c1), tv, (t0,) = self._scalar()
         self._table = None
-        return native.multinomial_learn(x, self.tokens.ids, cv, c0, c1, tv, t0, k, w) is not None
+        return True
+
+    def _scored(self) -> bool:
+        """Whether this part's settings are those of :meth:`CountCells.score`."""
+        return self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"
 
     def joint_fast(self, x: dict) -> list | None:
-        args = self._kernel_args()
-        return None if args is None else kernels.native.multinomial_joint(x, *args)  # type: ignore[union-attr]
+        if not self._scored():
+            return None
+        return self._event_cells().joint(x, self.tokens.ids, len(self.classes.keys), self.alpha,
+                                         len(self.tokens.keys))
 
     def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
-        args = self._kernel_args()
-        if args is None:
+        if not self._scored():
             return None
-        got = kernels.native.multinomial_step(x, *args, k, w, *prior)  # type: ignore[union-attr]
-        if got is not None and got[1]:
+        got = self._event_cells().step(x, self.tokens.ids, len(self.classes.keys), self.alpha,
+                                       len(self.tokens.keys), k, w)
+        if got is None:
+            return None
+        if got[1]:
             self._table = None
-        return got
-
-    def _kernel_args(self) -> tuple | None:
-        """``multinomial_joint``'s arguments after the event (``multinomial_step``'s before
-        ``k``); None where this part's settings have no kernel."""
-        if kernels.native is None or not (self.alpha > 0 and self.epsilon == 0 and self.unseen == "ignore"):
-            return None
-        cv, (c0, c1), tv, (t0,) = self._scalar()
-        return self.tokens.ids, cv, c0, c1, tv, t0, len(self.classes.keys), self.alpha, len(self.tokens.keys)
+        return got[0], got[1], False
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared
@@ -120,25 +127,14 @@ class MultinomialPart(SmoothedPart):
         if not keys:
             return out
         ids = self.tokens.ids
+        if self._scored():  # every term finite
+            got = self._event_cells().joint(dict(zip(keys, values)), ids, n_classes, self.alpha, len(self.tokens.keys))
+            assert got is not None, "a prepared event is plain"
+            return got
         cv, (c0, c1), tv, (t0,) = self._scalar()
-        alpha, n_tokens, log = self.alpha, len(self.tokens.keys), math.log
         rows = [c * c0 for c in range(n_classes)]
         totals = [tv[c * t0] for c in range(n_classes)]
-        if alpha > 0 and self.epsilon == 0 and self.unseen == "ignore":  # every term finite
-            mass = 0.0
-            for key, x in zip(keys, values):
-                j = ids.get(key)
-                if j is None or x == 0:
-                    continue
-                mass += x
-                col = j * c1
-                for c, r in enumerate(rows):
-                    out[c] += x * log(cv[r + col] + alpha)
-            if mass:
-                a_v = alpha * n_tokens
-                for c, total in enumerate(totals):
-                    out[c] -= mass * log(total + a_v)
-            return out
+        alpha, n_tokens = self.alpha, len(self.tokens.keys)
         for key, x in zip(keys, values):
             j = ids.get(key)
             if (j is None and self.unseen == "ignore") or x == 0:

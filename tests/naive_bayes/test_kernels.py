@@ -1,5 +1,5 @@
 """The compiled per-event path (``streamnb/_kernels.c``, and GaussianNB's compiled
-``streamnb/stats/welford_event.py``) equals the Python path.
+``streamnb/stats/cells.py``) equals the Python path.
 
 The same stream is run twice, predict then learn per event, once compiled and once with
 ``streamnb.kernels.native = None`` and GaussianNB on the plain-Python module: the probabilities must agree (bit for bit where the
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import streamnb
 from streamnb import kernels, persistence
 from streamnb.naive_bayes import gaussian
-from streamnb.stats import welford_event
+from streamnb.stats import cells
 
 from tests.conftest import needs_native
 
@@ -35,7 +35,7 @@ def test_the_kernels_are_built():
 @contextmanager
 def python_path():
     saved, kernels.native = kernels.native, None
-    ops, gaussian.event_ops = gaussian.event_ops, welford_event
+    ops, gaussian.event_ops = gaussian.event_ops, cells
     try:
         yield
     finally:

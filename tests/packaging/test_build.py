@@ -41,7 +41,7 @@ def test_build_check_and_install_the_wheel_into_a_clean_venv(tmp_path):
     with tarfile.open(sdist) as tar:
         in_sdist = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert {"LICENSE", "README.md", "pyproject.toml", "setup.py", "streamnb/_kernels.c", "streamnb/py.typed",
-            "streamnb/stats/welford_event.pxd",
+            "streamnb/stats/cells.pxd",
             "streamnb/datasets/data/SMSSpamCollection"} <= in_sdist  # fmt: skip
     with zipfile.ZipFile(wheel) as whl:
         in_wheel = set(whl.namelist())
@@ -53,8 +53,8 @@ def test_build_check_and_install_the_wheel_into_a_clean_venv(tmp_path):
     assert "License-Expression: BSD-3-Clause" in metadata and "streamnb = streamnb.cli:main" in entry_points
     compiled = any(name.startswith("streamnb/_kernels") and name.endswith(".so") for name in in_wheel)
     assert compiled == (shutil.which(os.environ.get("CC", "cc")) is not None)  # optional: built where it can be
-    assert compiled == any(name.startswith("streamnb/stats/welford_event_compiled") for name in in_wheel)
-    assert {"streamnb/stats/welford_event.py", "streamnb/stats/welford_event.pxd"} <= in_wheel  # the source, checked
+    assert compiled == any(name.startswith("streamnb/stats/cells_compiled") for name in in_wheel)
+    assert {"streamnb/stats/cells.py", "streamnb/stats/cells.pxd"} <= in_wheel  # the source, checked
 
     checked = run([sys.executable, "-m", "twine", "check", "--strict", sdist, wheel], env=env)
     assert checked.stdout.count("PASSED") == 2, checked.stdout

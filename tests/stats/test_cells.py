@@ -1,22 +1,26 @@
-"""One event on Welford cells (streamnb/stats/welford_event.py), run as plain Python and compiled:
-the same bits as each other and as :meth:`Welford.update_ids`, every refusal before anything
-changes, and the compiled module used only when it was built from this source."""
+"""One event on a statistic's cells (streamnb/stats/cells.py), run as plain Python and compiled:
+the same bits as each other and as the statistics' own updates (Welford.update_ids, Counts.add),
+every refusal before anything changes, and the compiled module used only when it was built from
+this source."""
 
 from __future__ import annotations
 
 import math
 import random
+import sys
+import types
 
 import numpy as np
 import pytest
 
 from streamnb import kernels
-from streamnb.stats import Index, Welford, welford_event
+from streamnb.stats import Counts, Index, Welford
+from streamnb.stats import cells as source
 
 from tests.conftest import needs_native
 
-BUILT = kernels.compiled(welford_event)
-MODULES = [pytest.param(welford_event, id="python"),
+BUILT = kernels.compiled(source)
+MODULES = [pytest.param(source, id="python"),
            pytest.param(BUILT, id="compiled", marks=needs_native)]  # fmt: skip
 
 
@@ -62,7 +66,7 @@ def events(seed: int, count: int = 300, features: int = 6) -> list:
 def test_learning_equals_welford_update_ids_bit_for_bit(module):
     """The cells after a stream: what Welford.update_ids (numpy, the batch statistic's one-event
     form) gives on the same events, and the spread is the pooled M2 / n."""
-    ours, oracle = Cells(module), Cells(welford_event)
+    ours, oracle = Cells(module), Cells(source)
     for x, k, w in events(0):
         assert ours.learn(x, k, w) is not None
         ids = oracle.welford.axes[1].lookup(list(x))
@@ -79,8 +83,8 @@ def test_learning_equals_welford_update_ids_bit_for_bit(module):
 
 @needs_native
 def test_compiled_and_python_give_the_same_bits():
-    assert BUILT is not welford_event and BUILT.__name__ == "streamnb.stats.welford_event_compiled"
-    fast, slow = Cells(BUILT), Cells(welford_event)
+    assert BUILT is not source and BUILT.__name__ == "streamnb.stats.cells_compiled"
+    fast, slow = Cells(BUILT), Cells(source)
     for i, (x, k, w) in enumerate(events(1, 500)):
         if i % 3 == 0:
             assert fast.joint(x) == slow.joint(x)
@@ -190,27 +194,123 @@ def test_out_of_memory_half_way_changes_nothing():
     lambda a: memoryview(a).toreadonly(),
 ])  # fmt: skip
 def test_the_compiled_cells_refuse_a_view_of_another_type_or_layout(make_view):
-    cells = Cells(welford_event)
+    cells = Cells(source)
     arrays = [cells.welford.flat(f)[0] for f in ("n", "mean", "m2")]
     with pytest.raises((ValueError, TypeError, BufferError)):
         BUILT.WelfordCells(arrays[0], make_view(np.asarray(arrays[1]).copy()), arrays[2], 1, 1, *arrays, 1)
 
 
-def test_the_compiled_module_is_used_only_when_built_from_this_source(tmp_path, monkeypatch):
+@pytest.mark.parametrize("case", ["same", "edited", "elsewhere", "missing"])
+def test_the_compiled_module_is_used_only_when_built_from_this_source(case, tmp_path, monkeypatch):
     """A build of other source text (another checkout, an edit since the build) is not used."""
-    fake = type(welford_event)("streamnb.stats.welford_event")
-    source, declarations = tmp_path / "welford_event.py", tmp_path / "welford_event.pxd"
-    source.write_text("x = 1\n")
+    name = f"streamnb.stats.fake_{case}"  # one module name per case: the choice is made once per module
+    fake = types.ModuleType(name)
+    path, declarations = tmp_path / f"fake_{case}.py", tmp_path / f"fake_{case}.pxd"
+    path.write_text("x = 1\n")
     declarations.write_text("cdef int x\n")
-    fake.__file__ = str(source)
-    built = type(welford_event)("streamnb.stats.welford_event_compiled")
-    built.__file__ = str(tmp_path / "welford_event_compiled.so")
-    monkeypatch.setitem(__import__("sys").modules, "streamnb.stats.welford_event_compiled", built)
+    fake.__file__ = str(path)
+    built = types.ModuleType(f"{name}_compiled")
+    built.__file__ = str(tmp_path / f"fake_{case}_compiled.so")
+    built.SOURCE_SHA256 = kernels.source_digest(path, declarations)  # type: ignore[attr-defined]
+    if case == "edited":
+        built.SOURCE_SHA256 = "another"  # type: ignore[attr-defined]
+    if case == "elsewhere":
+        built.__file__ = "/elsewhere/fake_compiled.so"
+    if case != "missing":
+        monkeypatch.setitem(sys.modules, f"{name}_compiled", built)
     monkeypatch.setattr(kernels, "_PURE", False)
-    built.SOURCE_SHA256 = kernels.source_digest(source, declarations)
-    assert kernels.compiled(fake) is built
-    built.SOURCE_SHA256 = "another"
-    assert kernels.compiled(fake) is fake
-    built.__file__ = "/elsewhere/welford_event_compiled.so"
-    built.SOURCE_SHA256 = kernels.source_digest(source, declarations)
-    assert kernels.compiled(fake) is fake
+    assert kernels.compiled(fake) is (built if case == "same" else fake)
+    assert kernels.compiled(fake) is kernels.compiled(fake)
+
+
+# -- counts --------------------------------------------------------------------------------
+
+
+class Tokens:
+    """Class-by-token Counts (3 classes) and class totals, with a CountCells over their views."""
+
+    def __init__(self, module, tokens: int = 8) -> None:
+        self.names = [f"t{j}" for j in range(tokens)]
+        self.tokens = Index(self.names)
+        self.counts, self.totals = Counts([Index(["a", "b", "c"]), self.tokens]), Counts([Index(["a", "b", "c"])])
+        (cv, (c0, c1)), (tv, (t0,)) = self.counts.flat("n"), self.totals.flat("n")
+        self.cells = module.CountCells(cv, c0, c1, tv, t0)
+        self.ids = self.tokens.ids
+
+    def state(self) -> bytes:
+        return self.counts.raw("n").tobytes() + self.totals.raw("n").tobytes()
+
+
+def documents(seed: int, count: int = 300, tokens: int = 8) -> list:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        keys = rng.sample(range(tokens), rng.randint(1, tokens))
+        x = {f"t{j}": rng.choice([rng.randint(0, 5), rng.random() * 3, 0.0]) for j in keys}
+        out.append((x, rng.randrange(3), rng.choice([1.0, 0.5, 2.0])))
+    return out
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_count_learning_equals_counts_add(module):
+    ours, oracle = Tokens(module), Tokens(source)
+    for x, k, w in documents(0):
+        assert ours.cells.learn(x, ours.ids, k, w, True)
+        v = np.array([float(value) for value in x.values()])
+        oracle.counts.add((k, oracle.tokens.lookup(list(x))), w * v)
+        total = 0.0
+        for value in v.tolist():  # in order, as one event's frequencies are summed
+            total += value
+        oracle.totals.add((k,), w * total)
+    assert ours.state() == oracle.state()
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_count_joint_is_the_multinomial_log_likelihood(module):
+    cells = Tokens(module)
+    for x, k, w in documents(1, 50):
+        cells.cells.learn(x, cells.ids, k, w, True)
+    n, total = cells.counts.view("n"), cells.totals.view("n")
+    event = {"t0": 2, "t3": 1.5, "t7": 0, "unknown": 4}
+    got = cells.cells.joint(event, cells.ids, 3, 0.5, 8)
+    for c in range(3):
+        p = (n[c] + 0.5) / (total[c] + 0.5 * 8)
+        assert got[c] == pytest.approx(2 * math.log(p[0]) + 1.5 * math.log(p[3]), rel=1e-13)
+
+
+@needs_native
+def test_count_cells_compiled_and_python_give_the_same_bits():
+    fast, slow = Tokens(BUILT), Tokens(source)
+    for i, (x, k, w) in enumerate(documents(2, 400)):
+        if i % 5 == 0:
+            x = {**x, f"new{i}": 1}  # an unknown token: scored without it, never learned
+        assert fast.cells.joint(x, fast.ids, 3, 1.0, 8) == slow.cells.joint(x, slow.ids, 3, 1.0, 8)
+        if i % 2:
+            assert fast.cells.step(x, fast.ids, 3, 0.1, 8, k, w) == slow.cells.step(x, slow.ids, 3, 0.1, 8, k, w)
+        else:
+            assert fast.cells.learn(x, fast.ids, k, w, True) == slow.cells.learn(x, slow.ids, k, w, True)
+        assert fast.state() == slow.state()
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_a_count_event_that_is_not_plain_changes_nothing(module):
+    cells = Tokens(module)
+    for x, k, w in documents(3, 20):
+        cells.cells.learn(x, cells.ids, k, w, True)
+    before = cells.state()
+    for bad in ({"t0": -1}, {"t0": 1, "t1": None}, {"t0": "x"}, {"t0": float("inf")}, {"t0": True}, {1: 2.0}):
+        assert not cells.cells.learn(bad, cells.ids, 0, 1.0, True), bad
+        assert cells.cells.joint(bad, cells.ids, 3, 1.0, 8) is None, bad
+        assert cells.cells.step(bad, cells.ids, 3, 1.0, 8, 0, 1.0) is None, bad
+    assert not cells.cells.learn({"t0": 1, "new": 1}, cells.ids, 0, 1.0, True)  # unknown: the general path
+    assert not cells.cells.learn({}, cells.ids, 0, 1.0, True)
+    for w in (0.0, -1.0, float("inf")):
+        assert not cells.cells.learn({"t0": 1}, cells.ids, 0, w, True)
+        assert cells.cells.step({"t0": 1}, cells.ids, 3, 1.0, 8, 0, w)[1] is False
+    assert cells.cells.step({"t0": 1, "new": 1}, cells.ids, 3, 1.0, 8, 0, 1.0)[1] is False
+    assert cells.state() == before
+    with pytest.raises(IndexError):
+        cells.cells.learn({"t0": 1}, {"t0": 10**6}, 0, 1.0, True)
+    with pytest.raises(IndexError):
+        cells.cells.step({"t0": 1}, cells.ids, 3, 1.0, 8, 3, 1.0)  # a class outside the cells
+    assert cells.state() == before

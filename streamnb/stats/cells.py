@@ -1,0 +1,290 @@
+"""One event on a statistic's flat cells, the per-event path of the naive Bayes parts:
+:class:`WelfordCells` (GaussianNB) and :class:`CountCells` (MultinomialNB), over the event read
+once by :class:`Event`.
+
+This plain-Python module is also the source of the compiled path: the build compiles it with
+Cython (the C types are in ``cells.pxd`` beside it), and :func:`streamnb.kernels.compiled` gives
+the compiled module only if it was built from this very file. Both run the same floating-point
+operations in the same order (the build turns fused multiply-add off), so they give the same
+bits.
+
+Every method reads the whole event and checks every cell it touches before it changes anything,
+and answers None (or False), having changed nothing, for an event the caller must take through
+its general path (a value that is not a plain finite number, an unknown or excluded feature, a
+cell with no variance estimate, ...). The views come from
+:meth:`~streamnb.stats.base.Statistic.flat` and are valid while the statistics keep their
+generation: the owner makes a new object after that.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+__all__ = ["MAX_ABS", "CountCells", "Event", "WelfordCells", "number"]
+
+#: The largest magnitude of a plain value (as :data:`streamnb.naive_bayes.checks.MAX_ABS`).
+MAX_ABS = 1e100
+_LOG_2PI = 1.8378770664093453  # math.log(2 * math.pi)
+_NAN = float("nan")
+_MAX_FLOAT = 1.7976931348623157e308
+
+
+def number(value: object) -> float:
+    """``value`` as a float if it is a plain number (a float, or an int) of magnitude at most
+    :data:`MAX_ABS`; NaN otherwise.
+
+    >>> number(2), number(0.5), number(True), number(10**400), number(float("inf"))
+    (2.0, 0.5, nan, nan, nan)
+    """
+    if isinstance(value, float):
+        x = float(value)
+    elif type(value) is int and -MAX_ABS <= value <= MAX_ABS:
+        x = float(value)
+    else:
+        return _NAN
+    return x if abs(x) <= MAX_ABS else _NAN
+
+
+class Event:
+    """One event read: the ids of its known features (:attr:`ids`) and their values
+    (:attr:`xs`), the first :attr:`size` entries of each, in the event's order."""
+
+    def __init__(self) -> None:
+        self.ids = array("q")
+        self.xs = array("d")
+        self.size = 0
+
+    def read(self, x: dict, ids: dict, exclude: dict | None, raw: bool, nonnegative: bool) -> int:
+        """Read the event ``x`` (feature: value) with the feature ids ``ids``: how many of its
+        features ``ids`` does not know (left out), or -1 if it is not plain: a value that is not
+        a plain number (or below 0, with ``nonnegative``), a feature in ``exclude`` (another
+        part's), or with ``raw`` (keys not checked by the caller) a key that is not a ``str``."""
+        if len(x) > len(self.xs):
+            self.ids = array("q", bytes(8 * len(x)))
+            self.xs = array("d", bytes(8 * len(x)))
+        out_ids, out_xs = self.ids, self.xs
+        size = 0
+        unknown = 0
+        for key, value in x.items():
+            v = number(value)
+            if v != v or (nonnegative and v < 0.0) or (raw and type(key) is not str):
+                return -1
+            if exclude is not None and key in exclude:
+                return -1
+            got = ids.get(key)
+            if got is None:
+                unknown += 1
+                continue
+            out_ids[size] = got
+            out_xs[size] = v
+            size += 1
+        self.size = size
+        return unknown
+
+
+class WelfordCells(Event):
+    """The flat views of a :class:`~streamnb.stats.Welford` and of its pooled row: cell ``(c, j)``
+    (class ``c``, feature ``j``) is ``n[c * n0 + j * n1]`` (and the same in ``mean`` and
+    ``m2``); feature ``j``'s pooled cell is ``pn[j * p1]``."""
+
+    def __init__(self, n: Any, mean: Any, m2: Any, n0: int, n1: int, pn: Any, pmean: Any, pm2: Any, p1: int) -> None:
+        self.n, self.mean, self.m2, self.n0, self.n1 = n, mean, m2, n0, n1
+        self.pn, self.pmean, self.pm2, self.p1 = pn, pmean, pm2, p1
+        super().__init__()
+
+    def learn(self, x: dict, ids: dict, k: int, w: float, spread: list, top: float | None, top_id: int,
+              exclude: dict | None, raw: bool, tracked: int) -> tuple[float | None, int] | None:
+        """Learn the event ``x`` of class ``k`` with weight ``w`` (Chan's formula for one event,
+        into the class's cells and the pooled ones); None if it is not plain.
+
+        For the first ``tracked`` features of the event (-1: all), ``spread[j]`` becomes the
+        pooled ``M2 / n`` of feature ``j``, and ``(top, top_id)``, the running maximum of
+        ``spread`` and where it is (``top`` None: unknown), is kept current and returned: None
+        when the feature holding it shrank and it must be counted again.
+        """
+        if not (w > 0.0 and w <= _MAX_FLOAT) or not x or self.read(x, ids, exclude, raw, False) != 0:
+            return None
+        size, base, n1, p1 = self.size, k * self.n0, self.n1, self.p1
+        n_cells, n_pooled, n_spread = len(self.n), len(self.pn), len(spread)
+        ev_ids, ev_xs = self.ids, self.xs
+        N, M, S, PN, PM, PS = self.n, self.mean, self.m2, self.pn, self.pmean, self.pm2
+        if tracked < 0 or tracked > size:
+            tracked = size
+        # 1: every cell checked, the new spread values and the answer made (all the allocations)
+        has_top = top is not None
+        t = top if top is not None else 0.0
+        fresh = []
+        for f in range(size):
+            j = ev_ids[f]
+            if j < 0 or j >= n_spread or base < 0 or base + j * n1 >= n_cells or j * p1 >= n_pooled:
+                raise IndexError("streamnb: a feature outside its cells")
+            if f < tracked:
+                i = j * p1
+                n_a = PN[i]
+                n = n_a + w
+                frac = w / n
+                delta = ev_xs[f] - PM[i]
+                s = (PS[i] + delta * delta * n_a * frac) / n
+                fresh.append(s)
+                if has_top:
+                    if s >= t:
+                        t, top_id = s, j
+                    elif j == top_id:
+                        has_top = False
+        answer = (t if has_top else None), top_id
+        # 2: the cells (Chan's formula for one event) and the spread; nothing can fail
+        for f in range(size):
+            j = ev_ids[f]
+            xv = ev_xs[f]
+            i = base + j * n1
+            n_a = N[i]
+            n = n_a + w
+            frac = w / n
+            delta = xv - M[i]
+            M[i] += delta * frac
+            S[i] += delta * delta * n_a * frac
+            N[i] = n
+            i = j * p1
+            n_a = PN[i]
+            n = n_a + w
+            frac = w / n
+            delta = xv - PM[i]
+            PM[i] += delta * frac
+            PS[i] += delta * delta * n_a * frac
+            PN[i] = n
+        for f in range(tracked):
+            spread[ev_ids[f]] = fresh[f]
+        return answer
+
+    def joint(self, x: dict, ids: dict, n_classes: int, ddof: float, eps: float, exclude: dict | None,
+              raw: bool) -> list | None:
+        """The Gaussian log-likelihood of the event ``x`` per class (its known features; the
+        variance ``M2 / (n - ddof) + eps``); None if it is not plain, is empty, or a cell has
+        no variance estimate or a variance below 1e-300 (the caller's careful path)."""
+        if not x or n_classes < 1 or self.read(x, ids, exclude, raw, False) < 0:
+            return None
+        size, n1 = self.size, self.n1
+        n_cells = len(self.n)
+        ev_ids, ev_xs = self.ids, self.xs
+        for f in range(size):
+            j = ev_ids[f]
+            if j < 0 or (n_classes - 1) * self.n0 + j * n1 >= n_cells:
+                raise IndexError("streamnb: a feature outside its cells")
+        N, M, S = self.n, self.mean, self.m2
+        out = [0.0] * n_classes
+        for c in range(n_classes):
+            r = c * self.n0
+            log_var = 0.0
+            quad = 0.0
+            for f in range(size):
+                i = r + ev_ids[f] * n1
+                n = N[i]
+                if n <= ddof:
+                    return None
+                var = S[i] / (n - ddof) + eps
+                if not var >= 1e-300:
+                    return None
+                d = ev_xs[f] - M[i]
+                log_var += math.log(var)
+                quad += d * d / var
+            out[c] = -0.5 * (size * _LOG_2PI + log_var + quad)
+        return out
+
+
+class CountCells(Event):
+    """The flat views of a class-by-token :class:`~streamnb.stats.Counts` (cell ``(c, j)`` at
+    ``counts[c * c0 + j * c1]``) and of the class totals (class ``c`` at ``totals[c * t0]``)."""
+
+    def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int) -> None:
+        self.counts, self.c0, self.c1, self.totals, self.t0 = counts, c0, c1, totals, t0
+        self.acc = array("d")  # the sums per class
+        super().__init__()
+
+    def check(self, n_classes: int) -> None:
+        """Every cell of the event read, for classes ``0 .. n_classes - 1``: an IndexError if one
+        is outside the views (views that do not match the ids are a bug)."""
+        last = (n_classes - 1) * self.c0
+        n_cells = len(self.counts)
+        for f in range(self.size):
+            j = self.ids[f]
+            if j < 0 or last < 0 or last + j * self.c1 >= n_cells:
+                raise IndexError("streamnb: a token outside its cells")
+        if (n_classes - 1) * self.t0 >= len(self.totals):
+            raise IndexError("streamnb: a class outside its totals")
+
+    def score(self, n_classes: int, alpha: float, n_tokens: int) -> list:
+        """The log-likelihood per class of the event read: ``sum_t x_t log(n[c, t] + alpha) -
+        (sum_t x_t) log(N[c] + alpha V)`` over its known tokens (``alpha > 0``)."""
+        cv, tv, c0, c1, t0 = self.counts, self.totals, self.c0, self.c1, self.t0
+        ev_ids, ev_xs = self.ids, self.xs
+        if n_classes > len(self.acc):
+            self.acc = array("d", bytes(8 * n_classes))
+        out = self.acc
+        for c in range(n_classes):
+            out[c] = 0.0
+        mass = 0.0
+        for f in range(self.size):
+            xv = ev_xs[f]
+            if xv == 0.0:
+                continue
+            mass += xv
+            col = ev_ids[f] * c1
+            for c in range(n_classes):
+                out[c] += xv * math.log(cv[c * c0 + col] + alpha)
+        if mass != 0.0:
+            a_v = alpha * n_tokens
+            for c in range(n_classes):
+                out[c] -= mass * math.log(tv[c * t0] + a_v)
+        return [out[c] for c in range(n_classes)]
+
+    def add(self, k: int, w: float) -> None:
+        """Learn the event read (every token known, cells checked) with class ``k``, weight
+        ``w``: ``n[k, t] += w x_t``, ``N[k] += w sum_t x_t``."""
+        cv, row, c1 = self.counts, k * self.c0, self.c1
+        ev_ids, ev_xs = self.ids, self.xs
+        total = 0.0
+        for f in range(self.size):
+            xv = ev_xs[f]
+            cv[row + ev_ids[f] * c1] += w * xv
+            total += xv
+        self.totals[k * self.t0] += w * total
+
+    def learn(self, x: dict, ids: dict, k: int, w: float, raw: bool) -> bool:
+        """Learn the event ``x`` with class ``k`` and weight ``w``; False, having changed
+        nothing, if it is not plain or has a token ``ids`` does not know."""
+        if not (w > 0.0 and w <= _MAX_FLOAT) or not x or self.read(x, ids, None, raw, True) != 0:
+            return False
+        if k < 0:
+            raise IndexError("streamnb: a class outside its cells")
+        self.check(k + 1)
+        self.add(k, w)
+        return True
+
+    def joint(self, x: dict, ids: dict, n_classes: int, alpha: float, n_tokens: int) -> list | None:
+        """The log-likelihood per class of ``x`` (unknown tokens left out; ``alpha > 0``), or
+        None if ``x`` is not plain."""
+        if n_classes < 1 or not alpha > 0.0 or self.read(x, ids, None, True, True) < 0:
+            return None
+        self.check(n_classes)
+        return self.score(n_classes, alpha, n_tokens)
+
+    def step(self, x: dict, ids: dict, n_classes: int, alpha: float, n_tokens: int, k: int,
+             w: float) -> tuple[list, bool] | None:
+        """:meth:`joint` of ``x``, then, if every token is known (and ``x`` has one, and ``w`` is
+        above 0), ``x`` learned with class ``k``: the log-likelihoods (of the model before) and
+        whether it learned. None, having changed nothing, if ``x`` is not plain."""
+        if n_classes < 1 or not alpha > 0.0:
+            return None
+        unknown = self.read(x, ids, None, True, True)
+        if unknown < 0:
+            return None
+        self.check(n_classes)
+        if not 0 <= k < n_classes:
+            raise IndexError("streamnb: a class outside its cells")
+        out = self.score(n_classes, alpha, n_tokens)
+        learn = unknown == 0 and self.size > 0 and w > 0.0 and w <= _MAX_FLOAT
+        if learn:
+            self.add(k, w)
+        return out, learn

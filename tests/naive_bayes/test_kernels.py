@@ -1,8 +1,8 @@
-"""The compiled per-event path (``streamnb/_kernels.c``, and GaussianNB's compiled
-``streamnb/stats/cells.py``) equals the Python path.
+"""The compiled per-event path (``streamnb/_kernels.c``, and ``streamnb/stats/cells.py``
+compiled) equals the Python path.
 
 The same stream is run twice, predict then learn per event, once compiled and once with
-``streamnb.kernels.native = None`` and GaussianNB on the plain-Python module: the probabilities must agree (bit for bit where the
+``streamnb.kernels.native = None`` and the parts on the plain-Python ``cells``: the probabilities must agree (bit for bit where the
 Python path sums in the same order, to 1e-12 where it uses numpy), the same events must be
 rejected with the same error, and the learned states must be the same bytes.
 """
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import streamnb
 from streamnb import kernels, persistence
-from streamnb.naive_bayes import gaussian
+from streamnb.naive_bayes import gaussian, multinomial
 from streamnb.stats import cells
 
 from tests.conftest import needs_native
@@ -35,11 +35,13 @@ def test_the_kernels_are_built():
 @contextmanager
 def python_path():
     saved, kernels.native = kernels.native, None
-    ops, gaussian.event_ops = gaussian.event_ops, cells
+    ops = gaussian.event_ops, multinomial.event_ops
+    gaussian.event_ops = multinomial.event_ops = cells  # the plain-Python source
     try:
         yield
     finally:
-        kernels.native, gaussian.event_ops = saved, ops
+        kernels.native = saved
+        gaussian.event_ops, multinomial.event_ops = ops
 
 
 def run(make, stream: list) -> tuple[list, bytes]:

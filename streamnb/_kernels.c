@@ -1,11 +1,11 @@
 /* The per-event path of the naive Bayes parts in C: one event in, the cells of that event read
  * or updated, nothing else touched.
  *
- * Being retired: GaussianNB and MultinomialNB already run streamnb/stats/cells.py, one plain
- * Python source that Cython compiles; the parts here move there statistic by statistic.
+ * Being retired: GaussianNB, MultinomialNB and CategoricalNB already run streamnb/stats/cells.py,
+ * one plain Python source that Cython compiles; the parts here move there statistic by statistic.
  *
  * Each function is the exact counterpart of a plain-float loop in the Python part it serves
- * (streamnb/naive_bayes/categorical.py, base.py, streamnb/bn/): the same
+ * (streamnb/naive_bayes/base.py, streamnb/bn/): the same
  * formulas, the same order of floating-point operations, so the results are the same bits
  * (tests/naive_bayes/test_kernels.py compares both paths). The statistics stay numpy arrays
  * owned by Python; a function receives flat memoryviews of them (Statistic.flat) and their
@@ -324,52 +324,7 @@ static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return float_list(v, C);
 }
 
-/* -- predict then learn: what the steps share ------------------------------------------------ */
-
-/* The learner's class counts a step may be given (``counts``, ``step`` after the part's own
- * arguments): the step then returns the posterior instead of the joint log-likelihoods and,
- * if it learned the event, counts it (counts[k * step] += w). */
-typedef struct {
-    view_t v;
-    Py_ssize_t step;
-    int given;
-} prior_t;
-
-/* Read the optional (counts, step) at args[at]: nargs is at (none) or at + 2. */
-static int get_prior(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, Py_ssize_t C, Py_ssize_t k,
-                     prior_t *pr) {
-    pr->given = 0;
-    if (nargs == at) return 0;
-    if (nargs != at + 2) {
-        PyErr_Format(PyExc_TypeError, "expected %zd or %zd arguments, got %zd", at, at + 2, nargs);
-        return -1;
-    }
-    if (get_view(args[at], &pr->v) || get_index(args[at + 1], &pr->step)) return -1;
-    /* every class inside the counts, checked before the part changes anything */
-    if (k < 0 || k >= C || pr->step < 0 || (C > 0 && (C - 1) * pr->step >= pr->v.n)) {
-        PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
-        return -1;
-    }
-    pr->given = 1;
-    return 0;
-}
-
-/* (values, learned, posterior): the posterior of ``out`` with the prior if one is given and
- * finite (the class counted if learned), else ``out`` itself. ``out`` was computed before the
- * part learned the event, and the posterior is taken before the class is counted. */
-static PyObject *step_result(double *out, Py_ssize_t C, int learned, Py_ssize_t k, double w, prior_t *pr) {
-    int post = 0;
-    if (pr->given) {
-        post = posterior_of(out, C, pr->v, pr->step);
-        if (post < 0) return NULL;
-        if (post && learned) pr->v.p[k * pr->step] += w;
-    }
-    PyObject *values = float_list(out, C);
-    if (values == NULL) return NULL;
-    return Py_BuildValue("(NOO)", values, learned ? Py_True : Py_False, post ? Py_True : Py_False);
-}
-
-/* -- Welford, for lg_learn (GaussianNB's own per-event path is streamnb/stats/welford_event.py) */
+/* -- Welford, for lg_learn (GaussianNB's own per-event path is streamnb/stats/cells.py) ----- */
 
 /* Chan's step for one event of weight w on a cell of weight n_a: n = n_a + w, frac = w / n,
  * kk = n_a * frac. The cells of a dense event mostly share n_a: the last step is kept and
@@ -586,8 +541,7 @@ static PyObject *welford_result(const welford_t *a) {
     return Py_BuildValue("(On)", Py_None, a->top_id);
 }
 
-
-/* -- categorical ------------------------------------------------------------------------- */
+/* -- categories (the tree learners' events) ---------------------------------------------- */
 
 /* Whether (key, value) is a plain category: a str key not in ``exclude`` (a dict, or None),
  * and a str value, or an int (not a bool) unless ``strings_only`` (a learner that decides a
@@ -600,211 +554,6 @@ static int plain_category(PyObject *key, PyObject *value, PyObject *exclude, int
         if (in != 0) return 0; /* in it, or an error (set) */
     }
     return 1;
-}
-
-/* Read a categorical event: str keys, str or int (not bool) values; the cell key is the tuple
- * (feature, value), as streamnb.naive_bayes.values.category_cells makes it. Per feature: the
- * feature id (-1 unknown) and the cell id (-1 unknown). 1 plain, 0 not plain, -1 error. */
-static int read_categorical(PyObject *x, PyObject *cell_ids, PyObject *feat_ids, PyObject *exclude,
-                            int strings_only, event_t *e, Py_ssize_t *cells) {
-    Py_ssize_t pos = 0;
-    PyObject *key, *value;
-    while (PyDict_Next(x, &pos, &key, &value)) {
-        if (!plain_category(key, value, exclude, strings_only)) return PyErr_Occurred() ? -1 : 0;
-        Py_ssize_t fid = lookup(feat_ids, key);
-        if (fid == -2) return -1;
-        PyObject *cell = PyTuple_Pack(2, key, value);
-        if (cell == NULL) return -1;
-        Py_ssize_t cid = lookup(cell_ids, cell);
-        Py_DECREF(cell);
-        if (cid == -2) return -1;
-        e->id[e->n] = fid;
-        cells[e->n] = cid;
-        e->n++;
-    }
-    return 1;
-}
-
-/* The log-likelihoods of a read categorical event (CategoricalPart.joint_one with alpha > 0
- * and no epsilon): per known feature log(n[y, f, v] + alpha) - log(n[y, f] + alpha |X_f|); an
- * unseen category skipped, or with ``smooth`` scored log(alpha) - log(n[y, f] + alpha |X_f|).
- * ``nv``: |X_f| per feature id. 1, 0 if |X_f| is not counted yet (the Python path), or -1 with
- * an exception set. */
-static int cat_joint(const event_t *e, const Py_ssize_t *cells, PyObject *nv, view_t CV, Py_ssize_t c0,
-                     Py_ssize_t c1, view_t TV, Py_ssize_t t0, Py_ssize_t t1, Py_ssize_t C, double alpha,
-                     int smooth, double *out) {
-    for (Py_ssize_t c = 0; c < C; c++) out[c] = 0.0;
-    double la = log(alpha);
-    Py_ssize_t n_nv = PyList_GET_SIZE(nv);
-    for (Py_ssize_t f = 0; f < e->n; f++) {
-        Py_ssize_t fid = e->id[f], cid = cells[f];
-        if (fid < 0 || (cid < 0 && !smooth)) continue;
-        if (fid >= n_nv) return 0;
-        PyObject *nvf_obj = PyList_GET_ITEM(nv, fid);
-        if (!PyFloat_CheckExact(nvf_obj)) return 0;
-        double a_nv = alpha * PyFloat_AS_DOUBLE(nvf_obj);
-        Py_ssize_t tf = fid * t1;
-        for (Py_ssize_t c = 0; c < C; c++) {
-            Py_ssize_t ti = c * t0 + tf;
-            IN(TV, ti);
-            if (cid < 0) {
-                out[c] += la - log(TV.p[ti] + a_nv);
-            } else {
-                Py_ssize_t ci = c * c0 + cid * c1;
-                IN(CV, ci);
-                out[c] += log(CV.p[ci] + alpha) - log(TV.p[ti] + a_nv);
-            }
-        }
-    }
-    return 1;
-fail:
-    return -1;
-}
-
-/* Learn a read categorical event whose categories are all known: n[k, f, v] += w, n[k, f] += w;
- * every cell checked before any is changed. 1, 0 if a category is new (the Python path
- * registers it; nothing changed), or -1 with an exception set. */
-static int cat_learn(const event_t *e, const Py_ssize_t *cells, view_t CV, Py_ssize_t c0, Py_ssize_t c1,
-                     view_t TV, Py_ssize_t t0, Py_ssize_t t1, Py_ssize_t k, double w) {
-    for (Py_ssize_t f = 0; f < e->n; f++) {
-        if (e->id[f] < 0 || cells[f] < 0) return 0;
-        Py_ssize_t ci = k * c0 + cells[f] * c1, ti = k * t0 + e->id[f] * t1;
-        IN(CV, ci);
-        IN(TV, ti);
-    }
-    for (Py_ssize_t f = 0; f < e->n; f++) {
-        CV.p[k * c0 + cells[f] * c1] += w;
-        TV.p[k * t0 + e->id[f] * t1] += w;
-    }
-    return 1;
-fail:
-    return -1;
-}
-
-/* The arguments categorical_joint and categorical_step share (args[0..14]). */
-typedef struct {
-    PyObject *x, *cell_ids, *feat_ids, *nv, *exclude;
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, t1, C;
-    double alpha;
-    int smooth, strings_only;
-} cat_args_t;
-
-static int get_cat_args(PyObject *const *args, cat_args_t *a) {
-    a->x = args[0], a->cell_ids = args[1], a->feat_ids = args[2], a->nv = args[3], a->exclude = args[13];
-    if (check_dict(a->x, "event") || check_dict(a->cell_ids, "cell ids") || check_dict(a->feat_ids, "feature ids") ||
-        get_view(args[4], &a->CV) || get_index(args[5], &a->c0) || get_index(args[6], &a->c1) ||
-        get_view(args[7], &a->TV) || get_index(args[8], &a->t0) || get_index(args[9], &a->t1) ||
-        get_index(args[10], &a->C) || get_double(args[11], &a->alpha) || (a->smooth = PyObject_IsTrue(args[12])) < 0 ||
-        (a->exclude != Py_None && check_dict(a->exclude, "exclude")) ||
-        (a->strings_only = PyObject_IsTrue(args[14])) < 0)
-        return -1;
-    if (!PyList_Check(a->nv)) {
-        PyErr_SetString(PyExc_TypeError, "expected a list (values per feature)");
-        return -1;
-    }
-    return 0;
-}
-
-/* Read the event of ``a`` and score it (cat_joint) into ``out``; then, if ``w`` > 0, learn it
- * for class ``k`` (cat_learn; ``*learned`` says whether it did). 1, 0 not plain (nothing
- * changed), -1 error. */
-static int cat_step(cat_args_t *a, Py_ssize_t k, double w, double *out, int *learned) {
-    Py_ssize_t size = PyDict_GET_SIZE(a->x);
-    event_t e;
-    if (event_init(&e, size)) return -1;
-    Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
-    if (cells == NULL) {
-        PyErr_NoMemory();
-        event_free(&e);
-        return -1;
-    }
-    int ok = read_categorical(a->x, a->cell_ids, a->feat_ids, a->exclude, a->strings_only, &e, cells);
-    if (ok > 0)
-        ok = cat_joint(&e, cells, a->nv, a->CV, a->c0, a->c1, a->TV, a->t0, a->t1, a->C, a->alpha, a->smooth, out);
-    *learned = 0;
-    if (ok > 0 && w > 0 && isfinite(w) && size > 0) {
-        int got = cat_learn(&e, cells, a->CV, a->c0, a->c1, a->TV, a->t0, a->t1, k, w);
-        if (got < 0) ok = -1;
-        *learned = got > 0;
-    }
-    if (cells != small_cells) PyMem_Free(cells);
-    event_free(&e);
-    return ok;
-}
-
-/* categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
- *                   exclude, strings_only) -> list | None
- * CategoricalPart.joint_one with alpha > 0 and no epsilon (cat_joint). */
-static PyObject *categorical_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(15);
-    cat_args_t a;
-    if (get_cat_args(args, &a)) return NULL;
-    if (a.C < 1 || a.C > MAX_CLASSES || !(a.alpha > 0)) Py_RETURN_NONE;
-    double out[MAX_CLASSES];
-    int learned, ok = cat_step(&a, 0, 0.0, out, &learned);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    return float_list(out, a.C);
-}
-
-/* categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth,
- *                  exclude, strings_only, k, w[, counts, step]) -> (list, learned, posterior) | None
- * Predict, then learn, reading the event once: categorical_joint's list (computed before any
- * change), then categorical_learn's update if every category is known and w > 0 is finite
- * (``learned`` True; else nothing changed and the caller learns through the Python path); with
- * the class counts, the list is the posterior where it is finite (step_result). None, touching
- * nothing, where categorical_joint gives None. */
-static PyObject *categorical_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 17) CHECK_NARGS(17);
-    cat_args_t a;
-    Py_ssize_t k;
-    double w;
-    prior_t pr;
-    if (get_cat_args(args, &a) || get_index(args[15], &k) || get_double(args[16], &w) ||
-        get_prior(args, nargs, 17, a.C, k, &pr))
-        return NULL;
-    if (a.C < 1 || a.C > MAX_CLASSES || !(a.alpha > 0)) Py_RETURN_NONE;
-    double out[MAX_CLASSES];
-    int learned, ok = cat_step(&a, k, w, out, &learned);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    return step_result(out, a.C, learned, k, w, &pr);
-}
-
-/* categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)
- *     -> True | None
- * CategoricalPart.learn_one for an event whose categories are all known (cat_learn). None,
- * touching nothing, otherwise. */
-static PyObject *categorical_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(13);
-    PyObject *x = args[0], *cell_ids = args[1], *feat_ids = args[2], *exclude = args[11];
-    view_t CV, TV;
-    Py_ssize_t c0, c1, t0, t1, k;
-    double w;
-    int strings_only;
-    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") || check_dict(feat_ids, "feature ids") ||
-        get_view(args[3], &CV) || get_index(args[4], &c0) || get_index(args[5], &c1) || get_view(args[6], &TV) ||
-        get_index(args[7], &t0) || get_index(args[8], &t1) || get_index(args[9], &k) || get_double(args[10], &w) ||
-        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[12])) < 0)
-        return NULL;
-    Py_ssize_t size = PyDict_GET_SIZE(x);
-    if (!(w > 0) || !isfinite(w) || size == 0) Py_RETURN_NONE;
-    event_t e;
-    if (event_init(&e, size)) return NULL;
-    Py_ssize_t small_cells[SMALL], *cells = size <= SMALL ? small_cells : PyMem_Malloc(size * sizeof(Py_ssize_t));
-    if (cells == NULL) {
-        PyErr_NoMemory();
-        event_free(&e);
-        return NULL;
-    }
-    int ok = read_categorical(x, cell_ids, feat_ids, exclude, strings_only, &e, cells);
-    if (ok > 0) ok = cat_learn(&e, cells, CV, c0, c1, TV, t0, t1, k, w);
-    if (cells != small_cells) PyMem_Free(cells);
-    event_free(&e);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    Py_RETURN_TRUE;
 }
 
 /* -- tree-augmented learners (TAN, per-class Chow-Liu) ----------------------------------- */
@@ -1684,15 +1433,7 @@ fail:
 
 static PyMethodDef methods[] = {
     {"count_words", (PyCFunction)count_words, METH_O, "count_words(text) -> {word: count}"},
-    {"categorical_step", (PyCFunction)(void (*)(void))categorical_step, METH_FASTCALL,
-     "categorical_step(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
-     "strings_only, k, w[, counts, step])"},
     {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
-    {"categorical_joint", (PyCFunction)(void (*)(void))categorical_joint, METH_FASTCALL,
-     "categorical_joint(x, cell_ids, feat_ids, nv, CV, c0, c1, TV, t0, t1, n_classes, alpha, smooth, exclude, "
-     "strings_only)"},
-    {"categorical_learn", (PyCFunction)(void (*)(void))categorical_learn, METH_FASTCALL,
-     "categorical_learn(x, cell_ids, feat_ids, CV, c0, c1, TV, t0, t1, k, w, exclude, strings_only)"},
     {"tree_learn", (PyCFunction)(void (*)(void))tree_learn, METH_FASTCALL,
      "tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums)"},
     {"tree_add", (PyCFunction)(void (*)(void))tree_add, METH_FASTCALL, "tree_add(ids, fids, k, w, N, D, T, sums)"},

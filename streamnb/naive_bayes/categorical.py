@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,9 +13,12 @@ from streamnb.naive_bayes.base import Part, add_feature
 from streamnb.naive_bayes.blend import Blendable, blended_counts
 from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
-from streamnb.stats import Counts, Index
+from streamnb.stats import Counts, Index, cells
 
-__all__ = ["CategoricalNB", "CategoricalPart"]
+__all__ = ["CategoricalNB", "CategoricalPart", "event_ops"]
+
+#: The module of one event's category operations: compiled when built, the plain-Python one otherwise.
+event_ops = kernels.compiled(cells)
 
 class CategoricalPart(SmoothedPart):
     """Features whose values are categories (any hashable value; None/NaN are missing).
@@ -95,6 +97,17 @@ class CategoricalPart(SmoothedPart):
             self._nv_at = (len(self.cells.keys), self.cells.epoch)
         return self._nv
 
+    def _event_cells(self) -> cells.CategoryCells:
+        """The count cells of the classes' categories and feature totals, for one event."""
+        views = self._scalar()
+        if self._kernel[0] is not views:
+            cv, (c0, c1), tv, (t0, t1) = views
+            self._kernel = (views, event_ops.CategoryCells(cv, c0, c1, tv, t0, t1))
+        return self._kernel[1]
+
+    #: The flat views and the CategoryCells over them (never pickled: see Part.__getstate__).
+    _kernel: tuple = ((), None)
+
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         feats, cells = prepared
         if not feats:
@@ -113,53 +126,39 @@ class CategoricalPart(SmoothedPart):
                 self._n_values = None
                 self.counts.fit()  # grow the arrays if the new keys need it
                 self.totals.fit()
-        cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        kc, kt = k * c0, k * t0
-        for f, cell in zip(feats, cells):
-            cv[kc + cell_ids[cell] * c1] += w
-            tv[kt + feat_ids[f] * t1] += w
+        event = self._event_cells()
+        event.take([feat_ids[f] for f in feats], [cell_ids[cell] for cell in cells])
+        learned = event.add(k, w)
+        assert learned, "every category of a prepared event is registered"
+
+    def _strings_only_refused(self, x: dict) -> bool:
+        """Whether ``x`` is not for the compiled-path methods: this part takes only strings
+        there (a learner deciding a feature's kind by its value) and ``x`` is not."""
+        return self.fast_strings_only and type(next(iter(x.values()), "")) is not str
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        native = kernels.native
-        if native is None or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str):
+        if self._strings_only_refused(x):
             return False
-        cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        return native.categorical_learn(x, self.cells.ids, self.features.ids, cv, c0, c1, tv, t0, t1, k, w,
-                                        *self._fast_args()) is not None
+        return self._event_cells().learn(x, self.cells.ids, self.features.ids, k, w, *self._fast_args())
+
+    def _scored(self, x: dict) -> bool:
+        """Whether ``x`` and this part's settings are those of :meth:`CategoryCells.score`."""
+        return self.alpha > 0 and self.epsilon == 0 and not self._strings_only_refused(x)
 
     def joint_fast(self, x: dict) -> list | None:
-        args = self._kernel_args(x)
-        return None if args is None else kernels.native.categorical_joint(x, *args)  # type: ignore[union-attr]
+        if not self._scored(x):
+            return None
+        return self._event_cells().joint(x, self.cells.ids, self.features.ids, self._values_per_feature(),
+                                         len(self.classes.keys), self.alpha, self.unseen == "smooth",
+                                         *self._fast_args())
 
     def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
-        args = self._kernel_args(x)
-        if args is None:
+        if not self._scored(x):
             return None
-        return kernels.native.categorical_step(x, *args, k, w, *prior)  # type: ignore[union-attr]
-
-    #: The scoring kernels' arguments after the event, with the state they were taken for:
-    #: (statistics' generations and sizes, the views' key, arguments). One comparison per event.
-    _kernel: tuple = ((), (), ())
-
-    def _kernel_args(self, x: dict) -> tuple | None:
-        """``categorical_joint``'s arguments after ``x`` (``categorical_step``'s before ``k``);
-        None if ``x`` takes the Python path."""
-        if (kernels.native is None or not (self.alpha > 0 and self.epsilon == 0)
-                or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)):
-            return None
-        at, views_key, args = self._kernel
-        if views_key is self._views_key and at == self._kernel_state():
-            return args
-        nv = self._values_per_feature()
-        cv, (c0, c1), tv, (t0, t1) = self._scalar()
-        args = (self.cells.ids, self.features.ids, nv, cv, c0, c1, tv, t0, t1, len(self.classes.keys),
-                self.alpha, self.unseen == "smooth", *self._fast_args())
-        self._kernel = (self._kernel_state(), self._views_key, args)
-        return args
-
-    def _kernel_state(self) -> tuple:
-        return (len(self.classes.keys), self.counts.generation, self.totals.generation, len(self.cells.keys),
-                self.cells.epoch)
+        got = self._event_cells().step(x, self.cells.ids, self.features.ids, self._values_per_feature(),
+                                       len(self.classes.keys), self.alpha, self.unseen == "smooth",
+                                       *self._fast_args(), k, w)
+        return None if got is None else (got[0], got[1], False)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared
@@ -169,10 +168,15 @@ class CategoricalPart(SmoothedPart):
             return out
         cell_ids, feat_ids = self.cells.ids, self.features.ids
         nv = self._values_per_feature()
-        cv, (c0, c1), tv, (t0, t1) = self._scalar()
         alpha, epsilon, smooth = self.alpha, self.epsilon, self.unseen == "smooth"
-        plain = alpha > 0 and epsilon == 0  # every term finite: no special cases
-        log = math.log
+        if alpha > 0 and epsilon == 0:  # every term finite: no special cases
+            event = self._event_cells()
+            event.take([feat_ids.get(f, -1) for f in feats], [cell_ids.get(cell, -1) for cell in cells])
+            event.check(n_classes)
+            got = event.score(nv, n_classes, alpha, smooth)
+            assert got is not None, "|X_f| is counted"
+            return got
+        cv, (c0, c1), tv, (t0, t1) = self._scalar()
         offsets = [(c * c0, c * t0) for c in range(n_classes)]
         for f, cell in zip(feats, cells):
             fid = feat_ids.get(f)
@@ -181,22 +185,10 @@ class CategoricalPart(SmoothedPart):
             cid = cell_ids.get(cell)
             if cid is None and not smooth:
                 continue
-            tf, nvf = fid * t1, nv[fid]
-            if plain:
-                a_nv = alpha * nvf
-                if cid is None:
-                    la = log(alpha)
-                    for c, (_, ot) in enumerate(offsets):
-                        out[c] += la - log(tv[ot + tf] + a_nv)
-                else:
-                    cc = cid * c1
-                    for c, (oc, ot) in enumerate(offsets):
-                        out[c] += log(cv[oc + cc] + alpha) - log(tv[ot + tf] + a_nv)
-            else:
-                add_feature(out, [
-                    lidstone_one(0.0 if cid is None else cv[oc + cid * c1], tv[ot + tf], alpha, nvf, epsilon)
-                    for oc, ot in offsets
-                ])
+            add_feature(out, [
+                lidstone_one(0.0 if cid is None else cv[oc + cid * c1], tv[ot + fid * t1], alpha, nv[fid], epsilon)
+                for oc, ot in offsets
+            ])
         return out
 
     def joint_blend(self, prepared: tuple[list, list], other: Part, weight: float, mine: list,

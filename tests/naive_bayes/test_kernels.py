@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import streamnb
 from streamnb import kernels, persistence
-from streamnb.naive_bayes import gaussian, multinomial
+from streamnb.naive_bayes import categorical, gaussian, multinomial
 from streamnb.stats import cells
 
 from tests.conftest import needs_native
@@ -35,13 +35,13 @@ def test_the_kernels_are_built():
 @contextmanager
 def python_path():
     saved, kernels.native = kernels.native, None
-    ops = gaussian.event_ops, multinomial.event_ops
-    gaussian.event_ops = multinomial.event_ops = cells  # the plain-Python source
+    ops = gaussian.event_ops, multinomial.event_ops, categorical.event_ops
+    gaussian.event_ops = multinomial.event_ops = categorical.event_ops = cells  # the plain-Python source
     try:
         yield
     finally:
         kernels.native = saved
-        gaussian.event_ops, multinomial.event_ops = ops
+        gaussian.event_ops, multinomial.event_ops, categorical.event_ops = ops
 
 
 def run(make, stream: list) -> tuple[list, bytes]:

@@ -107,7 +107,7 @@ class MultinomialPart(SmoothedPart):
         if not self._scored():
             return None
         return self._event_cells().joint(x, self.tokens.ids, len(self.classes.keys), self.alpha,
-                                         len(self.tokens.keys))
+                                         len(self.tokens.keys), True)
 
     def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
         if not self._scored():
@@ -128,7 +128,8 @@ class MultinomialPart(SmoothedPart):
             return out
         ids = self.tokens.ids
         if self._scored():  # every term finite
-            got = self._event_cells().joint(dict(zip(keys, values)), ids, n_classes, self.alpha, len(self.tokens.keys))
+            got = self._event_cells().joint(dict(zip(keys, values)), ids, n_classes, self.alpha, len(self.tokens.keys),
+                                            False)
             assert got is not None, "a prepared event is plain"
             return got
         cv, (c0, c1), tv, (t0,) = self._scalar()

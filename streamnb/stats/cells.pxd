@@ -53,7 +53,7 @@ cdef class CountCells(Event):
 
     cpdef bint learn(self, dict x, dict ids, Py_ssize_t k, double w, bint raw) except -1
 
-    cpdef object joint(self, dict x, dict ids, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens)
+    cpdef object joint(self, dict x, dict ids, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens, bint raw)
 
     @cython.locals(unknown=Py_ssize_t, learn=bint, out=list)
     cpdef object step(self, dict x, dict ids, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens,

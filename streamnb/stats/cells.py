@@ -262,10 +262,10 @@ class CountCells(Event):
         self.add(k, w)
         return True
 
-    def joint(self, x: dict, ids: dict, n_classes: int, alpha: float, n_tokens: int) -> list | None:
+    def joint(self, x: dict, ids: dict, n_classes: int, alpha: float, n_tokens: int, raw: bool) -> list | None:
         """The log-likelihood per class of ``x`` (unknown tokens left out; ``alpha > 0``), or
-        None if ``x`` is not plain."""
-        if n_classes < 1 or not alpha > 0.0 or self.read(x, ids, None, True, True) < 0:
+        None if ``x`` is not plain (``raw``: its keys were not checked, they must be ``str``)."""
+        if n_classes < 1 or not alpha > 0.0 or self.read(x, ids, None, raw, True) < 0:
             return None
         self.check(n_classes)
         return self.score(n_classes, alpha, n_tokens)

@@ -129,6 +129,21 @@ def test_events_wider_than_the_stack_buffers():
     assert_same(streamnb.CategoricalNB, stream)
 
 
+@pytest.mark.parametrize("make, value", [
+    (streamnb.GaussianNB, lambda i, j: float((i * j) % 5)),
+    (streamnb.MultinomialNB, lambda i, j: (i + j) % 3),
+    (streamnb.CategoricalNB, lambda i, j: "abc"[(i * j) % 3]),
+])  # fmt: skip
+def test_features_named_by_ints_take_the_python_path_with_the_same_results(make, value):
+    """Names that are not strings: the compiled path leaves them to the Python path, which
+    scores them with the same loops; the probabilities are those of the same stream named
+    by strings."""
+    stream = [({j: value(i, j) for j in range(4)}, i % 2) for i in range(40)]
+    named = [({f"f{j}": v for j, v in x.items()}, y) for x, y in stream]
+    assert_same(make, stream)
+    assert run(make, stream)[0] == run(make, named)[0]
+
+
 def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
     """lg_learn (Welford and co-moments in one call) refuses what GaussianPart's event path refuses,
     before touching either statistic, and an event with a feature newer than its scales (the

@@ -272,7 +272,7 @@ def test_count_joint_is_the_multinomial_log_likelihood(module):
         cells.cells.learn(x, cells.ids, k, w, True)
     n, total = cells.counts.view("n"), cells.totals.view("n")
     event = {"t0": 2, "t3": 1.5, "t7": 0, "unknown": 4}
-    got = cells.cells.joint(event, cells.ids, 3, 0.5, 8)
+    got = cells.cells.joint(event, cells.ids, 3, 0.5, 8, True)
     for c in range(3):
         p = (n[c] + 0.5) / (total[c] + 0.5 * 8)
         assert got[c] == pytest.approx(2 * math.log(p[0]) + 1.5 * math.log(p[3]), rel=1e-13)
@@ -284,7 +284,7 @@ def test_count_cells_compiled_and_python_give_the_same_bits():
     for i, (x, k, w) in enumerate(documents(2, 400)):
         if i % 5 == 0:
             x = {**x, f"new{i}": 1}  # an unknown token: scored without it, never learned
-        assert fast.cells.joint(x, fast.ids, 3, 1.0, 8) == slow.cells.joint(x, slow.ids, 3, 1.0, 8)
+        assert fast.cells.joint(x, fast.ids, 3, 1.0, 8, True) == slow.cells.joint(x, slow.ids, 3, 1.0, 8, True)
         if i % 2:
             assert fast.cells.step(x, fast.ids, 3, 0.1, 8, k, w) == slow.cells.step(x, slow.ids, 3, 0.1, 8, k, w)
         else:
@@ -300,7 +300,7 @@ def test_a_count_event_that_is_not_plain_changes_nothing(module):
     before = cells.state()
     for bad in ({"t0": -1}, {"t0": 1, "t1": None}, {"t0": "x"}, {"t0": float("inf")}, {"t0": True}, {1: 2.0}):
         assert not cells.cells.learn(bad, cells.ids, 0, 1.0, True), bad
-        assert cells.cells.joint(bad, cells.ids, 3, 1.0, 8) is None, bad
+        assert cells.cells.joint(bad, cells.ids, 3, 1.0, 8, True) is None, bad
         assert cells.cells.step(bad, cells.ids, 3, 1.0, 8, 0, 1.0) is None, bad
     assert not cells.cells.learn({"t0": 1, "new": 1}, cells.ids, 0, 1.0, True)  # unknown: the general path
     assert not cells.cells.learn({}, cells.ids, 0, 1.0, True)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from streamnb import kernels
+from streamnb.naive_bayes import checks
 from streamnb.stats import Counts, Index, Welford
 from streamnb.stats import cells as source
 
@@ -60,6 +61,11 @@ def events(seed: int, count: int = 300, features: int = 6) -> list:
         x = {f"f{j}": rng.choice([rng.gauss(50.0, 20.0), float(rng.randint(-3, 3)), rng.randint(0, 9)]) for j in keys}
         out.append((x, rng.randrange(3), rng.choice([1.0, 0.5, 2.0, 1e-3])))
     return out
+
+
+def test_the_plain_value_bound_is_the_checks_one():
+    """An event the cells refuse as beyond MAX_ABS is one the Python path rejects: one bound."""
+    assert source.MAX_ABS == checks.MAX_ABS
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -240,6 +246,14 @@ class Tokens:
     def state(self) -> bytes:
         return self.counts.raw("n").tobytes() + self.totals.raw("n").tobytes()
 
+    @classmethod
+    def learned(cls, module, seed: int, count: int) -> Tokens:
+        """Cells that learned ``documents(seed, count)``."""
+        tokens = cls(module)
+        for x, k, w in documents(seed, count):
+            tokens.cells.learn(x, tokens.ids, k, w, True)
+        return tokens
+
 
 def documents(seed: int, count: int = 300, tokens: int = 8) -> list:
     rng = random.Random(seed)
@@ -267,9 +281,7 @@ def test_count_learning_equals_counts_add(module):
 
 @pytest.mark.parametrize("module", MODULES)
 def test_count_joint_is_the_multinomial_log_likelihood(module):
-    cells = Tokens(module)
-    for x, k, w in documents(1, 50):
-        cells.cells.learn(x, cells.ids, k, w, True)
+    cells = Tokens.learned(module, 1, 50)
     n, total = cells.counts.view("n"), cells.totals.view("n")
     event = {"t0": 2, "t3": 1.5, "t7": 0, "unknown": 4}
     got = cells.cells.joint(event, cells.ids, 3, 0.5, 8, True)
@@ -294,9 +306,7 @@ def test_count_cells_compiled_and_python_give_the_same_bits():
 
 @pytest.mark.parametrize("module", MODULES)
 def test_a_count_event_that_is_not_plain_changes_nothing(module):
-    cells = Tokens(module)
-    for x, k, w in documents(3, 20):
-        cells.cells.learn(x, cells.ids, k, w, True)
+    cells = Tokens.learned(module, 3, 20)
     before = cells.state()
     for bad in ({"t0": -1}, {"t0": 1, "t1": None}, {"t0": "x"}, {"t0": float("inf")}, {"t0": True}, {1: 2.0}):
         assert not cells.cells.learn(bad, cells.ids, 0, 1.0, True), bad

@@ -265,65 +265,6 @@ static double fsum(const double *v, Py_ssize_t n) {
     return hi;
 }
 
-/* -- the posterior (BaseNB._log_prior_one and _normalize) -------------------------------- */
-
-/* The posterior of the joint log-likelihoods v[0..C) in place: log P(y) from the class counts
- * (counts[c * step]) plus v[c] less max(v), normalized with one max-shifted exp and an exact
- * sum. 1, 0 if some value is not finite (the Python path handles ruled-out classes and point
- * masses; v is then unchanged), -1 with an exception set. */
-static int posterior_of(double *v, Py_ssize_t C, view_t counts, Py_ssize_t step) {
-    double n[MAX_CLASSES], u[MAX_CLASSES];
-    for (Py_ssize_t c = 0; c < C; c++) {
-        Py_ssize_t i = c * step;
-        if (i < 0 || i >= counts.n) {
-            PyErr_SetString(PyExc_IndexError, "streamnb kernel: class outside its counts");
-            return -1;
-        }
-        n[c] = counts.p[i];
-    }
-    double log_total = log(fsum(n, C));
-    double top = -INFINITY, shift = -INFINITY;
-    for (Py_ssize_t c = 0; c < C; c++) { /* the evidence is shifted by its maximum first */
-        if (!isfinite(v[c])) return 0;
-        if (v[c] > shift) shift = v[c];
-    }
-    for (Py_ssize_t c = 0; c < C; c++) {
-        double lp = n[c] > 0 ? log(n[c]) - log_total : -INFINITY;
-        u[c] = lp + (v[c] - shift);
-        if (!isfinite(u[c])) return 0;
-        if (u[c] > top) top = u[c];
-    }
-    for (Py_ssize_t c = 0; c < C; c++) u[c] = exp(u[c] - top);
-    double total = fsum(u, C);
-    for (Py_ssize_t c = 0; c < C; c++) v[c] = u[c] / total;
-    return 1;
-}
-
-/* posterior(jll: list[float], counts: memoryview, step: int) -> list[float] | None
- * posterior_of a list of floats; None where it gives 0 (or a value is not a float). */
-static PyObject *posterior(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(3);
-    PyObject *jll = args[0];
-    view_t counts;
-    Py_ssize_t step;
-    if (!PyList_Check(jll) || get_view(args[1], &counts) || get_index(args[2], &step)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "posterior(jll list, counts, step)");
-        return NULL;
-    }
-    Py_ssize_t C = PyList_GET_SIZE(jll);
-    if (C < 1 || C > MAX_CLASSES) Py_RETURN_NONE;
-    double v[MAX_CLASSES];
-    for (Py_ssize_t c = 0; c < C; c++) {
-        PyObject *item = PyList_GET_ITEM(jll, c);
-        if (!PyFloat_CheckExact(item)) Py_RETURN_NONE;
-        v[c] = PyFloat_AS_DOUBLE(item);
-    }
-    int ok = posterior_of(v, C, counts, step);
-    if (ok < 0) return NULL;
-    if (ok == 0) Py_RETURN_NONE;
-    return float_list(v, C);
-}
-
 /* -- Welford, for lg_learn (GaussianNB's own per-event path is streamnb/stats/cells.py) ----- */
 
 /* Chan's step for one event of weight w on a cell of weight n_a: n = n_a + w, frac = w / n,
@@ -1359,81 +1300,7 @@ out:
 
 /* -- the module -------------------------------------------------------------------------- */
 
-/* -- words ------------------------------------------------------------------------------ */
-
-/* \w of Python's re on str patterns: alphanumeric (Unicode) or '_' (sre's SRE_UNI_IS_WORD). */
-static inline int is_word(Py_UCS4 ch) {
-    if (ch < 128) /* ASCII: [0-9A-Za-z_] without the four Unicode table lookups */
-        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || (ch >= 'A' && ch <= 'Z');
-    return Py_UNICODE_ISALNUM(ch);
-}
-
-/* count_words(text) -> {word: count}: what dict(Counter(re.findall(r"(?u)\b\w[\w\-]+\b", text)))
- * gives, in the same order (first occurrence). findall's match at a word character i that
- * follows a non-word character: [\w\-]+ takes the run of word characters and '-' after i, and
- * backtracks to the last position where \b holds, which is just after the run's last word
- * character (a word character followed by '-' or a non-word); no word character after i in the
- * run: no match at i. The next match is searched from the end of this one (or from i + 1). */
-static PyObject *count_words(PyObject *self, PyObject *text) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "count_words expects a str");
-        return NULL;
-    }
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    PyObject *out = PyDict_New();
-    if (out == NULL)
-        return NULL;
-    int prev_word = 0; /* is_word(text[i - 1]) */
-    Py_ssize_t i = 0;
-    while (i < n) {
-        Py_UCS4 ch = PyUnicode_READ(kind, data, i);
-        int word = is_word(ch);
-        if (!word || prev_word) {
-            prev_word = word;
-            i++;
-            continue;
-        }
-        Py_ssize_t last = -1, j = i + 1; /* last: index of the run's last word character after i */
-        for (; j < n; j++) {
-            Py_UCS4 c = PyUnicode_READ(kind, data, j);
-            if (is_word(c))
-                last = j;
-            else if (c != '-')
-                break;
-        }
-        if (last < 0) { /* no match at i; i + 1 is '-' or a non-word character */
-            prev_word = 1;
-            i++;
-            continue;
-        }
-        PyObject *token = PyUnicode_Substring(text, i, last + 1);
-        if (token == NULL)
-            goto fail;
-        PyObject *count = PyDict_GetItemWithError(out, token);
-        if (count == NULL && PyErr_Occurred()) {
-            Py_DECREF(token);
-            goto fail;
-        }
-        PyObject *next = PyLong_FromSsize_t(count == NULL ? 1 : PyLong_AsSsize_t(count) + 1);
-        int bad = next == NULL || PyDict_SetItem(out, token, next) < 0;
-        Py_XDECREF(next);
-        Py_DECREF(token);
-        if (bad)
-            goto fail;
-        i = last + 1; /* a word character: its successor is '-' or a non-word character */
-        prev_word = 1;
-    }
-    return out;
-fail:
-    Py_DECREF(out);
-    return NULL;
-}
-
 static PyMethodDef methods[] = {
-    {"count_words", (PyCFunction)count_words, METH_O, "count_words(text) -> {word: count}"},
-    {"posterior", (PyCFunction)(void (*)(void))posterior, METH_FASTCALL, "posterior(jll, counts, step)"},
     {"tree_learn", (PyCFunction)(void (*)(void))tree_learn, METH_FASTCALL,
      "tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums)"},
     {"tree_add", (PyCFunction)(void (*)(void))tree_add, METH_FASTCALL, "tree_add(ids, fids, k, w, N, D, T, sums)"},

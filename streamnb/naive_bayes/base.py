@@ -24,10 +24,12 @@ from streamnb.naive_bayes.checks import PLAIN_LABELS, check_event, check_label, 
 from streamnb.naive_bayes.explanation import Explanation
 from streamnb.naive_bayes.part import Part
 from streamnb.naive_bayes.posterior import add_feature, posterior, posterior_one, shifted_evidence
-from streamnb.stats import Counts, Index, rarest, target
+from streamnb.stats import Counts, Index, cells, rarest, target
 from streamnb.stats.base import Statistic
 
 __all__ = ["BaseNB", "Part", "Explanation", "posterior", "posterior_one", "add_feature"]
+
+event_ops = kernels.compiled(cells)
 
 
 class BaseNB(base.MiniBatchClassifier):
@@ -255,18 +257,17 @@ class BaseNB(base.MiniBatchClassifier):
             jll = [0.0] * len(classes)
             for name, part in self._parts.items():
                 jll = [a + b for a, b in zip(jll, part.joint_one(prepared[name]))]
-        return self._proba(jll, compiled=False)
+        return self._proba(jll)
 
-    def _proba(self, jll: list, compiled: bool = True) -> dict:
+    def _proba(self, jll: list) -> dict:
         """The posterior of one event's joint log-likelihoods ``jll`` (per class, without the
-        prior), by the compiled kernel where it can."""
-        classes = self._classes.keys
-        if compiled and kernels.native is not None:
-            counts, (step,) = self.class_view()
-            p = kernels.native.posterior(jll, counts, step)
-            if p is not None:
-                return dict(zip(classes, p))
-        return dict(zip(classes, posterior_one(jll, self._log_prior_one())))
+        prior): :func:`streamnb.stats.cells.posterior`, or where it cannot (values that are not
+        finite) :func:`posterior_one`."""
+        counts, (step,) = self.class_view()
+        p = event_ops.posterior(jll, counts, step)
+        if p is None:
+            p = posterior_one(jll, self._log_prior_one())
+        return dict(zip(self._classes.keys, p))
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

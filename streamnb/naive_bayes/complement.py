@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from river.base import tags
 
-from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.base import BaseNB, Part, posterior_one
 from streamnb.naive_bayes.smoothing import check_unseen
 from streamnb.naive_bayes.multinomial import MultinomialPart
 from streamnb.naive_bayes.values import frame_values
@@ -228,6 +228,9 @@ class ComplementNB(BaseNB):
 
     def _log_prior_one(self) -> list:
         return [0.0] * len(self._classes)
+
+    def _proba(self, jll: list) -> dict:
+        return dict(zip(self._classes.keys, posterior_one(jll, self._log_prior_one())))
 
     def _more_tags(self):
         return {tags.POSITIVE_INPUT}

@@ -7,6 +7,10 @@ cdef double MAX_ABS, _LOG_2PI, _NAN, _MAX_FLOAT
 @cython.locals(x=double)
 cpdef double number(object value)
 
+@cython.locals(n_classes=Py_ssize_t, c=Py_ssize_t, total=double, log_total=double, shift=double, top=double,
+               v=double, m=double, n=list, u=list)
+cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)
+
 cdef class Event:
     cdef long long[::1] ids
     cdef double[::1] xs

@@ -1,6 +1,7 @@
 """One event on a statistic's flat cells, the per-event path of the naive Bayes parts:
 :class:`WelfordCells` (GaussianNB), :class:`CountCells` (MultinomialNB) and
-:class:`CategoryCells` (CategoricalNB), over the event read once by :class:`Event`.
+:class:`CategoryCells` (CategoricalNB), over the event read once by :class:`Event`; and the
+event's :func:`posterior` from the class counts.
 
 This plain-Python module is also the source of the compiled path: the build compiles it with
 Cython (the C types are in ``cells.pxd`` beside it), and :func:`streamnb.kernels.compiled` gives
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import math
 from array import array
+from math import fsum
 from typing import Any
 
-__all__ = ["MAX_ABS", "CategoryCells", "CountCells", "Event", "WelfordCells", "number"]
+__all__ = ["MAX_ABS", "CategoryCells", "CountCells", "Event", "WelfordCells", "number", "posterior"]
 
 #: The largest magnitude of a plain value (as :data:`streamnb.naive_bayes.checks.MAX_ABS`).
 MAX_ABS = 1e100
@@ -45,6 +47,55 @@ def number(value: object) -> float:
     else:
         return _NAN
     return x if abs(x) <= MAX_ABS else _NAN
+
+
+
+def posterior(jll: list, counts: Any, step: int) -> list | None:
+    """The posterior of one event from its log-likelihoods ``jll`` (per class, without the
+    prior) and the class counts (class ``c`` has weight ``counts[c * step]``): ``log P(y)`` plus
+    the evidence less its maximum, normalized with one max-shifted exp and an exact sum, the
+    same bits as :func:`~streamnb.naive_bayes.posterior.posterior_one`. None where that needs
+    its general path: a value that is not finite (ruled-out classes, point masses), no class
+    weight at all.
+
+    >>> [round(p, 6) for p in posterior([-1e9, -1e9 - math.log(2)], memoryview(array("d", [1.0, 1.0])), 1)]
+    [0.666667, 0.333333]
+    """
+    n_classes = len(jll)
+    if n_classes < 1:
+        return None
+    if step < 0 or (n_classes - 1) * step >= len(counts):
+        raise IndexError("streamnb: a class outside its counts")
+    n = [0.0] * n_classes
+    for c in range(n_classes):
+        n[c] = counts[c * step]
+    total = fsum(n)
+    if not (total > 0.0 and math.isfinite(total)):
+        return None
+    log_total = math.log(total)
+    shift = -math.inf
+    for c in range(n_classes):
+        v = jll[c]
+        if not math.isfinite(v):
+            return None
+        if v > shift:
+            shift = v
+    u = [0.0] * n_classes
+    top = -math.inf
+    for c in range(n_classes):
+        m = n[c]
+        v = (math.log(m) - log_total if m > 0.0 else -math.inf) + (jll[c] - shift)
+        if not math.isfinite(v):
+            return None
+        u[c] = v
+        if v > top:
+            top = v
+    for c in range(n_classes):
+        u[c] = math.exp(u[c] - top)
+    total = fsum(u)
+    for c in range(n_classes):
+        u[c] = u[c] / total
+    return u
 
 
 class Event:

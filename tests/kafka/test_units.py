@@ -7,8 +7,6 @@ import random
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import streamnb
 from streamnb import persistence
@@ -112,24 +110,6 @@ def test_claims_read_only_checkpoint_headers(tmp_path):
     assert Checkpointer(tmp_path, member="a").claims() == {"t:0": 7, "t:1": 9}
     with pytest.raises(streamnb.StateError):
         Checkpointer.read(tmp_path / "b.000000000001.ckpt")  # a full read does look at the model
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from("ab_-9 .\t\né\u0301\u00b2\u0663\u4e00\U0001d7ce-_"), max_size=40)
-       | st.text(max_size=40))
-def test_the_compiled_word_count_is_the_regular_expressions(text):
-    """count_words against re.findall + Counter on words, hyphens, underscores, digits of other
-    scripts, combining marks and anything else: the same words, counts and order."""
-    import re
-    from collections import Counter
-
-    from streamnb import kernels
-
-    if kernels.native is None:
-        pytest.skip("compiled kernels not built")
-    want = dict(Counter(re.findall(r"(?u)\b\w[\w\-]+\b", text)))
-    got = kernels.native.count_words(text)
-    assert got == want and list(got) == list(want)
 
 
 def test_the_text_featurizer_counts_words_as_rivers_bag_of_words():

@@ -4,8 +4,10 @@ installed alone into a clean virtual environment gives a working ``streamnb`` co
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def plain_compiled() -> list:
+    """setup.py's COMPILED: the plain-Python modules that the build compiles."""
+    found = re.search(r"^COMPILED = (\[.*\])$", (ROOT / "setup.py").read_text(), re.MULTILINE)
+    assert found, "setup.py has no COMPILED list"
+    return ast.literal_eval(found.group(1))
 
 
 def run(args: list, **kwargs) -> subprocess.CompletedProcess:
@@ -41,8 +50,9 @@ def test_build_check_and_install_the_wheel_into_a_clean_venv(tmp_path):
     with tarfile.open(sdist) as tar:
         in_sdist = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert {"LICENSE", "README.md", "pyproject.toml", "setup.py", "streamnb/_kernels.c", "streamnb/py.typed",
-            "streamnb/stats/cells.pxd",
             "streamnb/datasets/data/SMSSpamCollection"} <= in_sdist  # fmt: skip
+    sources = {f"{stem}{suffix}" for stem in plain_compiled() for suffix in (".py", ".pxd")}
+    assert sources <= in_sdist
     with zipfile.ZipFile(wheel) as whl:
         in_wheel = set(whl.namelist())
         metadata = whl.read("streamnb-0.1.0.dist-info/METADATA").decode()
@@ -53,8 +63,9 @@ def test_build_check_and_install_the_wheel_into_a_clean_venv(tmp_path):
     assert "License-Expression: BSD-3-Clause" in metadata and "streamnb = streamnb.cli:main" in entry_points
     compiled = any(name.startswith("streamnb/_kernels") and name.endswith(".so") for name in in_wheel)
     assert compiled == (shutil.which(os.environ.get("CC", "cc")) is not None)  # optional: built where it can be
-    assert compiled == any(name.startswith("streamnb/stats/cells_compiled") for name in in_wheel)
-    assert {"streamnb/stats/cells.py", "streamnb/stats/cells.pxd"} <= in_wheel  # the source, checked
+    for stem in plain_compiled():
+        assert compiled == any(name.startswith(f"{stem}_compiled") for name in in_wheel), stem
+    assert sources <= in_wheel  # the sources, checked against the builds
 
     checked = run([sys.executable, "-m", "twine", "check", "--strict", sdist, wheel], env=env)
     assert checked.stdout.count("PASSED") == 2, checked.stdout

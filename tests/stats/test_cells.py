@@ -15,6 +15,7 @@ import pytest
 
 from streamnb import kernels
 from streamnb.naive_bayes import checks
+from streamnb.naive_bayes.posterior import posterior_one
 from streamnb.stats import Counts, Index, Welford
 from streamnb.stats import cells as source
 
@@ -204,6 +205,8 @@ def test_the_compiled_cells_refuse_a_view_of_another_type_or_layout(make_view):
     arrays = [cells.welford.flat(f)[0] for f in ("n", "mean", "m2")]
     with pytest.raises((ValueError, TypeError, BufferError)):
         BUILT.WelfordCells(arrays[0], make_view(np.asarray(arrays[1]).copy()), arrays[2], 1, 1, *arrays, 1)
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        BUILT.posterior([0.0, 0.0], make_view(np.ones(4)), 1)
 
 
 @pytest.mark.parametrize("case", ["same", "edited", "elsewhere", "missing"])
@@ -437,3 +440,44 @@ def test_a_category_event_that_is_not_plain_changes_nothing(module):
     with pytest.raises(IndexError):
         cells.step({"f0": "x"}, 3)
     assert cells.state() == before
+
+
+# -- the posterior of one event ------------------------------------------------------------------
+def class_counts(values: list) -> memoryview:
+    return memoryview(np.array(values, dtype=float))
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_posterior_is_posterior_one_bit_for_bit(module):
+    """The cells' posterior from the class counts, against posterior_one with the log prior the
+    learners compute (log n_c - log sum n): the same bits, up to 300 classes and with counts whose
+    exact sum needs many partials; a class of weight 0 (log P(y) = -inf) is left to the general path."""
+    rng = random.Random(5)
+    for _ in range(300):
+        n_classes = rng.choice([1, 2, 3, 7, 300])
+        counts = [rng.choice([0.0, 1.0, 0.5, 1e-300, 1e300, rng.random() * 10 ** rng.randint(-20, 20)])
+                  for _ in range(n_classes)]
+        counts[rng.randrange(n_classes)] = rng.random() + 0.5  # some class has weight
+        if rng.random() < 0.5:
+            counts = [n or 2.0 for n in counts]  # every class seen
+        jll = [rng.gauss(0, 10 ** rng.randint(0, 9)) for _ in range(n_classes)]
+        log_total = math.log(math.fsum(counts))
+        log_prior = [math.log(n) - log_total if n > 0 else -math.inf for n in counts]
+        expected = posterior_one(jll, log_prior)
+        step = rng.choice([1, 3])
+        view = class_counts([v for n in counts for v in [n] + [7.0] * (step - 1)])
+        got = module.posterior(jll, view, step)
+        assert got == expected if 0.0 not in counts else got is None  # a class never seen: the general path
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_posterior_leaves_what_is_not_finite_to_the_general_path(module):
+    counts = class_counts([1.0, 2.0])
+    for jll in ([-math.inf, 0.0], [math.inf, 0.0], [math.nan, 0.0], [-math.inf, -math.inf]):
+        assert module.posterior(jll, counts, 1) is None, jll
+    assert module.posterior([0.0, 0.0], class_counts([0.0, 0.0]), 1) is None  # no class weight
+    assert module.posterior([], counts, 1) is None
+    assert module.posterior([0.0], class_counts([0.0, 1.0]), 1) is None  # log P(y) = -inf
+    for step in (2, -1):
+        with pytest.raises(IndexError):
+            module.posterior([0.0, 0.0], counts, step)

@@ -34,14 +34,18 @@ $(DEV_STAMP): $(BUILD_FILES) | $(VENV)/bin/python
 demo: $(DEMO_STAMP)
 	$(BIN)/streamnb demo
 
+# a run killed by a signal (a crash in an extension) names the test it was in, last
+PYTEST = $(BIN)/python -m pytest -q || { status=$$?; test ! -f .pytest-running || \
+         echo "pytest died (status $$status) in: $$(cat .pytest-running)"; exit $$status; }
+
 test: $(DEV_STAMP)
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 # the same suite on the pure-Python path, as a machine without a C compiler runs it (the tests
 # that compare the compiled path with the Python one skip)
 test-pure: $(DEV_STAMP)
-	STREAMNB_PURE_PYTHON=1 $(BIN)/python -m pytest -q
+	STREAMNB_PURE_PYTHON=1 $(PYTEST)
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/python -m mypy

@@ -23,6 +23,19 @@ settings.register_profile("deterministic", derandomize=True, deadline=None)
 settings.register_profile("explore", deadline=None, max_examples=1000)
 settings.load_profile("deterministic")
 
+#: The test running now, written before each test and removed at the end of the session: a run
+#: that dies on a signal (where pytest reports nothing) leaves the test's name here, which the
+#: Makefile prints after the crash report (whose end is what a CI log keeps).
+RUNNING = Path(__file__).parents[1] / ".pytest-running"
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    RUNNING.write_text(nodeid + "\n")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    RUNNING.unlink(missing_ok=True)
+
 
 @pytest.fixture(autouse=True)
 def _seeded_random(request: pytest.FixtureRequest) -> None:

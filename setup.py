@@ -21,7 +21,7 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
 KERNELS = "streamnb/_kernels.c"
-COMPILED = ["streamnb/stats/cells", "streamnb/text/words"]
+COMPILED = ["streamnb/stats/cells", "streamnb/stats/pair_cells", "streamnb/text/words"]
 
 
 def sha256(*paths: str) -> str:

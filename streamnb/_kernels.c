@@ -2,7 +2,8 @@
  * or updated, nothing else touched.
  *
  * Being retired: GaussianNB, MultinomialNB and CategoricalNB already run streamnb/stats/cells.py,
- * one plain Python source that Cython compiles; the parts here move there statistic by statistic.
+ * the tree learners' pair counts streamnb/stats/pair_cells.py, plain Python sources that Cython
+ * compiles; the parts here move there statistic by statistic.
  *
  * Each function is the exact counterpart of a plain-float loop in the Python part it serves
  * (streamnb/naive_bayes/base.py, streamnb/bn/): the same
@@ -482,22 +483,7 @@ static PyObject *welford_result(const welford_t *a) {
     return Py_BuildValue("(On)", Py_None, a->top_id);
 }
 
-/* -- categories (the tree learners' events) ---------------------------------------------- */
-
-/* Whether (key, value) is a plain category: a str key not in ``exclude`` (a dict, or None),
- * and a str value, or an int (not a bool) unless ``strings_only`` (a learner that decides a
- * feature's kind from its value takes ints as numbers). 0 with an exception set on error. */
-static int plain_category(PyObject *key, PyObject *value, PyObject *exclude, int strings_only) {
-    if (!PyUnicode_CheckExact(key)) return 0;
-    if (!(PyUnicode_CheckExact(value) || (!strings_only && PyLong_CheckExact(value)))) return 0;
-    if (exclude != Py_None) {
-        int in = PyDict_Contains(exclude, key);
-        if (in != 0) return 0; /* in it, or an error (set) */
-    }
-    return 1;
-}
-
-/* -- tree-augmented learners (TAN, per-class Chow-Liu) ----------------------------------- */
+/* -- tables (the conditional linear Gaussians' statistics) -------------------------------- */
 
 /* A statistic's array: a flat view and its element strides, given as (view, s0, s1[, s2]). */
 typedef struct {
@@ -538,356 +524,6 @@ static inline double at3(const table_t *t, Py_ssize_t a, Py_ssize_t b, Py_ssize_
 
 static inline double *ref3(table_t *t, Py_ssize_t a, Py_ssize_t b, Py_ssize_t c) {
     return t->v.p + a * t->s[0] + b * t->s[1] + c * t->s[2];
-}
-
-/* t log t with 0 log 0 = 0 (streamnb.structure.information.xlogx); counts are mostly whole
- * numbers, whose values are tabulated up to XLOGX_TABLE (computed by the same expression). */
-#define XLOGX_TABLE 65536
-static double xlogx_table[XLOGX_TABLE];
-
-static void xlogx_init(void) {
-    xlogx_table[0] = 0.0;
-    for (int i = 1; i < XLOGX_TABLE; i++) xlogx_table[i] = log((double)i) * (double)i;
-}
-
-static inline double xlogx(double t) {
-    if (t >= 0 && t < XLOGX_TABLE) {
-        int i = (int)t;
-        if ((double)i == t) return xlogx_table[i];
-    }
-    return t > 0 ? log(t) * t : 0.0;
-}
-
-/* Read a tree learner's event: plain categories (see plain_category), every cell known. The
- * cell ids and their feature ids (``cf[cell]``). 1 plain, 0 not plain, -1 error. */
-static int read_tree_event(PyObject *x, PyObject *cell_ids, PyObject *cf, PyObject *exclude, int strings_only,
-                           event_t *e, Py_ssize_t *fids) {
-    Py_ssize_t pos = 0, n_cf = PyList_GET_SIZE(cf);
-    PyObject *key, *value;
-    while (PyDict_Next(x, &pos, &key, &value)) {
-        if (!plain_category(key, value, exclude, strings_only)) return PyErr_Occurred() ? -1 : 0;
-        PyObject *cell = PyTuple_Pack(2, key, value);
-        if (cell == NULL) return -1;
-        Py_ssize_t cid = lookup(cell_ids, cell);
-        Py_DECREF(cell);
-        if (cid == -2) return -1;
-        if (cid < 0 || cid >= n_cf) return 0; /* a value never seen (or not in the margins yet) */
-        Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(cf, cid));
-        if (j == -1 && PyErr_Occurred()) return -1;
-        e->id[e->n] = cid;
-        fids[e->n] = j;
-        e->n++;
-    }
-    return 1;
-}
-
-/* The sums one event changes (CMISums.tables()): S_joint, S_marg, GL (t log t of the margins),
- * P (pair totals), PL (t log t of P). */
-typedef struct {
-    int on;
-    table_t SJ, SM, GL, P, PL;
-} sums_t;
-
-static int get_sums(PyObject *obj, sums_t *s) {
-    s->on = obj != Py_None;
-    if (!s->on) return 0;
-    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 5) {
-        PyErr_SetString(PyExc_TypeError, "expected sums as 5 tables");
-        return -1;
-    }
-    return get_table(PyTuple_GET_ITEM(obj, 0), 3, &s->SJ) || get_table(PyTuple_GET_ITEM(obj, 1), 3, &s->SM) ||
-           get_table(PyTuple_GET_ITEM(obj, 2), 3, &s->GL) || get_table(PyTuple_GET_ITEM(obj, 3), 3, &s->P) ||
-           get_table(PyTuple_GET_ITEM(obj, 4), 3, &s->PL);
-}
-
-/* Learn one event of class k and weight w whose cells are ids[0..d) (distinct, registered) of
- * features fids: the pair counts n[k, a, b] += w for every two of its cells, the normalizers
- * D[k, f(a), b] += w and T[k, f(a)] += w (Margins.add_event), and, with sums, the entropy sums
- * where they changed: S_joint[k, f(a), f(b)] += xlogx(n) - xlogx(n - w); S_marg[k, f(b), f(a)]
- * over D (its old t log t kept in GL); P[k, f(a), f(b)] += w, PL = xlogx(P). Every cell is
- * checked to lie inside its array before anything changes. 1 done, -1 error. */
-static int tree_update(const Py_ssize_t *ids, const Py_ssize_t *fids, Py_ssize_t d, Py_ssize_t k, double w,
-                       table_t *N, table_t *D, table_t *T, sums_t *S) {
-    Py_ssize_t amax = 0, fmax = 0;
-    for (Py_ssize_t i = 0; i < d; i++) {
-        if (ids[i] < 0 || fids[i] < 0) {
-            PyErr_SetString(PyExc_IndexError, "streamnb kernel: negative cell or feature id");
-            return -1;
-        }
-        if (ids[i] > amax) amax = ids[i];
-        if (fids[i] > fmax) fmax = fids[i];
-    }
-    if (!fits(N, k, amax, amax) || !fits(D, k, fmax, amax) || !fits(T, k, fmax, 0)) return -1;
-    if (S->on && (!fits(&S->SJ, k, fmax, fmax) || !fits(&S->SM, k, fmax, fmax) || !fits(&S->GL, k, fmax, amax) ||
-                  !fits(&S->P, k, fmax, fmax) || !fits(&S->PL, k, fmax, fmax)))
-        return -1;
-    /* the pair table is symmetric: each unordered pair once, mirrored */
-    for (Py_ssize_t i = 0; i < d; i++) {
-        Py_ssize_t a = ids[i], fa = fids[i];
-        for (Py_ssize_t j = i; j < d; j++) {
-            Py_ssize_t b = ids[j], fb = fids[j];
-            double *n = ref3(N, k, a, b), old = *n, now = old + w;
-            *n = now;
-            if (j != i) *ref3(N, k, b, a) = now;
-            if (S->on) {
-                double delta = xlogx(now) - xlogx(old);
-                *ref3(&S->SJ, k, fa, fb) += delta;
-                double *p = ref3(&S->P, k, fa, fb), pt = *p + w, px = xlogx(pt);
-                *p = pt;
-                *ref3(&S->PL, k, fa, fb) = px;
-                if (j != i) {
-                    *ref3(&S->SJ, k, fb, fa) += delta;
-                    *ref3(&S->P, k, fb, fa) = pt;
-                    *ref3(&S->PL, k, fb, fa) = px;
-                }
-            }
-        }
-    }
-    /* the margins D[k, ., b] of a cell mostly take one value across an event's features (every
-     * one, when nothing is missing): their t log t is reused */
-    double memo_d[SMALL], memo_dx[SMALL];
-    for (Py_ssize_t j = 0; j < d && j < SMALL; j++) memo_d[j] = -1.0;
-    for (Py_ssize_t i = 0; i < d; i++) {
-        Py_ssize_t fa = fids[i];
-        for (Py_ssize_t j = 0; j < d; j++) {
-            Py_ssize_t b = ids[j];
-            double *dv = ref3(D, k, fa, b);
-            *dv += w;
-            if (S->on) {
-                double t;
-                if (j < SMALL && memo_d[j] == *dv) {
-                    t = memo_dx[j];
-                } else {
-                    t = xlogx(*dv);
-                    if (j < SMALL) {
-                        memo_d[j] = *dv;
-                        memo_dx[j] = t;
-                    }
-                }
-                double *g = ref3(&S->GL, k, fa, b);
-                *ref3(&S->SM, k, fids[j], fa) += t - *g;
-                *g = t;
-            }
-        }
-        *ref3(T, k, fa, 0) += w;
-    }
-    return 1;
-}
-
-/* tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums) -> True | None
- * TreePart.learn_one for an event whose cells are all known, the margins current (see
- * tree_update; N, D: (view, s0, s1, s2), T: (view, t0, t1); sums: None or 5 tables). None,
- * touching nothing, otherwise. */
-static PyObject *tree_learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(11);
-    PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3];
-    Py_ssize_t k;
-    double w;
-    int strings_only;
-    table_t N, D, T;
-    sums_t S;
-    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") ||
-        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[4])) < 0 ||
-        get_index(args[5], &k) || get_double(args[6], &w) || get_table(args[7], 3, &N) ||
-        get_table(args[8], 3, &D) || get_table(args[9], 2, &T) || get_sums(args[10], &S))
-        return NULL;
-    if (!PyList_Check(cf)) {
-        PyErr_SetString(PyExc_TypeError, "expected a list (cell features)");
-        return NULL;
-    }
-    Py_ssize_t size = PyDict_GET_SIZE(x);
-    if (!(w > 0) || !isfinite(w) || size == 0) Py_RETURN_NONE;
-    event_t e;
-    if (event_init(&e, size)) return NULL;
-    Py_ssize_t small_f[SMALL], *fids = size <= SMALL ? small_f : PyMem_Malloc(size * sizeof(Py_ssize_t));
-    PyObject *result = NULL;
-    if (fids == NULL) {
-        PyErr_NoMemory();
-        event_free(&e);
-        return NULL;
-    }
-    int ok = read_tree_event(x, cell_ids, cf, exclude, strings_only, &e, fids);
-    if (ok > 0) ok = tree_update(e.id, fids, e.n, k, w, &N, &D, &T, &S);
-    if (ok > 0) {
-        result = Py_True;
-        Py_INCREF(result);
-    }
-    if (fids != small_f) PyMem_Free(fids);
-    event_free(&e);
-    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
-    Py_RETURN_NONE;
-}
-
-/* tree_add(ids, fids, k, w, N, D, T, sums) -> True
- * tree_update for an event already read and registered by the Python path (lists of cell ids
- * and their feature ids). */
-static PyObject *tree_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    CHECK_NARGS(8);
-    PyObject *ids_obj = args[0], *fids_obj = args[1];
-    Py_ssize_t k;
-    double w;
-    table_t N, D, T;
-    sums_t S;
-    if (!PyList_Check(ids_obj) || !PyList_Check(fids_obj) || PyList_GET_SIZE(ids_obj) != PyList_GET_SIZE(fids_obj)) {
-        PyErr_SetString(PyExc_TypeError, "expected two lists of ids of one length");
-        return NULL;
-    }
-    if (get_index(args[2], &k) || get_double(args[3], &w) || get_table(args[4], 3, &N) ||
-        get_table(args[5], 3, &D) || get_table(args[6], 2, &T) || get_sums(args[7], &S))
-        return NULL;
-    if (!(w > 0) || !isfinite(w)) {
-        PyErr_SetString(PyExc_ValueError, "expected a finite weight above 0");
-        return NULL;
-    }
-    Py_ssize_t d = PyList_GET_SIZE(ids_obj);
-    event_t e;
-    if (event_init(&e, d)) return NULL;
-    Py_ssize_t small_f[SMALL], *fids = d <= SMALL ? small_f : PyMem_Malloc(d * sizeof(Py_ssize_t));
-    int ok = 1;
-    if (fids == NULL) {
-        PyErr_NoMemory();
-        ok = -1;
-    }
-    for (Py_ssize_t i = 0; ok > 0 && i < d; i++) {
-        if (get_index(PyList_GET_ITEM(ids_obj, i), &e.id[i]) || get_index(PyList_GET_ITEM(fids_obj, i), &fids[i]))
-            ok = -1;
-    }
-    if (ok > 0) ok = tree_update(e.id, fids, d, k, w, &N, &D, &T, &S);
-    if (fids != NULL && fids != small_f) PyMem_Free(fids);
-    event_free(&e);
-    if (ok < 0) return NULL;
-    Py_RETURN_TRUE;
-}
-
-/* tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes[, prior])
- *     -> list | None
- * TreePart.joint_one for an event whose cells are all known and whose observed features have
- * their parent observed (no feature to sum out): per class y, the exact sum (math.fsum) over the
- * event's features j of log(n[y, j, p] + alpha) - log(D[y, f(j), p] + alpha |X_j|) with p the
- * parent's cell, or log(n[y, j, j] + alpha) - log(T[y, f(j)] + alpha |X_j|) for a root. With
- * ``prior`` s > 0 a feature with a parent is smoothed toward its marginal given the class
- * (streamnb.bn.tree_inference.smoothed): log(n[y, j, p] + s th) - log(D[y, f(j), p] + s) with
- * th = (n[y, j, j] + alpha) / (T[y, f(j)] + alpha |X_j|).
- * ``parents``: one list of parent feature ids (-1: none) shared by every class, or one per class.
- * None otherwise (the Python path sums missing features out). */
-static PyObject *tree_joint(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12 && nargs != 13) {
-        PyErr_Format(PyExc_TypeError, "expected 12 or 13 arguments, got %zd", nargs);
-        return NULL;
-    }
-    PyObject *x = args[0], *cell_ids = args[1], *cf = args[2], *exclude = args[3], *parents = args[5];
-    PyObject *nv = args[9];
-    Py_ssize_t C;
-    double alpha, prior = 0.0;
-    if (nargs == 13 && get_double(args[12], &prior)) return NULL;
-    int strings_only;
-    table_t N, D, T;
-    if (check_dict(x, "event") || check_dict(cell_ids, "cell ids") ||
-        (exclude != Py_None && check_dict(exclude, "exclude")) || (strings_only = PyObject_IsTrue(args[4])) < 0 ||
-        get_table(args[6], 3, &N) || get_table(args[7], 3, &D) || get_table(args[8], 2, &T) ||
-        get_double(args[10], &alpha) || get_index(args[11], &C))
-        return NULL;
-    if (!PyList_Check(cf) || !PyList_Check(parents) || !PyList_Check(nv)) {
-        PyErr_SetString(PyExc_TypeError, "expected lists (cell features, parents, values per feature)");
-        return NULL;
-    }
-    Py_ssize_t groups = PyList_GET_SIZE(parents), size = PyDict_GET_SIZE(x);
-    if (!(alpha > 0) || C < 1 || C > MAX_CLASSES || size == 0 || (groups != 1 && groups != C)) Py_RETURN_NONE;
-    for (Py_ssize_t g = 0; g < groups; g++) {
-        if (!PyList_Check(PyList_GET_ITEM(parents, g))) {
-            PyErr_SetString(PyExc_TypeError, "expected lists of parent ids");
-            return NULL;
-        }
-    }
-    event_t e;
-    if (event_init(&e, size)) return NULL;
-    Py_ssize_t *fids = NULL, *par = NULL;
-    double *terms = NULL;
-    PyObject *result = NULL;
-    int ok = 0;
-    fids = PyMem_Malloc(size * sizeof(Py_ssize_t));
-    par = PyMem_Malloc(size * sizeof(Py_ssize_t));
-    terms = PyMem_Malloc(size * sizeof(double));
-    if (fids == NULL || par == NULL || terms == NULL) {
-        PyErr_NoMemory();
-        ok = -1;
-        goto out;
-    }
-    ok = read_tree_event(x, cell_ids, cf, exclude, strings_only, &e, fids);
-    if (ok <= 0) goto out;
-    Py_ssize_t n_nv = PyList_GET_SIZE(nv);
-    double out[MAX_CLASSES];
-    for (Py_ssize_t c = 0; c < C; c++) {
-        PyObject *pa = PyList_GET_ITEM(parents, groups == 1 ? 0 : c);
-        Py_ssize_t n_pa = PyList_GET_SIZE(pa);
-        if (c == 0 || groups > 1) { /* each observed feature's parent cell: -1 a root */
-            for (Py_ssize_t i = 0; i < e.n; i++) {
-                Py_ssize_t j = fids[i];
-                if (j >= n_pa || j >= n_nv) {
-                    ok = 0;
-                    goto out;
-                }
-                Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(pa, j));
-                if (p == -1 && PyErr_Occurred()) {
-                    ok = -1;
-                    goto out;
-                }
-                par[i] = -1;
-                if (p >= 0) {
-                    for (Py_ssize_t q = 0; q < e.n; q++) {
-                        if (fids[q] == p) {
-                            par[i] = e.id[q];
-                            break;
-                        }
-                    }
-                    if (par[i] < 0) { /* the parent is missing: summed out on the Python path */
-                        ok = 0;
-                        goto out;
-                    }
-                }
-            }
-        }
-        for (Py_ssize_t i = 0; i < e.n; i++) {
-            Py_ssize_t a = e.id[i], j = fids[i], b = par[i];
-            PyObject *nvj = PyList_GET_ITEM(nv, j);
-            if (!PyFloat_CheckExact(nvj)) {
-                ok = 0;
-                goto out;
-            }
-            double av = alpha * PyFloat_AS_DOUBLE(nvj);
-            if (b < 0) {
-                if (!fits(&N, c, a, a) || !fits(&T, c, j, 0)) {
-                    ok = -1;
-                    goto out;
-                }
-                terms[i] = log(at3(&N, c, a, a) + alpha) - log(at3(&T, c, j, 0) + av);
-            } else {
-                if (!fits(&N, c, a, b) || !fits(&D, c, j, b)) {
-                    ok = -1;
-                    goto out;
-                }
-                if (prior > 0) {
-                    if (!fits(&N, c, a, a) || !fits(&T, c, j, 0)) {
-                        ok = -1;
-                        goto out;
-                    }
-                    double th = (at3(&N, c, a, a) + alpha) / (at3(&T, c, j, 0) + av);
-                    terms[i] = log(at3(&N, c, a, b) + prior * th) - log(at3(&D, c, j, b) + prior);
-                } else {
-                    terms[i] = log(at3(&N, c, a, b) + alpha) - log(at3(&D, c, j, b) + av);
-                }
-            }
-        }
-        out[c] = fsum(terms, e.n);
-    }
-    result = float_list(out, C);
-out:
-    PyMem_Free(fids);
-    PyMem_Free(par);
-    PyMem_Free(terms);
-    event_free(&e);
-    if (result != NULL || ok < 0 || PyErr_Occurred()) return result;
-    Py_RETURN_NONE;
 }
 
 /* -- conditional linear Gaussians (TAN's numeric part) ------------------------------------- */
@@ -1301,9 +937,6 @@ out:
 /* -- the module -------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
-    {"tree_learn", (PyCFunction)(void (*)(void))tree_learn, METH_FASTCALL,
-     "tree_learn(x, cell_ids, cf, exclude, strings_only, k, w, N, D, T, sums)"},
-    {"tree_add", (PyCFunction)(void (*)(void))tree_add, METH_FASTCALL, "tree_add(ids, fids, k, w, N, D, T, sums)"},
     {"comoment_add", (PyCFunction)(void (*)(void))comoment_add, METH_FASTCALL,
      "comoment_add(x, ids, k, w, limit, CN, CM, CS, CC)"},
     {"lg_learn", (PyCFunction)(void (*)(void))lg_learn, METH_FASTCALL,
@@ -1311,8 +944,6 @@ static PyMethodDef methods[] = {
      "scales)"},
     {"lg_joint", (PyCFunction)(void (*)(void))lg_joint, METH_FASTCALL,
      "lg_joint(x, ids, parents, exclude, WN, WM, WS, PN, PM, PS, CN, CM, CS, CC, eps, n_classes, scales)"},
-    {"tree_joint", (PyCFunction)(void (*)(void))tree_joint, METH_FASTCALL,
-     "tree_joint(x, cell_ids, cf, exclude, strings_only, parents, N, D, T, nv, alpha, n_classes[, prior])"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1326,7 +957,6 @@ static struct PyModuleDef module = {
 #endif
 
 PyMODINIT_FUNC PyInit__kernels(void) {
-    xlogx_init();
     PyObject *m = PyModule_Create(&module);
     /* the SHA-256 of this source, as setup.py built it: streamnb.kernels uses the module only
        if it matches the source beside it (a build of another checkout is not loaded) */

@@ -62,11 +62,15 @@ from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, factorize
 from streamnb.stats import Counts, Index
+from streamnb.stats import pair_cells
 from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
 from streamnb.structure import Structure
 
-__all__ = ["TreePart", "HISTORY_SIZE", "structure_to_state", "structure_from_state"]
+__all__ = ["TreePart", "HISTORY_SIZE", "event_ops", "structure_to_state", "structure_from_state"]
+
+#: The per-event path (:mod:`streamnb.stats.pair_cells`), compiled when it is built.
+event_ops = kernels.compiled(pair_cells)
 
 #: Structure changes kept in a learner's history (oldest dropped first).
 HISTORY_SIZE = 256
@@ -184,84 +188,88 @@ class TreePart(Part):
             else:
                 kept = ids
             if kept:
-                if kernels.native is not None:  # counts, normalizers and entropy sums in C
-                    self._add_compiled(k, kept, w)
-                else:
-                    current = self.margins.changes == self.pairs.changes
-                    self.pairs.add_event(k, kept, w)
-                    self.margins.add_event(k, kept, w, current)
-                    if self.sums is not None:
-                        self.sums.note(k, kept, w)
+                self._add_ids(k, kept, w)
                 self.learn_with_numbers(kept, prepared, k, w)
         self._tick(1)
 
-    def _add_compiled(self, k: int, ids: list, w: float) -> None:
-        """Learn the registered cells ``ids`` of one event through ``tree_add``."""
-        pairs = self.pairs
+    def _add_ids(self, k: int, ids: list, w: float) -> None:
+        """Learn the registered cells ``ids`` of one event (:meth:`PairCells.learn_ids
+        <streamnb.stats.pair_cells.PairCells.learn_ids>`)."""
         m = self.margins.current()
-        tables = self._fast_tables(m)
-        sums = self.sums.tables() if self.sums is not None else None
+        sums = self._sum_cells()
         cf = m.cf
-        kernels.native.tree_add(ids, [cf[c] for c in ids], k, w, *tables, sums)  # type: ignore[union-attr]
-        pairs.changes += 1
-        m.changes = pairs.changes
+        self._pair_cells(m).learn_ids(ids, [cf[c] for c in ids], k, w, sums)
+        self._learned(m, sums)
+
+    def _learned(self, m: Margins, sums: Any) -> None:
+        """The pair counts, the margins ``m`` and, with ``sums``, the entropy sums just learned
+        one event together."""
+        self.pairs.changes += 1
+        m.changes = self.pairs.changes
         if sums is not None:
             self.sums.counted()  # type: ignore[union-attr]
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        """:meth:`learn_one` of an event of known categories (and no numbers) in C: the pair
-        cells, the normalizers and the kept entropy sums (:meth:`CMISums.tables`) at once."""
-        native = kernels.native
-        if native is None or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str):
+        """:meth:`learn_one` of an event of known categories (and no numbers) in one pass over
+        the raw event: the pair cells, the normalizers and the kept entropy sums at once."""
+        if self.fast_strings_only and type(next(iter(x.values()), "")) is not str:
             return False  # (an event of numbers: the numeric part's, not worth preparing for)
-        pairs = self.pairs
         m = self.margins.current()
-        tables = self._fast_tables(m)
-        sums = self.sums.tables() if self.sums is not None else None
+        sums = self._sum_cells()
         exclude, strings_only = self._fast_args()
-        if native.tree_learn(x, pairs.cells.ids, m.cf, exclude, strings_only, k, w, *tables, sums) is None:
+        if not self._pair_cells(m).learn(x, self.pairs.cells.ids, m.cf, exclude, strings_only, k, w, sums):
             return False
-        pairs.changes += 1
-        m.changes = pairs.changes
-        if sums is not None:
-            self.sums.counted()  # type: ignore[union-attr]
+        self._learned(m, sums)
         self._tick(1)
         return True
 
     def joint_fast(self, x: dict) -> list | None:
-        """:meth:`joint_one` in C of an event of known categories whose observed features have
-        their parents observed (nothing to sum out); None otherwise."""
-        native = kernels.native
-        if (native is None or not self.alpha > 0
-                or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str) or self.joins_numbers()):
+        """:meth:`joint_one` of an event of known categories whose observed features have their
+        parents observed (nothing to sum out), in one pass over the raw event; None otherwise."""
+        if (not self.alpha > 0 or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)
+                or self.joins_numbers()):
             return None
         m = self.margins.current()
         _, parents, _ = self._tree(m)
         exclude, strings_only = self._fast_args()
-        args = (x, self.pairs.cells.ids, m.cf, exclude, strings_only, parents, *self._fast_tables(m), m.nv,
-                self.alpha, len(self.classes.keys))
-        return native.tree_joint(*args, self.prior) if self.prior > 0 else native.tree_joint(*args)
+        return self._pair_cells(m).joint(x, self.pairs.cells.ids, m.cf, exclude, strings_only, parents, m.nv,
+                                         self.alpha, len(self.classes.keys), self.prior)
 
-    def _fast_tables(self, m: Margins) -> tuple:
-        """``((pair counts view, strides...), (D view, ...), (T view, ...))`` for the compiled
-        path, retaken when the arrays moved or grew (keyed on their generation and sizes)."""
+    def _pair_cells(self, m: Margins) -> Any:
+        """The per-event cells (:class:`~streamnb.stats.pair_cells.PairCells`) over the pair
+        counts and the margins ``m``, made again when the arrays moved or grew (keyed on their
+        generation and sizes)."""
         pairs = self.pairs
         key = (pairs.generation, len(self.classes.keys), len(pairs.cells.keys), pairs.has_pending())
-        cached = self._fast
+        cached = self._kernel
         if cached is not None and cached[0] == key and cached[1] is m.D:
             return cached[2]
         n, ns = pairs.flat("n")
-        tables = ((n, *ns), (m.Dv, *m.ds), (m.Tv, *m.ts))
+        made = event_ops.PairCells(n, *ns, m.Dv, *m.ds, m.Tv, *m.ts)
         key = (pairs.generation, len(self.classes.keys), len(pairs.cells.keys), False)
-        self._fast = (key, m.D, tables)
-        return tables
+        self._kernel = (key, m.D, made)
+        return made
 
-    #: The compiled path's views (see :meth:`_fast_tables`); memoryviews: never copied.
-    _fast: tuple | None = None
+    def _sum_cells(self) -> Any:
+        """The entropy sums' cells (:class:`~streamnb.stats.pair_cells.SumCells`) if the sums
+        are kept current now, else None (then the event goes uncounted there and their next read
+        rebuilds them)."""
+        views = self.sums.tables() if self.sums is not None else None
+        if views is None:
+            return None
+        if self._sum_kernel[0] is not views:
+            self._sum_kernel = (views, event_ops.SumCells(*[v for table in views for v in table]))
+        return self._sum_kernel[1]
+
+    #: The per-event cells and what they were made for (see :meth:`_pair_cells`,
+    #: :meth:`_sum_cells`); they hold memoryviews: never copied.
+    _kernel: tuple | None = None
+    _sum_kernel: tuple = ((), None)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        state.pop("_fast", None)
+        state.pop("_kernel", None)
+        state.pop("_sum_kernel", None)
         return state
 
     def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
@@ -298,15 +306,10 @@ class TreePart(Part):
             every = self.relearn_every
             room = every - self.n_learned % every if every else len(X) - start
             stop = min(len(X), start + room)
-            if kernels.native is not None:  # row by row in C: the same sums as learn_one keeps
-                for r in range(start, stop):
-                    kept = [c for c in ids[r].tolist() if c >= 0]
-                    if kept:
-                        self._add_compiled(int(k[r]), kept, float(w[r]))
-            else:
-                self.pairs.update_many_ids(k[start:stop], ids[start:stop], w[start:stop])
-                if self.sums is not None:
-                    self.sums.note_rows(k[start:stop], ids[start:stop], w[start:stop])
+            for r in range(start, stop):  # row by row: the same counts and sums as learn_one
+                kept = [c for c in ids[r].tolist() if c >= 0]
+                if kept:
+                    self._add_ids(int(k[r]), kept, float(w[r]))
             self._tick(stop - start)
             start = stop
 

@@ -3,7 +3,9 @@ cimport cython
 from libc cimport math
 
 cdef double _MAX_FLOAT
+cdef double[::1] _TABLE
 
+@cython.locals(i=Py_ssize_t)
 cpdef double xlogx(double t) noexcept
 
 cdef class SumCells:
@@ -30,19 +32,15 @@ cdef class PairCells:
 
     @cython.locals(size=Py_ssize_t, ev_ids="long long[::1]", ev_fids="long long[::1]", amax=Py_ssize_t,
                    fmax=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, a=Py_ssize_t, fa=Py_ssize_t, b=Py_ssize_t,
-                   fb=Py_ssize_t, c=Py_ssize_t, old=double, now=double, dv=double, tx=double,
+                   fb=Py_ssize_t, c=Py_ssize_t, old=double, now=double, dv=double, tx=double, delta=double,
+                   pt=double, px=double, on=bint,
                    N="double[::1]", D="double[::1]", T="double[::1]", memo="double[::1]", memo_x="double[::1]",
+                   SJ="double[::1]", SM="double[::1]", GL="double[::1]", P="double[::1]", PL="double[::1]",
                    n0=Py_ssize_t, n1=Py_ssize_t, n2=Py_ssize_t, d0=Py_ssize_t, d1=Py_ssize_t, d2=Py_ssize_t,
-                   t0=Py_ssize_t, t1=Py_ssize_t)
+                   t0=Py_ssize_t, t1=Py_ssize_t, j0=Py_ssize_t, j1=Py_ssize_t, j2=Py_ssize_t, m0=Py_ssize_t,
+                   m1=Py_ssize_t, m2=Py_ssize_t, g0=Py_ssize_t, g1=Py_ssize_t, g2=Py_ssize_t, p0=Py_ssize_t,
+                   p1=Py_ssize_t, p2=Py_ssize_t, l0=Py_ssize_t, l1=Py_ssize_t, l2=Py_ssize_t)
     cpdef add(self, Py_ssize_t k, double w, SumCells sums)
-
-    @cython.locals(SJ="double[::1]", P="double[::1]", PL="double[::1]", i=Py_ssize_t, pt=double, px=double)
-    cdef void add_pair(self, SumCells sums, Py_ssize_t k, Py_ssize_t fa, Py_ssize_t fb, double delta, double w,
-                       bint mirror) noexcept
-
-    @cython.locals(GL="double[::1]", SM="double[::1]", g=Py_ssize_t)
-    cdef void add_margin(self, SumCells sums, Py_ssize_t k, Py_ssize_t fa, Py_ssize_t b, Py_ssize_t fb,
-                         double tx) noexcept
 
     cpdef bint learn(self, dict x, dict cell_ids, list cf, object exclude, bint strings_only, Py_ssize_t k,
                      double w, SumCells sums) except -1

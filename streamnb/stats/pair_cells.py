@@ -31,12 +31,21 @@ __all__ = ["PairCells", "SumCells", "xlogx"]
 _MAX_FLOAT = 1.7976931348623157e308
 
 
+#: ``log(i) * i`` for the whole numbers below its length (counts mostly are), by the same
+#: expression as :func:`xlogx`'s.
+_TABLE = array("d", [0.0] + [math.log(i) * i for i in range(1, 1 << 16)])
+
+
 def xlogx(t: float) -> float:
     """``t log t``, 0 for ``t <= 0`` (as :func:`streamnb.structure.information.xlogx`).
 
-    >>> xlogx(0.0), xlogx(1.0), xlogx(2.0) == 2.0 * math.log(2.0)
-    (0.0, 0.0, True)
+    >>> xlogx(0.0), xlogx(1.0), xlogx(2.0) == 2.0 * math.log(2.0), xlogx(2.5) == math.log(2.5) * 2.5
+    (0.0, 0.0, True, True)
     """
+    if 0.0 <= t < 65536.0:
+        i = int(t)
+        if i == t:
+            return _TABLE[i]
     return math.log(t) * t if t > 0.0 else 0.0
 
 
@@ -136,7 +145,7 @@ class PairCells:
     def add(self, k: int, w: float, sums: SumCells | None) -> None:
         """Learn the event read with class ``k``, weight ``w`` (its cells distinct): ``n[k, a, b]
         += w`` for every two of its cells (the table is symmetric: each unordered pair once,
-        mirrored), ``D[k, f(a), b] += w``, ``T[k, f(a)] += w`` (Margins.add_event); with
+        mirrored), the normalizers ``D[k, f(a), b] += w``, ``T[k, f(a)] += w`` (Margins); with
         ``sums``, ``S_joint[k, f(a), f(b)] += xlogx(n) - xlogx(n - w)``, ``P[k, f(a), f(b)] +=
         w``, ``PL = xlogx(P)``, and ``S_marg[k, f(b), f(a)]`` over ``D`` (its old ``t log t``
         kept in ``GL``). Every cell is checked before anything changes."""
@@ -158,6 +167,17 @@ class PairCells:
         if sums is not None:
             sums.check(k, fmax, amax)
         N, n0, n1, n2 = self.n, k * self.n0, self.n1, self.n2
+        D, d0, d1, d2 = self.d, k * self.d0, self.d1, self.d2
+        T, t0, t1 = self.t, k * self.t0, self.t1
+        on = sums is not None
+        SJ = SM = GL = P = PL = N  # the sums' views, if any (else never read)
+        j0 = j1 = j2 = m0 = m1 = m2 = g0 = g1 = g2 = p0 = p1 = p2 = l0 = l1 = l2 = 0
+        if sums is not None:
+            SJ, j0, j1, j2 = sums.sj, k * sums.j0, sums.j1, sums.j2
+            SM, m0, m1, m2 = sums.sm, k * sums.m0, sums.m1, sums.m2
+            GL, g0, g1, g2 = sums.gl, k * sums.g0, sums.g1, sums.g2
+            P, p0, p1, p2 = sums.p, k * sums.p0, sums.p1, sums.p2
+            PL, l0, l1, l2 = sums.pl, k * sums.l0, sums.l1, sums.l2
         for i in range(size):
             a, fa = ev_ids[i], ev_fids[i]
             for j in range(i, size):
@@ -168,20 +188,29 @@ class PairCells:
                 N[c] = now
                 if j != i:
                     N[n0 + b * n1 + a * n2] = now
-                if sums is not None:
-                    self.add_pair(sums, k, fa, fb, xlogx(now) - xlogx(old), w, j != i)
-        D, d0, d1, d2 = self.d, k * self.d0, self.d1, self.d2
-        T, t0, t1 = self.t, k * self.t0, self.t1
+                if on:
+                    delta = xlogx(now) - xlogx(old)
+                    SJ[j0 + fa * j1 + fb * j2] += delta
+                    c = p0 + fa * p1 + fb * p2
+                    pt = P[c] + w
+                    px = xlogx(pt)
+                    P[c] = pt
+                    PL[l0 + fa * l1 + fb * l2] = px
+                    if j != i:
+                        SJ[j0 + fb * j1 + fa * j2] += delta
+                        P[p0 + fb * p1 + fa * p2] = pt
+                        PL[l0 + fb * l1 + fa * l2] = px
         memo, memo_x = self.memo, self.memo_x
         for j in range(size):
             memo[j] = -1.0
         for i in range(size):
             fa = ev_fids[i]
             for j in range(size):
-                c = d0 + fa * d1 + ev_ids[j] * d2
+                b = ev_ids[j]
+                c = d0 + fa * d1 + b * d2
                 dv = D[c] + w
                 D[c] = dv
-                if sums is not None:
+                if on:
                     # the margins D[k, ., b] of a cell mostly take one value across an event's
                     # features (every one, when nothing is missing): their t log t is reused
                     if memo[j] == dv:
@@ -190,32 +219,10 @@ class PairCells:
                         tx = xlogx(dv)
                         memo[j] = dv
                         memo_x[j] = tx
-                    self.add_margin(sums, k, fa, ev_ids[j], ev_fids[j], tx)
+                    c = g0 + fa * g1 + b * g2
+                    SM[m0 + ev_fids[j] * m1 + fa * m2] += tx - GL[c]
+                    GL[c] = tx
             T[t0 + fa * t1] += w
-
-    def add_pair(self, sums: SumCells, k: int, fa: int, fb: int, delta: float, w: float, mirror: bool) -> None:
-        """The sums of the pair of features ``(fa, fb)`` (and ``(fb, fa)`` with ``mirror``) after
-        a pair count of theirs grew by ``w``, its ``t log t`` by ``delta``."""
-        SJ, P, PL = sums.sj, sums.p, sums.pl
-        i = k * sums.j0 + fa * sums.j1 + fb * sums.j2
-        SJ[i] += delta
-        i = k * sums.p0 + fa * sums.p1 + fb * sums.p2
-        pt = P[i] + w
-        px = xlogx(pt)
-        P[i] = pt
-        PL[k * sums.l0 + fa * sums.l1 + fb * sums.l2] = px
-        if mirror:
-            SJ[k * sums.j0 + fb * sums.j1 + fa * sums.j2] += delta
-            P[k * sums.p0 + fb * sums.p1 + fa * sums.p2] = pt
-            PL[k * sums.l0 + fb * sums.l1 + fa * sums.l2] = px
-
-    def add_margin(self, sums: SumCells, k: int, fa: int, b: int, fb: int, tx: float) -> None:
-        """The sums after the normalizer ``D[k, fa, b]`` (of cell ``b`` of feature ``fb``) took
-        the ``t log t`` ``tx``."""
-        GL, SM = sums.gl, sums.sm
-        g = k * sums.g0 + fa * sums.g1 + b * sums.g2
-        SM[k * sums.m0 + fb * sums.m1 + fa * sums.m2] += tx - GL[g]
-        GL[g] = tx
 
     def learn(self, x: dict, cell_ids: dict, cf: list, exclude: dict | None, strings_only: bool, k: int,
               w: float, sums: SumCells | None) -> bool:

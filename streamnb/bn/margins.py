@@ -11,14 +11,14 @@ pair counts ``n[y, a, b]`` (:class:`~streamnb.stats.pairwise.PairCounts`) over a
 
 Deriving them from the table costs ``O(C K**2)``; :class:`Margins` keeps them instead, and an
 event with ``m`` observed features updates ``m**2`` entries of ``D`` and ``m`` of ``T`` (STYLE
-item 14: derive per touched cell). They are derived values, never saved nor merged: after any
-change that is not one event (a batch, a merge, a decay, a load) they are rebuilt from the
-table once, at the next read (``PairCounts.changes`` tells which).
+item 14: derive per touched cell; :class:`~streamnb.stats.pair_cells.PairCells` does it). They
+are derived values, never saved nor merged: after any change that is not one event (a batch, a
+merge, a decay, a load) they are rebuilt from the table once, at the next read
+(``PairCounts.changes`` tells which).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,11 +26,6 @@ import numpy as np
 from streamnb.stats.pairwise import PairCounts
 
 __all__ = ["Margins"]
-
-#: Events of at most this many cells update ``D`` entry by entry, larger ones with one numpy
-#: fancy-index add (the crossover of :attr:`PairCounts.SCALAR_CELLS`).
-SCALAR_CELLS = PairCounts.SCALAR_CELLS
-
 
 class Margins:
     """``D[y, feature, cell]``, ``T[y, feature]``, values per feature, and the cell map.
@@ -115,7 +110,8 @@ class Margins:
 
     def current(self) -> Margins:
         """Bring the margins up to date with the pair counts (rebuild if anything but
-        :meth:`add_event` changed them) and return them."""
+        one event learned through :class:`~streamnb.stats.pair_cells.PairCells` changed them)
+        and return them."""
         pairs = self.pairs
         if (self.changes == pairs.changes and len(self.cf) == len(pairs.cells.keys)
                 and self.n_classes == len(pairs.classes.keys)):
@@ -123,30 +119,3 @@ class Margins:
         if self.changes != pairs.changes or not self._follow():
             self.rebuild()
         return self
-
-    # -- one event -------------------------------------------------------------------------
-    def add_event(self, k: int, ids: Sequence[int], w: float, was_current: bool) -> None:
-        """The pair counts just learned one event (``PairCounts.add_event(k, ids, w)``):
-        update ``D`` and ``T`` by its ``len(ids)**2 + len(ids)`` entries. ``was_current``:
-        whether the margins matched the counts before that event (if not, nothing is done
-        now; the next :meth:`current` rebuilds)."""
-        if not was_current or not self._follow():
-            self.changes = -1
-            return
-        cf = self.cf
-        fids = [cf[c] for c in ids]
-        if len(ids) > SCALAR_CELLS:
-            ix, jx = np.asarray(ids, dtype=np.intp), np.asarray(fids, dtype=np.intp)
-            self.D[k, jx[:, None], ix[None, :]] += w
-            self.T[k, jx] += w
-        else:
-            Dv, (d0, d1, d2) = self.Dv, self.ds
-            Tv, (t0, t1) = self.Tv, self.ts
-            base = k * d0
-            cols = [c * d2 for c in ids]
-            for j in fids:
-                row = base + j * d1
-                for c in cols:
-                    Dv[row + c] += w
-                Tv[k * t0 + j * t1] += w
-        self.changes = self.pairs.changes

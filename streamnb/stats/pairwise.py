@@ -187,30 +187,6 @@ class PairCounts(Statistic):
         ids = np.array([i for i in self.register(cells) if i >= 0], dtype=np.intp)
         self.update_ids(self.classes.add(y), ids, w)
 
-    #: Events of at most this many cells are added cell by cell through :meth:`flat`; larger
-    #: ones with one numpy fancy-index add (measured crossover: ~5 us for 10 cells either
-    #: way, 19 us vs 5 us for 20 cells). Both add ``w`` once to each cell: identical results.
-    SCALAR_CELLS = 10
-
-    def add_event(self, k: int, ids: Sequence[int], w: float = 1.0) -> None:
-        """One encoded event at once (class id, distinct registered cell ids, weight): the
-        ``len(ids)**2`` cells touched and nothing else (the scalar path of ``learn_one``)."""
-        if self._pending:
-            self._fit()
-        self.changes += 1
-        if len(ids) > self.SCALAR_CELLS:
-            arr = self.raw("n")
-            ix = np.asarray(ids, dtype=np.intp)
-            arr[k, ix[:, None], ix[None, :]] += w
-            return
-        view, (s0, s1, s2) = self.flat("n")
-        base = k * s0
-        cols = [b * s2 for b in ids]
-        for a in ids:
-            row = base + a * s1
-            for b in cols:
-                view[row + b] += w
-
     def has_pending(self) -> bool:
         """Whether events given to :meth:`update_ids` wait in the buffer (until the next read)."""
         return bool(self._pending)

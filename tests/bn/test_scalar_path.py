@@ -128,7 +128,7 @@ def test_normalizers_kept_per_event_equal_the_table(weights):
         model.learn_one(x, y, w=1.0 if weights == "integer" else float(rng.uniform(0.1, 3)))
     part = model._part
     kept = part.margins.current()
-    assert kept.changes == part.pairs.changes  # kept by add_event, never rebuilt since
+    assert kept.changes == part.pairs.changes  # kept one event at a time, never rebuilt since
     fresh = Margins(part.pairs)
     fresh.rebuild()
     n_c, n_f, n_k = len(model.classes), len(fresh.fcells), len(part.cells)

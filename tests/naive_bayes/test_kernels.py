@@ -1,8 +1,9 @@
-"""The compiled per-event path (``streamnb/_kernels.c``, and ``streamnb/stats/cells.py``
-compiled) equals the Python path.
+"""The compiled per-event path (``streamnb/_kernels.c``, and ``streamnb/stats/cells.py`` and
+``pair_cells.py`` compiled) equals the Python path.
 
 The same stream is run twice, predict then learn per event, once compiled and once with
-``streamnb.kernels.native = None`` and the parts on the plain-Python ``cells``: the probabilities must agree (bit for bit where the
+``streamnb.kernels.native = None`` and the parts on the plain-Python ``cells`` and ``pair_cells``:
+the probabilities must agree (bit for bit where the
 Python path sums in the same order, to 1e-12 where it uses numpy), the same events must be
 rejected with the same error, and the learned states must be the same bytes.
 """

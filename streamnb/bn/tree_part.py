@@ -61,8 +61,7 @@ from streamnb.bn.structure_state import (
 from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, factorize
-from streamnb.stats import Counts, Index
-from streamnb.stats import pair_cells
+from streamnb.stats import Counts, Index, pair_cells
 from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
 from streamnb.structure import Structure

@@ -25,6 +25,11 @@ MODULES = [pytest.param(source, id="python"),
 CLASSES = ["a", "b", "c"]
 
 
+@needs_native
+def test_the_compiled_module_is_built_from_this_source():
+    assert BUILT is not source, "streamnb.stats.pair_cells is not compiled from this source (pip install -e .)"
+
+
 class Tree:
     """Pair counts over 3 classes, their margins and entropy sums, learned through the cells of
     ``module`` (a new cell registered first, as TreePart does)."""

@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import logging
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
@@ -27,7 +28,7 @@ from typing import TypeVar
 M = TypeVar("M", bound=ModuleType)
 _PURE = bool(os.environ.get("STREAMNB_PURE_PYTHON"))
 
-__all__ = ["compiled", "native", "source_digest", "why_pure"]
+__all__ = ["compiled", "native", "source_digest", "sources", "why_pure"]
 
 
 def source_digest(*paths: Path) -> str:
@@ -37,6 +38,16 @@ def source_digest(*paths: Path) -> str:
     for path in paths:
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def sources(path: Path) -> list[Path]:
+    """The files the compiled build of the module at ``path`` is made from (as ``setup.py``
+    reads them): the source, its declarations (``.pxd``), then the source and declarations
+    of each streamnb module those cimport from."""
+    declarations = path.with_suffix(".pxd")
+    root = Path(__file__).parent.parent
+    used = re.findall(r"^from (streamnb(?:\.\w+)+) cimport ", declarations.read_text(), re.MULTILINE)
+    return [path, declarations, *(root / f"{name.replace('.', '/')}{ext}" for name in used for ext in (".py", ".pxd"))]
 
 
 def _load() -> tuple[ModuleType | None, str | None]:
@@ -89,7 +100,7 @@ def _choose(source: ModuleType) -> ModuleType:
         declarations = path.with_suffix(".pxd")
         if Path(str(built.__file__)).parent != path.parent:
             why = f"the compiled {source.__name__} found ({built.__file__}) belongs to another installation"
-        elif declarations.exists() and getattr(built, "SOURCE_SHA256", None) != source_digest(path, declarations):
+        elif declarations.exists() and getattr(built, "SOURCE_SHA256", None) != source_digest(*sources(path)):
             why = f"the compiled {source.__name__} ({built.__file__}) was built from another source"
         else:
             return built

@@ -1,8 +1,9 @@
-"""The compiled per-event path (``streamnb/_kernels.c``, and ``streamnb/stats/cells.py``
-compiled) equals the Python path.
+"""The compiled per-event path (``streamnb/_kernels.c``, and ``streamnb/stats/cells.py`` and
+``moment_cells.py`` compiled) equals the Python path.
 
 The same stream is run twice, predict then learn per event, once compiled and once with
-``streamnb.kernels.native = None`` and the parts on the plain-Python ``cells``: the probabilities must agree (bit for bit where the
+``streamnb.kernels.native = None`` and the parts on the plain-Python ``cells`` and
+``moment_cells``: the probabilities must agree (bit for bit where the
 Python path sums in the same order, to 1e-12 where it uses numpy), the same events must be
 rejected with the same error, and the learned states must be the same bytes.
 """
@@ -20,8 +21,9 @@ from hypothesis import strategies as st
 
 import streamnb
 from streamnb import kernels, persistence
+from streamnb.bn import comoment_part
 from streamnb.naive_bayes import base, categorical, gaussian, multinomial
-from streamnb.stats import cells
+from streamnb.stats import cells, moment_cells
 
 from tests.conftest import needs_native
 
@@ -35,13 +37,14 @@ def test_the_kernels_are_built():
 @contextmanager
 def python_path():
     saved, kernels.native = kernels.native, None
-    ops = base.event_ops, gaussian.event_ops, multinomial.event_ops, categorical.event_ops
-    base.event_ops = gaussian.event_ops = multinomial.event_ops = categorical.event_ops = cells  # the plain source
+    ops = base.event_ops, gaussian.event_ops, multinomial.event_ops, categorical.event_ops, comoment_part.moment_ops
+    base.event_ops = gaussian.event_ops = multinomial.event_ops = categorical.event_ops = cells  # the plain sources
+    comoment_part.moment_ops = moment_cells
     try:
         yield
     finally:
         kernels.native = saved
-        base.event_ops, gaussian.event_ops, multinomial.event_ops, categorical.event_ops = ops
+        base.event_ops, gaussian.event_ops, multinomial.event_ops, categorical.event_ops, comoment_part.moment_ops = ops
 
 
 def run(make, stream: list) -> tuple[list, bytes]:
@@ -144,35 +147,44 @@ def test_features_named_by_ints_take_the_python_path_with_the_same_results(make,
     assert run(make, stream)[0] == run(make, named)[0]
 
 
-def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
-    """lg_learn (Welford and co-moments in one call) refuses what GaussianPart's event path refuses,
-    before touching either statistic, and an event with a feature newer than its scales (the
-    log slots, streamnb.bn.scales); a cell outside the co-moments raises, also untouched."""
-    native = kernels.native
+def test_the_numeric_tree_cells_refuse_changing_nothing():
+    """MomentCells.learn_moments (Welford and co-moments in one call) refuses what GaussianPart's
+    event path refuses, before touching either statistic, and an event with a feature newer than
+    its scales (the log slots, streamnb.bn.scales); a cell outside the co-moments raises, also
+    untouched (tests/stats/test_moment_cells.py has the rest)."""
     model = streamnb.TANClassifier(relearn_every=0)
     model.learn_one({"a": 1.0, "b": 2.0}, "y")
     model.learn_one({"a": 2.0, "b": 1.0}, "y")
     before = persistence.dumps(model)
     part = model._parts["gaussian"]
-    _, (N, M, S, n0, n1), (PN, PM, PS, p1), co, _, _ = part._fast_views()
+    tree = part.tree_cells()
+    assert type(tree).__module__ == "streamnb.stats.moment_cells_compiled"
     ids = part.features._ids
     scales = part._scales()
     assert list(scales) == [1, 0, 1, 0]  # a, its log slot, b, its log slot
 
-    def learn(x, w=1.0, limit=4, tables=co, modes=scales):
-        return native.lg_learn(x, ids, N, M, S, n0, n1, 0, w, PN, PM, PS, p1, part._spreads(), part._top,
-                               part._top_id, None, limit, *tables, modes)
+    def learn(x, w=1.0, limit=4, modes=scales, cells=tree):
+        return cells.learn_moments(x, ids, 0, w, part._spreads(), part._top, part._top_id, None, True, limit, modes)
 
     for bad in ({"a": 1.0, "new": 2.0}, {"a": 1.0, "b": None}, {"a": "x"}, {"a": float("inf")}, {1: 2.0}, {}):
         assert learn(bad) is None
     assert learn({"a": 1.0}, w=0.0) is None
     assert learn({"a": 1.0, "b": 2.0}, modes=bytearray([1, 0])) is None  # b newer than the scales
     assert persistence.dumps(model) == before
+    views, (CN, s0, s1, s2), *co = part._scalar(), *part._co_tables()
+    N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
+    small = moment_cells_compiled_like(tree, N, M, S, n0, n1, PN, PM, PS, p1, CN, co)
     with pytest.raises(IndexError):
-        learn({"a": 1.0, "b": 2.0}, limit=10**6, tables=[(t[0], 10**6, 10**6, 10**6) for t in co])
+        learn({"a": 1.0, "b": 2.0}, limit=10**6, cells=small)
     with pytest.raises(TypeError, match="scales"):
         learn({"a": 1.0, "b": 2.0}, modes=[1, 0, 1, 0])
     assert persistence.dumps(model) == before
+
+
+def moment_cells_compiled_like(tree, N, M, S, n0, n1, PN, PM, PS, p1, CN, co):
+    """Cells of the same class as ``tree`` whose co-moment strides put every pair past the end."""
+    big = 10**6
+    return type(tree)(N, M, S, n0, n1, PN, PM, PS, p1, CN, co[0][0], co[1][0], co[2][0], big, big, big)
 
 
 def test_posterior_equals_the_python_normalization():

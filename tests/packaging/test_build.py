@@ -82,9 +82,10 @@ def test_build_check_and_install_the_wheel_into_a_clean_venv(tmp_path):
     Path(site, "dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
     clean = {k: v for k, v in env.items() if k not in ("PYTHONPATH", "STREAMNB_PURE_PYTHON", "VIRTUAL_ENV")}
     where = run([python, "-c", "import streamnb, streamnb.kernels as k; print(streamnb.__file__); "
-                 "print(k.native is not None)"], cwd=tmp_path, env=clean)  # fmt: skip
-    path, native = where.stdout.split()
-    assert path.startswith(str(venv)) and native == str(compiled), where.stdout + where.stderr
+                 "print(k.native is not None); from streamnb.stats import cells, moment_cells as m; "
+                 "print(k.compiled(cells) is not cells and k.compiled(m) is not m)"], cwd=tmp_path, env=clean)  # fmt: skip
+    path, native, cells_built = where.stdout.split()
+    assert path.startswith(str(venv)) and native == cells_built == str(compiled), where.stdout + where.stderr
     helped = run([venv / "bin" / "streamnb", "--help"], cwd=tmp_path, env=clean)
     assert helped.stdout.startswith("Usage: streamnb [OPTIONS] COMMAND [ARGS]...")
     for command in ("demo", "evaluate", "mail", "merge", "produce", "run"):

@@ -313,18 +313,22 @@ class CoMomentPart(GaussianPart):
 
     # -- the event cells -------------------------------------------------------------------
     def tree_cells(self) -> moment_cells.MomentCells:
-        """The Welford, pooled and co-moment cells for one event (retaken when the arrays moved)."""
-        views, tables = self._scalar(), self._co_tables()
+        """The Welford, pooled and co-moment cells for one event, made again only when the arrays
+        moved (a new class or feature, a reallocation: the key is the class and feature counts
+        and the three statistics' generations; :meth:`changed` drops them)."""
+        wf, pool, co = self.welford, self.pooled, self.co
+        key = (len(self.classes.keys), wf.generation, pool.generation, co.generation, len(self.features.keys))
         cached = self._moments
-        if cached[0] is not views or cached[1] is not tables:
+        if cached[0] != key:
+            views, tables = self._scalar(), self._co_tables()
             N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
             (CN, s0, s1, s2), (CM, *_), (CS, *_), (CC, *_) = tables
-            cached = self._moments = (views, tables, moment_ops.MomentCells(N, M, S, n0, n1, PN, PM, PS, p1,
-                                                                             CN, CM, CS, CC, s0, s1, s2))
-        return cached[2]
+            cached = self._moments = (key, moment_ops.MomentCells(N, M, S, n0, n1, PN, PM, PS, p1,
+                                                                   CN, CM, CS, CC, s0, s1, s2))
+        return cached[1]
 
-    #: The views and tables the event cells were made of, and the cells (never pickled).
-    _moments: tuple = ((), (), None)
+    #: The key the event cells were made for, and the cells (never pickled).
+    _moments: tuple = ((), None)
 
     def co_limit(self) -> int:
         """The features with co-moments: those with an id below this."""
@@ -346,7 +350,7 @@ class CoMomentPart(GaussianPart):
     def changed(self) -> None:
         super().changed()
         self._co_views = None  # (keys may have been dropped: the cells are made again)
-        self._moments = ((), (), None)
+        self._moments = ((), None)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()

@@ -28,8 +28,8 @@ cdef class MomentCells(WelfordCells):
     @cython.locals(ev_ids="long long[::1]", ev_xs="double[::1]", d=Py_ssize_t, f=Py_ssize_t, g=Py_ssize_t,
                    N="double[::1]", M="double[::1]", S="double[::1]", C="double[::1]", s1=Py_ssize_t,
                    s2=Py_ssize_t, base=Py_ssize_t, a=Py_ssize_t, b=Py_ssize_t, xa=double, row=Py_ssize_t,
-                   col=Py_ssize_t, ab=Py_ssize_t, ba=Py_ssize_t, n_a=double, n=double, frac=double, kk=double,
-                   da=double, dab=double, dba=double)
+                   col=Py_ssize_t, ab=Py_ssize_t, ba=Py_ssize_t, last=double, n_a=double, n=double, frac=double,
+                   kk=double, da=double, dab=double, dba=double)
     cpdef add_pairs(self, Py_ssize_t k, double w, Py_ssize_t limit)
 
     @cython.locals(out=list, terms=list, k=Py_ssize_t)

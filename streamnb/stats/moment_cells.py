@@ -149,6 +149,8 @@ class MomentCells(WelfordCells):
         self.size = d
         N, M, S, C, s1, s2 = self.cn, self.cm, self.cs, self.cc, self.s1, self.s2
         base = k * self.s0
+        last = 0.0  # the pairs mostly share their weight: the last step kept, reused for the same n_a > 0
+        n = frac = kk = 0.0
         for f in range(d):
             a = ev_ids[f]
             xa = ev_xs[f]
@@ -158,9 +160,11 @@ class MomentCells(WelfordCells):
                 b = ev_ids[g]
                 ab = row + b * s2
                 n_a = N[ab]
-                n = n_a + w
-                frac = w / n
-                kk = n_a * frac
+                if not (n_a == last and n_a > 0.0):  # (the same operands: the same results)
+                    last = n_a
+                    n = n_a + w
+                    frac = w / n
+                    kk = n_a * frac
                 if g == f:
                     da = xa - M[ab]
                     M[ab] += da * frac

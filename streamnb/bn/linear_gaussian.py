@@ -142,11 +142,8 @@ class LinearGaussianPart(CoMomentPart):
         the Gaussian part's cells, then the co-moments."""
         if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
-        other = self.fast_exclude
-        got = self.tree_cells().learn_moments(
-            x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
-            None if other is None else other.features.ids,  # type: ignore[attr-defined]
-            True, self.co_limit(), self._scales())
+        got = self.tree_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
+                                              self._excluded(), True, self.co_limit(), self._scales())
         if got is None:
             return False
         self._top, self._top_id = got
@@ -160,10 +157,14 @@ class LinearGaussianPart(CoMomentPart):
         parents, _, edges = self._tree()
         if not edges and not self.on_log:
             return super().joint_fast(x)
-        other = self.fast_exclude
-        exclude = None if other is None else other.features.ids  # type: ignore[attr-defined]
-        return self.tree_cells().joint_tree(x, self.features.ids, parents, exclude, True, self._eps(),
+        return self.tree_cells().joint_tree(x, self.features.ids, parents, self._excluded(), True, self._eps(),
                                             len(self.classes.keys), self._scales())
+
+    def _excluded(self) -> dict | None:
+        """The other part's features (an event naming one is not this part's alone), None if
+        there are none (nothing to look up)."""
+        other = self._fast_args()[0]
+        return other if other else None
 
     # -- one event, plain floats -----------------------------------------------------------
     def _co(self) -> tuple:

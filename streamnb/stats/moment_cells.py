@@ -13,8 +13,8 @@ bits.
 The views: the Welford ones as :class:`~streamnb.stats.cells.WelfordCells`; the co-moments'
 four flat views share their strides, cell ``(k, a, b)`` at ``k * s0 + a * s1 + b * s2``.
 
-**Log slots** (:mod:`streamnb.bn.scales`): ``scales`` is None (no log slots), or bytes (or a
-bytearray), one per feature id: 0 no log slot (or the id is a log slot), 1 the feature has its
+**Log slots** (:mod:`streamnb.bn.scales`): ``scales`` is None (no log slots), or a bytearray,
+one byte per feature id: 0 no log slot (or the id is a log slot), 1 the feature has its
 log slot at id + 1 and stands on its linear scale, 2 it stands on its log scale.
 
 Every method reads the whole event and checks every cell it touches before it changes anything;
@@ -64,7 +64,7 @@ class MomentCells(WelfordCells):
     # -- learning --------------------------------------------------------------------------
     def learn_moments(self, x: dict, ids: dict, k: int, w: float, spread: list, top: float | None,
                       top_id: int, exclude: dict | None, raw: bool, limit: int,
-                      scales: bytes | bytearray | None) -> tuple[float | None, int] | None:
+                      scales: bytearray | None) -> tuple[float | None, int] | None:
         """Learn the event ``x`` (every feature known) of class ``k`` with weight ``w``: its
         features and the log slots of its values (:meth:`add_log_slots`) into the Welford cells
         (:meth:`~streamnb.stats.cells.WelfordCells.update`, the features tracked in ``spread``,
@@ -72,8 +72,8 @@ class MomentCells(WelfordCells):
         ``limit``. ``(top, top_id)`` as ``update`` answers; None if it is not plain."""
         if not (w > 0.0 and w <= MAX_FLOAT) or not x:
             return None
-        if scales is not None and not isinstance(scales, (bytes, bytearray)):
-            raise TypeError("streamnb: the scales are bytes or a bytearray")
+        if scales is not None and type(scales) is not bytearray:
+            raise TypeError("streamnb: the scales are a bytearray")
         self.grow(2 * len(x))
         if self.read(x, ids, exclude, raw, False) != 0:
             return None
@@ -85,14 +85,14 @@ class MomentCells(WelfordCells):
         self.add_pairs(k, w, limit)
         return got
 
-    def add_log_slots(self, scales: bytes | bytearray) -> bool:
+    def add_log_slots(self, scales: bytearray) -> bool:
         """After the entries read, each value >= 0 of a feature with a log slot as ``(id + 1,
         log1p(value))``, in order, while the slot has the feature's pooled weight (after a
         value below 0 the slot is empty and learns nothing). False (nothing changed but the
         event read) if a feature is newer than ``scales``, its slot is outside the pooled
         views, or its first value below 0 is here (the caller's path empties the slot)."""
-        ev_ids, ev_xs, PN, p1, modes = self.ids, self.xs, self.pn, self.p1, scales
-        size, ns, n_pooled = self.size, len(modes), len(self.pn)
+        ev_ids, ev_xs, PN, p1 = self.ids, self.xs, self.pn, self.p1
+        size, ns, n_pooled = self.size, len(scales), len(self.pn)
         out = size
         for f in range(size):
             j = ev_ids[f]
@@ -100,7 +100,7 @@ class MomentCells(WelfordCells):
                 raise IndexError("streamnb: a feature outside its cells")
             if j >= ns:
                 return False
-            if not modes[j]:
+            if not scales[j]:
                 continue
             q = (j + 1) * p1
             if q >= n_pooled:
@@ -186,7 +186,7 @@ class MomentCells(WelfordCells):
 
     # -- scoring ---------------------------------------------------------------------------
     def joint_tree(self, x: dict, ids: dict, parents: list, exclude: dict | None, raw: bool,
-                   eps: float, n_classes: int, scales: bytes | bytearray | None) -> list | None:
+                   eps: float, n_classes: int, scales: bytearray | None) -> list | None:
         """The log-likelihood per class of the event ``x`` through the tree: the exact sum
         (``math.fsum``) over its known features of ``log N(x_j; a + b x_p, s2)`` for a feature
         with a numeric parent ``p`` (the least-squares line of ``x_j`` on ``x_p`` and its
@@ -198,8 +198,8 @@ class MomentCells(WelfordCells):
         categorical (the caller's path sums it out or has that term)."""
         if n_classes < 1 or not x:
             return None
-        if scales is not None and not isinstance(scales, (bytes, bytearray)):
-            raise TypeError("streamnb: the scales are bytes or a bytearray")
+        if scales is not None and type(scales) is not bytearray:
+            raise TypeError("streamnb: the scales are a bytearray")
         self.grow(len(x))
         if self.read(x, ids, exclude, raw, False) < 0:
             return None
@@ -208,21 +208,15 @@ class MomentCells(WelfordCells):
         if not self.find_parents(parents):
             return None
         self.check_tree(n_classes)
-        out = [0.0] * n_classes
-        terms = [0.0] * self.size
-        for k in range(n_classes):
-            self.tree_terms(k, eps, terms)
-            out[k] = math.fsum(terms)
-        return out
+        return self.tree_scores(n_classes, eps)
 
-    def use_log_slots(self, scales: bytes | bytearray | None) -> bool:
+    def use_log_slots(self, scales: bytearray | None) -> bool:
         """Each entry read on its log scale as its log slot ``(id + 1, log1p(value))`` with
         :attr:`jac` ``log1p(value)``, or dropped if its value is below 0 (outside that scale);
         :attr:`jac` 0 for the others. False if a feature is newer than ``scales``."""
         ev_ids, ev_xs, jac = self.ids, self.xs, self.jac
         has = scales is not None
-        modes = scales if scales is not None else b""
-        ns = len(modes)
+        ns = len(scales) if scales is not None else 0
         d = 0
         for f in range(self.size):
             j = ev_ids[f]
@@ -231,7 +225,7 @@ class MomentCells(WelfordCells):
             if has:
                 if j < 0 or j >= ns:
                     return False
-                if modes[j] == 2:
+                if scales[j] == 2:  # type: ignore[index]
                     if not v >= 0.0:
                         continue
                     j += 1
@@ -294,52 +288,58 @@ class MomentCells(WelfordCells):
             if i >= len(self.cn) or i >= len(self.cm) or i >= len(self.cs) or i >= len(self.cc):
                 raise IndexError("streamnb: a pair outside its co-moments")
 
-    def tree_terms(self, k: int, eps: float, terms: list) -> None:
-        """The term of each entry (cells checked) in class ``k`` into ``terms``."""
+    def tree_scores(self, n_classes: int, eps: float) -> list:
+        """Per class, the exact sum of the terms of the entries (cells checked)."""
         ev_ids, ev_xs, par, parx, jac = self.ids, self.xs, self.par, self.parx, self.jac
         N, M, S, PN, PM, PS = self.n, self.mean, self.m2, self.pn, self.pmean, self.pm2
         CN, CM, CS, CC, s0, s1, s2 = self.cn, self.cm, self.cs, self.cc, self.s0, self.s1, self.s2
-        row, n1, p1 = k * self.n0, self.n1, self.p1
-        for f in range(self.size):
-            j = ev_ids[f]
-            p = par[f]
-            mean = 0.0
-            var = 1.0
-            have = True
-            if p < 0 or CN[k * s0 + j * s1 + p * s2] <= 0.0:  # the root's Gaussian
-                i = row + j * n1
-                n = N[i]
-                if n > 0.0:
-                    mean = M[i]
-                    var = S[i] / n + eps
-                    var = TINY if TINY > var else var  # max(var, TINY)
-                elif PN[j * p1] > 0.0:
-                    i = j * p1
-                    mean = PM[i]
-                    var = PS[i] / PN[i] + eps
+        n1, p1 = self.n1, self.p1
+        out = [0.0] * n_classes
+        terms = [0.0] * self.size
+        for k in range(n_classes):
+            row = k * self.n0
+            for f in range(self.size):
+                j = ev_ids[f]
+                p = par[f]
+                mean = 0.0
+                var = 1.0
+                have = True
+                if p < 0 or CN[k * s0 + j * s1 + p * s2] <= 0.0:  # the root's Gaussian
+                    i = row + j * n1
+                    n = N[i]
+                    if n > 0.0:
+                        mean = M[i]
+                        var = S[i] / n + eps
+                        var = TINY if TINY > var else var  # max(var, TINY)
+                    elif PN[j * p1] > 0.0:
+                        i = j * p1
+                        mean = PM[i]
+                        var = PS[i] / PN[i] + eps
+                        var = TINY if TINY > var else var
+                    else:
+                        have = False
+                    if p < 0 and not have:  # no estimate: no information
+                        terms[f] = 0.0
+                        continue
+                    if p >= 0:  # a line without co-observed events: b = 0
+                        mean = mean + 0.0 * parx[f]
+                else:  # the least-squares line of x_j on x_p
+                    jp = k * s0 + j * s1 + p * s2
+                    pj = k * s0 + p * s1 + j * s2
+                    n = CN[jp]
+                    i = row + j * n1
+                    v_j = S[i] / N[i] if N[i] > 0.0 else 0.0
+                    spp = CS[pj]
+                    cjp = CC[jp]
+                    b = cjp / spp if spp > 0.0 else 0.0
+                    a = CM[jp] - b * CM[pj]
+                    rss = CS[jp] - b * cjp
+                    if 0.0 > rss:  # max(rss, 0.0)
+                        rss = 0.0
+                    var = (rss + PRIOR * v_j) / (n + PRIOR) + eps
                     var = TINY if TINY > var else var
-                else:
-                    have = False
-                if p < 0 and not have:  # no estimate: no information
-                    terms[f] = 0.0
-                    continue
-                if p >= 0:  # a line without co-observed events: b = 0
-                    mean = mean + 0.0 * parx[f]
-            else:  # the least-squares line of x_j on x_p
-                jp = k * s0 + j * s1 + p * s2
-                pj = k * s0 + p * s1 + j * s2
-                n = CN[jp]
-                i = row + j * n1
-                v_j = S[i] / N[i] if N[i] > 0.0 else 0.0
-                spp = CS[pj]
-                cjp = CC[jp]
-                b = cjp / spp if spp > 0.0 else 0.0
-                a = CM[jp] - b * CM[pj]
-                rss = CS[jp] - b * cjp
-                if 0.0 > rss:  # max(rss, 0.0)
-                    rss = 0.0
-                var = (rss + PRIOR * v_j) / (n + PRIOR) + eps
-                var = TINY if TINY > var else var
-                mean = a + b * parx[f]
-            d = ev_xs[f] - mean
-            terms[f] = -0.5 * (LOG_2PI + math.log(var) + d * d / var) - jac[f]
+                    mean = a + b * parx[f]
+                d = ev_xs[f] - mean
+                terms[f] = -0.5 * (LOG_2PI + math.log(var) + d * d / var) - jac[f]
+            out[k] = math.fsum(terms)
+        return out

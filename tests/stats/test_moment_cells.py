@@ -45,8 +45,8 @@ class Tree:
         self.co = CoMoments([classes, self.features], max_features=LIMIT)
         self.spread = [0.0] * len(names)
         self.top, self.top_id = None, -1
-        self.scales = bytes([1, 0] * features) if scales else None
-        self.modes = bytes(v for j in range(features) for v in ((2 if j in ON_LOG else 1), 0))
+        self.scales = bytearray([1, 0] * features) if scales else None
+        self.modes = bytearray(v for j in range(features) for v in ((2 if j in ON_LOG else 1), 0))
         for stat in (self.welford, self.pooled, self.co):
             stat.fit()
         self.module = module
@@ -77,9 +77,9 @@ class Tree:
         return out
 
     def joint(self, x: dict, eps: float = 1e-3, parents: list | None = None, ids: dict | None = None,
-              modes: bytes | None = b"default"):
+              modes: bytearray | None | str = "default"):
         return self.cells.joint_tree(x, self.ids if ids is None else ids, parents or self.parents(), None, True,
-                                     eps, 3, self.modes if modes == b"default" else modes)
+                                     eps, 3, self.modes if modes == "default" else modes)
 
     def state(self) -> bytes:
         arrays = [s.raw(f) for s in (self.welford, self.pooled, self.co) for f in s.fields]
@@ -201,9 +201,10 @@ def test_an_event_that_is_not_plain_changes_nothing(module):
     assert tree.cells.learn_moments({"f0": 1.0}, tree.ids, 0, 1.0, tree.spread, None, -1, {"f0": 0}, True, LIMIT,
                                     tree.scales) is None  # another part's feature
     assert tree.cells.learn_moments({"f3": 1.0}, tree.ids, 0, 1.0, tree.spread, None, -1, None, True, LIMIT,
-                                    bytes(4)) is None  # a feature newer than the scales
-    with pytest.raises(TypeError, match="scales"):
-        tree.cells.learn_moments({"f0": 1.0}, tree.ids, 0, 1.0, tree.spread, None, -1, None, True, LIMIT, [1, 0])
+                                    bytearray(4)) is None  # a feature newer than the scales
+    for wrong in ([1, 0], bytes([1, 0])):
+        with pytest.raises(TypeError, match="scales"):
+            tree.cells.learn_moments({"f0": 1.0}, tree.ids, 0, 1.0, tree.spread, None, -1, None, True, LIMIT, wrong)
     with pytest.raises(TypeError, match="scales"):
         tree.cells.joint_tree({"f0": 1.0}, tree.ids, tree.parents(), None, True, 0.0, 3, [1, 0])
     assert tree.state() == before

@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 #   demo: the `demo` extra only (the Kafka clients and the embedded broker), what `streamnb demo` needs
 #   dev:  the `dev` extra (every extra, the test and documentation tools); it includes demo's, so
 #         installing it stamps both, while installing demo's leaves `make test` to install dev's.
-COMPILED   := streamnb/_kernels.c $(wildcard streamnb/*/*.pxd) $(patsubst %.pxd,%.py,$(wildcard streamnb/*/*.pxd))
+COMPILED   := $(wildcard streamnb/*/*.pxd) $(patsubst %.pxd,%.py,$(wildcard streamnb/*/*.pxd))
 HASH       := $(shell cat pyproject.toml setup.py $(COMPILED) | cksum | cut -d' ' -f1)
 DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
 DEV_STAMP  := $(VENV)/.installed-dev-$(HASH)

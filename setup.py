@@ -1,27 +1,30 @@
 """The compiled per-event path; everything else is in pyproject.toml.
 
-Two kinds of compiled modules, both optional: without a C compiler (or Python headers) ``pip
-install`` goes on without them and streamnb runs its pure-Python path, saying so once at import.
-No fused multiply-add (``-ffp-contract=off``): compiled and plain Python give the same bits.
+The per-event modules in :data:`COMPILED` are plain Python that runs as it is, and that Cython
+compiles (types from the ``.pxd`` beside it) into ``<module>_compiled``. The build is optional:
+without a C compiler (or Python headers) ``pip install`` goes on without it and streamnb runs
+the plain modules, saying so once at import. No fused multiply-add (``-ffp-contract=off``):
+compiled and plain Python give the same bits.
 
-- ``streamnb/_kernels.c``, the hand-written kernels (being replaced, statistic by statistic).
-- The per-event modules in :data:`COMPILED`: plain Python that runs as it is, and that Cython
-  compiles (types from the ``.pxd`` beside it) into ``<module>_compiled``. The build compiles a
-  copy that ends with the SHA-256 of the source and its declarations.
-
-Each compiled module carries the SHA-256 of what it was built from, which :mod:`streamnb.kernels`
-checks against the source beside it: a build of another checkout is never used.
+The build compiles a copy that ends with the SHA-256 of the source and its declarations, which
+:mod:`streamnb.kernels` checks against the source beside it: a build of another checkout is
+never used. A module may take a cdef class from another one of them (``from
+streamnb.stats.cells cimport WelfordCells`` in its ``.pxd``, and the same names imported in its
+``.py``): the copy takes them from that module's compiled build instead (its ``import`` line
+left out, its ``.pxd`` cimporting from ``<module>_compiled``), and its SHA-256 covers that
+module's source and declarations too.
 """
 
 import hashlib
+import re
 from pathlib import Path
 
 from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
-KERNELS = "streamnb/_kernels.c"
-COMPILED = ["streamnb/stats/cells", "streamnb/stats/pair_cells", "streamnb/text/words"]
+COMPILED = ["streamnb/stats/cells", "streamnb/stats/pair_cells", "streamnb/stats/moment_cells", "streamnb/text/words"]
+CIMPORT = re.compile(r"^from (streamnb(?:\.\w+)+) cimport ", re.MULTILINE)
 
 
 def sha256(*paths: str) -> str:
@@ -30,6 +33,14 @@ def sha256(*paths: str) -> str:
     for path in paths:
         digest.update((HERE / path).read_bytes())
     return digest.hexdigest()
+
+
+def sources(stem: str) -> list[str]:
+    """The files a compiled module is built from (:func:`streamnb.kernels.sources`): its source,
+    its declarations, then those of each module they cimport from."""
+    pxd = (HERE / f"{stem}.pxd").read_text()
+    used = [name.replace(".", "/") for name in CIMPORT.findall(pxd)]
+    return [f"{stem}.py", f"{stem}.pxd", *(f"{u}{ext}" for u in used for ext in (".py", ".pxd"))]
 
 
 def cython_modules() -> list:
@@ -42,8 +53,12 @@ def cython_modules() -> list:
         copy = HERE / "build" / "cython" / f"{stem}_compiled"  # Cython finds the .pxd by the module's path
         copy.parent.mkdir(parents=True, exist_ok=True)
         source = (HERE / f"{stem}.py").read_text()
-        copy.with_suffix(".py").write_text(f"{source}\nSOURCE_SHA256 = {sha256(f'{stem}.py', f'{stem}.pxd')!r}\n")
-        copy.with_suffix(".pxd").write_text((HERE / f"{stem}.pxd").read_text())
+        pxd = (HERE / f"{stem}.pxd").read_text()
+        for name in CIMPORT.findall(pxd):  # the cdef classes of another compiled module: its build's
+            source = re.sub(rf"^from {re.escape(name)} import .*$", "", source, flags=re.MULTILINE)
+            pxd = pxd.replace(f"from {name} cimport ", f"from {name}_compiled cimport ")
+        copy.with_suffix(".py").write_text(f"{source}\nSOURCE_SHA256 = {sha256(*sources(stem))!r}\n")
+        copy.with_suffix(".pxd").write_text(pxd)
         name = f"{stem}_compiled".replace("/", ".")
         modules.append(Extension(name, [str(copy.with_suffix(".py").relative_to(HERE))], optional=True,
                                  extra_compile_args=FLAGS))
@@ -55,7 +70,4 @@ def cython_modules() -> list:
     return built
 
 
-setup(ext_modules=[Extension("streamnb._kernels", [KERNELS], optional=True,
-                             define_macros=[("STREAMNB_KERNELS_SHA256", f'"{sha256(KERNELS)}"')],
-                             extra_compile_args=FLAGS),
-                   *cython_modules()])
+setup(ext_modules=cython_modules())

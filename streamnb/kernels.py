@@ -1,17 +1,16 @@
 """The compiled per-event path, when it is built; the Python path otherwise.
 
-Two kinds: the hand-written kernels of ``streamnb/_kernels.c`` (:data:`native`), and modules
-written once in plain Python that the build compiles with Cython (:func:`compiled`).
+The per-event modules (``streamnb/stats/cells.py``, ``pair_cells.py``, ``moment_cells.py``,
+``streamnb/text/words.py``) are plain Python, and the build also compiles each of them with
+Cython (the C types in the ``.pxd`` beside it) into ``<module>_compiled``. A part asks
+:func:`compiled` for the module it runs: the build, or the plain source itself. Both run the
+same floating-point operations in the same order: the same bits.
 
-``native`` is the compiled module, or None. Every kernel mirrors a plain-float loop of a
-naive Bayes part operation for operation and returns None (having changed nothing) whenever an
-event needs the Python path: validation errors, new keys, special cells.
-
-The compiled module is optional (``pip install`` without a C compiler skips it): when it is
-missing, or was built from another source than the ``_kernels.c`` beside it (a build of another
-checkout), the Python path is used and a one-line warning says so. The environment variable
-``STREAMNB_PURE_PYTHON=1``, read once here, asks for the Python path only (e.g. to compare the
-two; CI runs the test suite both ways).
+The build is optional (``pip install`` without a C compiler skips it): when a module is not
+built, or was built from another source than the one beside it (a build of another checkout),
+its plain source runs and one line (once per process) says so. The environment variable
+``STREAMNB_PURE_PYTHON=1``, read once here, asks for the plain sources only (e.g. to compare
+the two; CI runs the test suite both ways).
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import hashlib
 import importlib
 import logging
 import os
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
@@ -27,7 +27,7 @@ from typing import TypeVar
 M = TypeVar("M", bound=ModuleType)
 _PURE = bool(os.environ.get("STREAMNB_PURE_PYTHON"))
 
-__all__ = ["compiled", "native", "source_digest", "why_pure"]
+__all__ = ["compiled", "source_digest", "sources"]
 
 
 def source_digest(*paths: Path) -> str:
@@ -39,38 +39,25 @@ def source_digest(*paths: Path) -> str:
     return digest.hexdigest()
 
 
-def _load() -> tuple[ModuleType | None, str | None]:
-    """The compiled module and None, or None and why the Python path is used."""
-    if _PURE:
-        return None, None  # asked for: no warning
-    try:
-        import streamnb._kernels as kernels
-    except ImportError:
-        return None, "the compiled kernels are not built"
-    here = Path(__file__).parent
-    if Path(str(kernels.__file__)).parent != here:  # e.g. an editable install's finder reaching another tree
-        return None, f"the compiled kernels found ({kernels.__file__}) belong to another installation"
-    source = here / "_kernels.c"
-    if source.exists():  # a source tree (an installed wheel has only the module)
-        built = getattr(kernels, "SOURCE_SHA256", "unknown")
-        if built != source_digest(source):
-            return None, f"the compiled kernels ({kernels.__file__}) were built from another source"
-    return kernels, None
-
-
-native, why_pure = _load()
-if why_pure is not None:  # one line on stderr (Python's last-resort handler) unless logging says otherwise
-    logging.getLogger("streamnb").warning("streamnb: %s; using the pure-Python path (slower, same results)", why_pure)
+def sources(path: Path) -> list[Path]:
+    """The files the compiled build of the module at ``path`` is made from (as ``setup.py``
+    reads them): the source, its declarations (``.pxd``), then the source and declarations
+    of each streamnb module those cimport from."""
+    declarations = path.with_suffix(".pxd")
+    root = Path(__file__).parent.parent
+    used = re.findall(r"^from (streamnb(?:\.\w+)+) cimport ", declarations.read_text(), re.MULTILINE)
+    return [path, declarations, *(root / f"{name.replace('.', '/')}{ext}" for name in used for ext in (".py", ".pxd"))]
 
 
 _chosen: dict[str, ModuleType] = {}
+_said = False  # whether the one line about the Python path was written
 
 
 def compiled(source: M) -> M:
     """The compiled build of the plain-Python module ``source`` (``<name>_compiled``, made by
     the build from ``<name>.py`` and ``<name>.pxd``), or ``source`` itself: when the Python
     path is asked for, when there is no build, or when the build is not of this very source
-    (saying why in one line, once, unless :data:`why_pure` already did)."""
+    (saying why in one line, for the first such module of the process)."""
     if _PURE:
         return source
     if source.__name__ not in _chosen:
@@ -79,7 +66,7 @@ def compiled(source: M) -> M:
 
 
 def _choose(source: ModuleType) -> ModuleType:
-    why = None
+    global _said
     try:
         built = importlib.import_module(f"{source.__name__}_compiled")
     except ImportError:
@@ -89,10 +76,11 @@ def _choose(source: ModuleType) -> ModuleType:
         declarations = path.with_suffix(".pxd")
         if Path(str(built.__file__)).parent != path.parent:
             why = f"the compiled {source.__name__} found ({built.__file__}) belongs to another installation"
-        elif declarations.exists() and getattr(built, "SOURCE_SHA256", None) != source_digest(path, declarations):
+        elif declarations.exists() and getattr(built, "SOURCE_SHA256", None) != source_digest(*sources(path)):
             why = f"the compiled {source.__name__} ({built.__file__}) was built from another source"
         else:
             return built
-    if why_pure is None:
+    if not _said:  # one line on stderr (Python's last-resort handler) unless logging says otherwise
+        _said = True
         logging.getLogger("streamnb").warning("streamnb: %s; using the pure-Python path (slower, same results)", why)
     return source

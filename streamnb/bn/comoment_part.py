@@ -12,8 +12,8 @@ slot, a numeric feature of its own for these statistics, learning ``log1p`` of t
 values; a feature on its log scale is read, weighed and scored through that slot, everything
 above holding for ``log1p(x)``, and its term is less ``log1p(x)`` (a density of ``x``).
 
-Cost per event: learning adds ``d**2`` co-moment cells for ``d`` observed numeric features (a
-few numpy operations on ``d x d`` arrays).
+Cost per event: learning updates ``d**2`` co-moment cells for ``d`` observed numeric features
+(:class:`~streamnb.stats.moment_cells.MomentCells`, one loop over the pairs, compiled when built).
 """
 
 from __future__ import annotations
@@ -25,14 +25,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from streamnb import kernels
 from streamnb.bn.scales import is_log_key, log_features, log_gains, log_key, unsigned
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import frame_values
-from streamnb.stats import Counts, Index
+from streamnb.stats import Counts, Index, moment_cells
 from streamnb.stats.comoments import CoMoments
 
-__all__ = ["CoMomentPart", "MAX_NUMERIC"]
+__all__ = ["CoMomentPart", "MAX_NUMERIC", "moment_ops"]
+
+#: The module of one event's Welford and co-moment operations: compiled when built, the
+#: plain-Python one otherwise.
+moment_ops = kernels.compiled(moment_cells)
 
 
 def _refuse_log_keys(keys: list) -> None:
@@ -76,7 +81,7 @@ class CoMomentPart(GaussianPart):
         #: The features standing on their log scale (set with the structure).
         self.on_log: frozenset = frozenset()
         self._log_ids: tuple = ((), frozenset())  # (key, the ids of their log slots)
-        self._modes = bytearray()  # per id, what the compiled path reads (see _kernels.c get_scales)
+        self._modes = bytearray()  # per id, the scales the event cells read (see streamnb.stats.moment_cells)
         self._modes_key = -1  # the features' epoch the modes were taken at
         self._with_slots: tuple = ((), np.zeros(0, dtype=np.intp))  # (key, ids of features with a log slot)
 
@@ -215,7 +220,7 @@ class CoMomentPart(GaussianPart):
         return [f for f in keys if not is_log_key(f)] if self.log_slots else list(keys)
 
     def _scales(self) -> bytearray | None:
-        """Per id, for the compiled path: 0 no log slot, 1 one at id + 1 (linear scale), 2 on
+        """Per id, for the event cells: 0 no log slot, 1 one at id + 1 (linear scale), 2 on
         its log scale. Extended as features arrive, rewritten when the scales change."""
         modes = self._modes
         if len(modes) == len(self.features.keys) and self._modes_key == self.features.epoch:
@@ -280,19 +285,78 @@ class CoMomentPart(GaussianPart):
         return self._with_logs(*prepared) if self.log_slots and prepared[0] else prepared
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
-        # the features count for the variance smoothing, not their log slots
-        tracked = len(prepared[0]) if tracked is None else tracked
-        if self.log_slots and prepared[0]:
-            self._register(prepared[0])
-            self._retire(self._first_below_zero(*prepared))
-            prepared = self._with_logs(*prepared)
-        super().learn_one(prepared, k, w, tracked)
+        """One event (``w > 0``), through :meth:`tree_cells`: its features and their log slots
+        into the Welford cells, then the co-moments. The features count for the variance
+        smoothing, not their log slots (``tracked`` is theirs: ignored)."""
         keys, values = prepared
-        if keys and w > 0:
-            self.co.update_ids(k, self.features.lookup(keys), np.array(values, dtype=float), w)
+        if not keys:
+            return
+        if self.log_slots:
+            self._register(keys)
+            self._retire(self._first_below_zero(keys, values))
+        elif any(key not in self.features.ids for key in keys):
+            spread = self._spreads()
+            for key in keys:
+                if key not in self.features.ids:
+                    self.features.add(key)
+                    spread.append(0.0)
+            self.welford.fit()
+            self.pooled.fit()
+        got = self.tree_cells().learn_moments(dict(zip(keys, values)), self.features.ids, k, w, self._spreads(),
+                                              self._top, self._top_id, None, False, self.co_limit(), self._scales())
+        assert got is not None, "a prepared event is plain, its features registered"
+        self._top, self._top_id = got
+        self._derived = None
 
     def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         self.learn_one(prepared, k, w)
+
+    # -- the event cells -------------------------------------------------------------------
+    def tree_cells(self) -> moment_cells.MomentCells:
+        """The Welford, pooled and co-moment cells for one event, made again only when the arrays
+        moved (a new class or feature, a reallocation: the key is the class and feature counts
+        and the three statistics' generations; :meth:`changed` drops them)."""
+        wf, pool, co = self.welford, self.pooled, self.co
+        key = (len(self.classes.keys), wf.generation, pool.generation, co.generation, len(self.features.keys))
+        cached = self._moments
+        if cached[0] != key:
+            views, tables = self._scalar(), self._co_tables()
+            N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
+            (CN, s0, s1, s2), (CM, *_), (CS, *_), (CC, *_) = tables
+            cached = self._moments = (key, moment_ops.MomentCells(N, M, S, n0, n1, PN, PM, PS, p1,
+                                                                   CN, CM, CS, CC, s0, s1, s2))
+        return cached[1]
+
+    #: The key the event cells were made for, and the cells (never pickled).
+    _moments: tuple = ((), None)
+
+    def co_limit(self) -> int:
+        """The features with co-moments: those with an id below this."""
+        return self.co.limits[1] or len(self.features.keys)
+
+    def _co_tables(self) -> tuple:
+        """The co-moments as ``(flat view, s0, s1, s2)`` per field, retaken when they moved."""
+        co = self.co
+        key = (co.generation, len(self.classes.keys), len(self.features.keys))
+        cached = self._co_views
+        if cached is None or cached[0] != key:
+            co.fit()
+            strides = co.flat("n")[1]
+            cached = self._co_views = (key, tuple((co.flat(f)[0], *strides) for f in CoMoments.fields))
+        return cached[1]
+
+    _co_views: tuple | None = None
+
+    def changed(self) -> None:
+        super().changed()
+        self._co_views = None  # (keys may have been dropped: the cells are made again)
+        self._moments = ((), None)
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state.pop("_moments", None)  # memoryviews are neither copied nor pickled
+        state.pop("_co_views", None)
+        return state
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
         # (TAN learns a frame of numbers row by row; a feature first met here has no log slot)

@@ -7,10 +7,10 @@ texts say the rest: :mod:`streamnb.bn.gaussian_pairs` the edge weights of numeri
 :mod:`streamnb.bn.gaussian_terms` the conditional probabilities and how missing values are
 summed out, :mod:`streamnb.bn.comoment_part` the scales.
 
-Cost per event: learning adds ``d**2`` co-moment cells for ``d`` observed numeric features (a
-few numpy operations on ``d x d`` arrays); predicting reads ``O(d)`` cells per class (plain
-Python, or a few array operations for an event with every feature), plus the clusters of
-missing features. The pair weights cost ``O(C F**2)`` numpy.
+Cost per event: learning updates ``d**2`` co-moment cells for ``d`` observed numeric features;
+predicting reads ``O(d)`` cells per class (both through
+:class:`~streamnb.stats.moment_cells.MomentCells`, compiled when built; a few array operations
+for an event with every feature), plus the clusters of missing features (plain Python). The pair weights cost ``O(C F**2)`` numpy.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamnb import kernels
 from streamnb.bn.comoment_part import MAX_NUMERIC, CoMomentPart
 from streamnb.bn.gaussian_pairs import PRIOR, gaussian_pair_prices, gaussian_pair_weights
 from streamnb.bn.gaussian_terms import (
@@ -130,27 +129,21 @@ class LinearGaussianPart(CoMomentPart):
 
     def changed(self) -> None:
         super().changed()
-        self._tree_cache = self._dense = self._lg_views = None
+        self._tree_cache = self._dense = None
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
         state["_dense"] = None  # views of this object's arrays: never copied nor pickled
-        state.pop("_co_views", None)
-        state.pop("_lg_views", None)
         return state
 
-    # -- the compiled path -----------------------------------------------------------------
+    # -- one raw event ---------------------------------------------------------------------
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        """:meth:`learn_one` in C, one call: the Gaussian part's cells, then the co-moments."""
-        native = kernels.native
-        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
+        """:meth:`learn_one` of a raw event in one call (:meth:`~streamnb.stats.moment_cells.MomentCells.learn_moments`):
+        the Gaussian part's cells, then the co-moments."""
+        if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
-        spread = self._spread if self._spread is not None else self._spreads()
-        _, welford, pooled, co, _, limit = self._fast_views()
-        other = self.fast_exclude
-        got = native.lg_learn(x, self.features.ids, *welford, k, w, *pooled, spread, self._top, self._top_id,
-                              None if other is None else other.features.ids,  # type: ignore[attr-defined]
-                              limit, *co, self._scales())
+        got = self.tree_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
+                                              self._excluded(), True, self.co_limit(), self._scales())
         if got is None:
             return False
         self._top, self._top_id = got
@@ -158,54 +151,20 @@ class LinearGaussianPart(CoMomentPart):
         return True
 
     def joint_fast(self, x: dict) -> list | None:
-        """:meth:`joint_one` in C when every observed feature's parent is observed."""
-        native = kernels.native
-        if native is None or type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
+        """:meth:`joint_one` of a raw event when every observed feature's parent is observed."""
+        if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return None
         parents, _, edges = self._tree()
         if not edges and not self.on_log:
             return super().joint_fast(x)
-        key, _, _, _, tables, _ = self._fast_views()
-        other = self.fast_exclude
-        return native.lg_joint(x, self.features.ids, parents, None if other is None else other.features.ids,  # type: ignore[attr-defined]
-                               *tables, self._eps(), key[0], self._scales())
+        return self.tree_cells().joint_tree(x, self.features.ids, parents, self._excluded(), True, self._eps(),
+                                            len(self.classes.keys), self._scales())
 
-    def _fast_views(self) -> tuple:
-        """What the compiled path reads and writes, retaken only when the arrays moved (a new
-        class or feature, a reallocation: the key is the class and feature counts and the
-        three statistics' generations): ``(key, Welford views (N, M, S, n0, n1), pooled views
-        (PN, PM, PS, p1), co-moment tables, lg_joint's tables, features with co-moments)``."""
-        wf, pool, co = self.welford, self.pooled, self.co
-        cached = self._lg_views
-        if (cached is not None and cached[0][0] == len(self.classes.keys) and cached[0][1] == wf.generation
-                and cached[0][2] == pool.generation and cached[0][3] == co.generation
-                and cached[0][4] == len(self.features.keys)):
-            return cached
-        N, M, S, (n0, n1), PN, PM, PS, (p0, p1) = self._scalar()
-        tables = self._co_tables()
-        cached = self._lg_views = (
-            (len(self.classes.keys), wf.generation, pool.generation, co.generation, len(self.features.keys)),
-            (N, M, S, n0, n1), (PN, PM, PS, p1), tables,
-            ((N, n0, n1), (M, n0, n1), (S, n0, n1), (PN, p0, p1), (PM, p0, p1), (PS, p0, p1), *tables),
-            co.limits[1] or len(self.features.keys),
-        )
-        return cached
-
-    _lg_views: tuple | None = None
-
-    def _co_tables(self) -> tuple:
-        """The co-moments as ``(flat view, s0, s1, s2)`` per field, retaken when they moved."""
-        co = self.co
-        key = (co.generation, len(self.classes.keys), len(self.features.keys))
-        cached = self._co_views
-        if cached is None or cached[0] != key:
-            co.fit()
-            strides = co.flat("n")[1]
-            cached = self._co_views = ((co.generation, len(self.classes.keys), len(self.features.keys)),
-                                       tuple((co.flat(f)[0], *strides) for f in CoMoments.fields))
-        return cached[1]
-
-    _co_views: tuple | None = None
+    def _excluded(self) -> dict | None:
+        """The other part's features (an event naming one is not this part's alone), None if
+        there are none (nothing to look up)."""
+        other = self._fast_args()[0]
+        return other if other else None
 
     # -- one event, plain floats -----------------------------------------------------------
     def _co(self) -> tuple:
@@ -291,6 +250,10 @@ class LinearGaussianPart(CoMomentPart):
             out = self._tree_joint_dense(values)
             if out is not None:
                 return out
+        got = self.tree_cells().joint_tree(dict(zip(*prepared)), self.features.ids, self._tree()[0], None, False,
+                                           self._eps(), len(self.classes.keys), self._scales())
+        if got is not None:  # every observed feature's parent observed: nothing to sum out
+            return got
         terms = self.terms_one(self._ids_of(keys, values))
         if not terms:
             return [0.0] * len(self.classes.keys)

@@ -24,7 +24,6 @@ from collections.abc import Hashable, Mapping
 from operator import add
 from typing import Any
 
-from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB
 from streamnb.naive_bayes.part import Part
 
@@ -77,7 +76,7 @@ class ComposedNB(BaseNB):
         return None
 
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
-        if type(x) is dict and kernels.native is not None and self._classes.keys:
+        if type(x) is dict and self._classes.keys:
             if self._whole_first and (whole := self._whole(x)) is not None:
                 jll = whole.joint_fast(x)
                 if jll is not None:
@@ -91,7 +90,7 @@ class ComposedNB(BaseNB):
         return super().predict_proba_one(x, **kwargs)
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
-        if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
+        if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
             if self._whole_first and (whole := self._whole(x)) is not None and whole.learn_fast(x, k, v):
                 self._counted(k, v)
@@ -110,7 +109,7 @@ class ComposedNB(BaseNB):
         super().learn_one(x, y, w)
 
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
-        if type(x) is dict and kernels.native is not None and (fast := self._fast_class(y, w)) is not None:
+        if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
             if self._whole_first and (whole := self._whole(x)) is not None:
                 counts, (stride,) = self.class_view()

@@ -23,14 +23,17 @@ cdef class WelfordCells(Event):
     cdef double[::1] n, mean, m2, pn, pmean, pm2
     cdef Py_ssize_t n0, n1, p1
 
+    cpdef object learn(self, dict x, dict ids, Py_ssize_t k, double w, list spread, object top,
+                       Py_ssize_t top_id, object exclude, bint raw, Py_ssize_t tracked)
+
     @cython.locals(size=Py_ssize_t, base=Py_ssize_t, n1=Py_ssize_t, p1=Py_ssize_t, n_cells=Py_ssize_t,
                    n_pooled=Py_ssize_t, n_spread=Py_ssize_t, f=Py_ssize_t, j=Py_ssize_t, i=Py_ssize_t,
                    has_top=bint, t=double, xv=double, n_a=double, n=double, frac=double, delta=double,
                    s=double, fresh=list, answer=tuple, ev_ids="long long[::1]", ev_xs="double[::1]",
                    N="double[::1]", M="double[::1]", S="double[::1]", PN="double[::1]", PM="double[::1]",
                    PS="double[::1]")
-    cpdef object learn(self, dict x, dict ids, Py_ssize_t k, double w, list spread, object top,
-                       Py_ssize_t top_id, object exclude, bint raw, Py_ssize_t tracked)
+    cpdef tuple update(self, Py_ssize_t k, double w, list spread, object top, Py_ssize_t top_id,
+                       Py_ssize_t tracked)
 
     @cython.locals(size=Py_ssize_t, n1=Py_ssize_t, n_cells=Py_ssize_t, f=Py_ssize_t, j=Py_ssize_t,
                    c=Py_ssize_t, r=Py_ssize_t, i=Py_ssize_t, log_var=double, quad=double, n=double,

@@ -157,6 +157,12 @@ class WelfordCells(Event):
         """
         if not (w > 0.0 and w <= _MAX_FLOAT) or not x or self.read(x, ids, exclude, raw, False) != 0:
             return None
+        return self.update(k, w, spread, top, top_id, tracked)
+
+    def update(self, k: int, w: float, spread: list, top: float | None, top_id: int,
+               tracked: int) -> tuple[float | None, int]:
+        """:meth:`learn` of the event read (``w`` positive and finite): every cell checked (an
+        IndexError if one is outside the views, nothing changed), then written."""
         size, base, n1, p1 = self.size, k * self.n0, self.n1, self.p1
         n_cells, n_pooled, n_spread = len(self.n), len(self.pn), len(spread)
         ev_ids, ev_xs = self.ids, self.xs

@@ -18,11 +18,10 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from streamnb import kernels, persistence
-from streamnb.bn import TANClassifier, tree_part
+from streamnb import persistence
+from streamnb.bn import TANClassifier
 from streamnb.bn.scales import LOG_SLOT, SWITCH_NATS, log_gains, log_key
 from streamnb.exceptions import InvalidEventError
-from streamnb.stats import pair_cells
 from tests.bn.test_linear_gaussian import (
     TREE,
     assert_batch_forest,
@@ -37,6 +36,7 @@ from tests.bn.test_linear_gaussian import (
     sample,
 )
 from tests.conftest import needs_native
+from tests.naive_bayes.test_kernels import python_path
 from tests.drift.helpers import assert_stats_close
 
 persistence.register(TANClassifier)
@@ -219,16 +219,11 @@ def test_the_compiled_and_the_python_paths_give_the_same_model_bit_for_bit():
     rows = drifting(1200, seed=4)
     fast = TANClassifier(relearn_every=50)
     slow = TANClassifier(relearn_every=50)
-    native, ops = kernels.native, tree_part.event_ops
-    assert native is not None and ops is not pair_cells
     probs = []
     for x, y in rows:
         probs.append(fast.predict_learn_one(x, y))
-        kernels.native, tree_part.event_ops = None, pair_cells  # the plain-Python source
-        try:
+        with python_path():  # the plain-Python cells
             assert slow.predict_learn_one(x, y) == probs[-1]
-        finally:
-            kernels.native, tree_part.event_ops = native, ops
     assert fast.history == slow.history and any("scales" in e for e in fast.history)
     assert persistence.dumps(fast) == persistence.dumps(slow)
 

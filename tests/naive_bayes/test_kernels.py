@@ -1,17 +1,18 @@
-"""The compiled per-event path (``streamnb/_kernels.c``, and ``streamnb/stats/cells.py`` and
-``pair_cells.py`` compiled) equals the Python path.
+"""The compiled per-event path (``streamnb/stats/cells.py``, ``pair_cells.py`` and
+``moment_cells.py`` compiled) equals the Python path.
 
-The same stream is run twice, predict then learn per event, once compiled and once with
-``streamnb.kernels.native = None`` and the parts on the plain-Python ``cells`` and ``pair_cells``:
-the probabilities must agree (bit for bit where the
-Python path sums in the same order, to 1e-12 where it uses numpy), the same events must be
-rejected with the same error, and the learned states must be the same bytes.
+The same stream is run twice, predict then learn per event, once compiled and once with every
+part on the plain-Python sources (:func:`python_path`): the probabilities must agree (bit for
+bit where the Python path sums in the same order, to 1e-12 where it uses numpy), the same events
+must be rejected with the same error, and the learned states must be the same bytes.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from contextlib import contextmanager
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -21,30 +22,36 @@ from hypothesis import strategies as st
 
 import streamnb
 from streamnb import kernels, persistence
-from streamnb.bn import tree_part
-from streamnb.naive_bayes import base, categorical, gaussian, multinomial
-from streamnb.stats import cells, pair_cells
+from streamnb.stats import cells, moment_cells, pair_cells
 
 from tests.conftest import needs_native
 
 pytestmark = needs_native  # every test here compares the compiled path with the Python one
 
 
-def test_the_kernels_are_built():
-    assert kernels.native is not None, "streamnb._kernels was not compiled (pip install -e .)"
+def test_the_per_event_modules_are_built():
+    for source in (cells, pair_cells, moment_cells):
+        assert kernels.compiled(source) is not source, f"{source.__name__} was not compiled (pip install -e .)"
 
 
 @contextmanager
 def python_path():
-    saved, kernels.native = kernels.native, None
-    ops = base.event_ops, gaussian.event_ops, multinomial.event_ops, categorical.event_ops, tree_part.event_ops
-    base.event_ops = gaussian.event_ops = multinomial.event_ops = categorical.event_ops = cells  # the plain sources
-    tree_part.event_ops = pair_cells
+    """Every streamnb module's choice of a compiled module (``kernels.compiled``) swapped for
+    its plain-Python source, for the time of the block."""
+    swapped = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith("streamnb.") and not name.endswith("_compiled"):
+            for attr, value in vars(module).items():
+                if isinstance(value, ModuleType) and value.__name__.endswith("_compiled"):
+                    swapped.append((module, attr, value))
+    assert swapped, "no compiled module in use"
+    for module, attr, value in swapped:
+        setattr(module, attr, sys.modules[value.__name__.removesuffix("_compiled")])
     try:
         yield
     finally:
-        kernels.native = saved
-        base.event_ops, gaussian.event_ops, multinomial.event_ops, categorical.event_ops, tree_part.event_ops = ops
+        for module, attr, value in swapped:
+            setattr(module, attr, value)
 
 
 def run(make, stream: list) -> tuple[list, bytes]:
@@ -147,35 +154,44 @@ def test_features_named_by_ints_take_the_python_path_with_the_same_results(make,
     assert run(make, stream)[0] == run(make, named)[0]
 
 
-def test_the_fused_numeric_tree_kernel_bails_changing_nothing():
-    """lg_learn (Welford and co-moments in one call) refuses what GaussianPart's event path refuses,
-    before touching either statistic, and an event with a feature newer than its scales (the
-    log slots, streamnb.bn.scales); a cell outside the co-moments raises, also untouched."""
-    native = kernels.native
+def test_the_numeric_tree_cells_refuse_changing_nothing():
+    """MomentCells.learn_moments (Welford and co-moments in one call) refuses what GaussianPart's
+    event path refuses, before touching either statistic, and an event with a feature newer than
+    its scales (the log slots, streamnb.bn.scales); a cell outside the co-moments raises, also
+    untouched (tests/stats/test_moment_cells.py has the rest)."""
     model = streamnb.TANClassifier(relearn_every=0)
     model.learn_one({"a": 1.0, "b": 2.0}, "y")
     model.learn_one({"a": 2.0, "b": 1.0}, "y")
     before = persistence.dumps(model)
     part = model._parts["gaussian"]
-    _, (N, M, S, n0, n1), (PN, PM, PS, p1), co, _, _ = part._fast_views()
+    tree = part.tree_cells()
+    assert type(tree).__module__ == "streamnb.stats.moment_cells_compiled"
     ids = part.features._ids
     scales = part._scales()
     assert list(scales) == [1, 0, 1, 0]  # a, its log slot, b, its log slot
 
-    def learn(x, w=1.0, limit=4, tables=co, modes=scales):
-        return native.lg_learn(x, ids, N, M, S, n0, n1, 0, w, PN, PM, PS, p1, part._spreads(), part._top,
-                               part._top_id, None, limit, *tables, modes)
+    def learn(x, w=1.0, limit=4, modes=scales, cells=tree):
+        return cells.learn_moments(x, ids, 0, w, part._spreads(), part._top, part._top_id, None, True, limit, modes)
 
     for bad in ({"a": 1.0, "new": 2.0}, {"a": 1.0, "b": None}, {"a": "x"}, {"a": float("inf")}, {1: 2.0}, {}):
         assert learn(bad) is None
     assert learn({"a": 1.0}, w=0.0) is None
     assert learn({"a": 1.0, "b": 2.0}, modes=bytearray([1, 0])) is None  # b newer than the scales
     assert persistence.dumps(model) == before
+    views, (CN, s0, s1, s2), *co = part._scalar(), *part._co_tables()
+    N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
+    small = moment_cells_compiled_like(tree, N, M, S, n0, n1, PN, PM, PS, p1, CN, co)
     with pytest.raises(IndexError):
-        learn({"a": 1.0, "b": 2.0}, limit=10**6, tables=[(t[0], 10**6, 10**6, 10**6) for t in co])
+        learn({"a": 1.0, "b": 2.0}, limit=10**6, cells=small)
     with pytest.raises(TypeError, match="scales"):
         learn({"a": 1.0, "b": 2.0}, modes=[1, 0, 1, 0])
     assert persistence.dumps(model) == before
+
+
+def moment_cells_compiled_like(tree, N, M, S, n0, n1, PN, PM, PS, p1, CN, co):
+    """Cells of the same class as ``tree`` whose co-moment strides put every pair past the end."""
+    big = 10**6
+    return type(tree)(N, M, S, n0, n1, PN, PM, PS, p1, CN, co[0][0], co[1][0], co[2][0], big, big, big)
 
 
 def test_posterior_equals_the_python_normalization():

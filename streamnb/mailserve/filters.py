@@ -81,7 +81,7 @@ class MailFilters:
         before each verdict it applies what the writing process journaled since
         (:meth:`catch_up`), so a learn acknowledged by the writer is in every verdict asked
         after it. Users evicted from its memory are read back from their snapshots plus the
-        learns journaled since (kept per user until the journal is next emptied).
+        learns journaled since (every user's, kept until the journal is next emptied).
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
@@ -178,7 +178,9 @@ class MailFilters:
 
     def _follow(self, record: dict) -> None:
         """Apply a journaled learn to the shared filter, and to its user if resident; a user
-        not in memory gets it when read back (:meth:`_restore`)."""
+        not in memory gets it when read back (:meth:`_restore`). Every user's learns are kept
+        until the journal is next emptied, applied or not: a replica drops a user it evicts,
+        and the writer's snapshot of that user may be older than what the replica applied."""
         user = record["user"]
         if user is None or self.users.is_resident(user):
             self._replay_one(record)
@@ -187,6 +189,7 @@ class MailFilters:
                 self._replay_one({**record, "user": None})
             else:
                 self.ledger[record["key"]] = record["label"]
+        if user is not None:
             self.recent.setdefault(user, []).append(record)
 
     def _restore(self, user: str) -> None:

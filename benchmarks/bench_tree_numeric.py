@@ -366,8 +366,8 @@ def stability(n: int, warm: int, block: int, seed: int = 1) -> None:
     print(f"\n## 2. Stability: stationary stream, {n:,} events of TREE_A (10 numeric features, 2 classes), "
           f"learn_one, relearn_every=100\n")
     stability_table(as_rows(x, list(TREE_A)), y.tolist(), n, warm, block, truth)
-    print(f"\nThe same events with every feature exp(x) (log-normal, > 0: each log slot learns every value and "
-          f"the scales are chosen at every recompute; a change of scale is a history entry too)\n")
+    print("\nThe same events with every feature exp(x) (log-normal, > 0: each log slot learns every value and "
+          "the scales are chosen at every recompute; a change of scale is a history entry too)\n")
     stability_table(as_rows(np.exp(x), list(TREE_A)), y.tolist(), n, warm, block, truth, scales=True)
 
 

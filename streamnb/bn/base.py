@@ -14,7 +14,6 @@ batches, merge, decay, state) with two parts, chosen per feature exactly as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from streamnb.bn.tree_inference import smoothing_prior

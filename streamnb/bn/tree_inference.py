@@ -147,7 +147,7 @@ def tree_terms_one(
         a, b, v = cj * s1 + cp * s2, j * d1 + cp * d2, nv[j]
         if prior > 0:
             a2, b2 = cj * (s1 + s2), j * t1
-            if smooth:  # smoothed() inlined: the same operations as the compiled path
+            if smooth:  # smoothed() inlined: the same operations as PairCells.joint
                 av = alpha * v
                 out[j] = [_log(n[k * s0 + a] + prior * ((n[k * s0 + a2] + alpha) / (Tv[k * t0 + b2] + av)))
                           - _log(Dv[k * d0 + b] + prior) for k in ks]

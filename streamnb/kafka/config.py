@@ -108,7 +108,7 @@ class ServiceConfig:
         Producer backend for outputs: ``"confluent"`` (confluent-kafka), ``"kafka-python"`` or
         ``"auto"`` (confluent when importable); ``producer_config`` is in that backend's names.
     consumer
-        Consumer backend: ``"confluent"`` (librdkafka decodes in C, ~9x kafka-python's rate;
+        Consumer backend: ``"confluent"`` (librdkafka decodes in C;
         ``consumer_config`` in librdkafka's names), ``"kafka-python"`` (``consumer_config`` in
         its names, also given to the model topic's reader) or ``"auto"``: confluent when
         importable and no ``consumer_config`` is given, else kafka-python.

@@ -5,7 +5,7 @@ input it rejects. :class:`JsonDeserializer` is strict: UTF-8 only, a JSON object
 finite numbers only (Python's ``json`` accepts ``NaN``, ``Infinity`` and ``1e999``), bounded
 size and nesting depth.
 
-When orjson is installed it decodes (about 5x faster than ``json``); the result is always what
+When orjson is installed it decodes (faster than ``json``); the result is always what
 the ``json`` path gives: orjson already rejects ``NaN``/``Infinity``/overflowing literals and
 invalid UTF-8, and any message it rejects, or whose numbers reach 2**63 (where orjson turns
 integers into floats), is decoded again by the ``json`` path, which classifies it.

@@ -34,8 +34,8 @@ def encode_json(obj: Any) -> bytes:
     refuses, e.g. integers beyond 64 bits or strings with lone surrogates).
 
     orjson's bytes are cut from a 1 KiB allocation; outputs are kept until acknowledged (up
-    to a checkpoint's worth), and thousands of such blocks held at once cost ~1.5 us each in
-    the allocator. A copy of the exact size (0.1 us) frees the block at once.
+    to a checkpoint's worth), and thousands of such blocks held at once slow the allocator. A
+    copy of the exact size frees the block at once.
     """
     if _orjson_dumps is not None:
         try:

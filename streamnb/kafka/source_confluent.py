@@ -1,8 +1,7 @@
 """The consuming side on confluent-kafka (librdkafka): the interface of :class:`~streamnb.kafka.source.Source`.
 
-librdkafka decodes record batches in C: consuming a message costs ~0.5 us against ~4.5 us for
-kafka-python's Python decoder, which is most of what the service spends per event outside the
-model. The rest of the service is unchanged: it sees kafka-python's ``TopicPartition`` keys and
+librdkafka decodes record batches in C, where kafka-python decodes them in Python: most of what
+the service spends per event outside the model (``benchmarks/bench_kafka.py`` compares them). The rest of the service is unchanged: it sees kafka-python's ``TopicPartition`` keys and
 records with ``topic``, ``partition``, ``offset``, ``key``, ``value`` attributes.
 
 Differences handled here:

@@ -52,7 +52,6 @@ from streamnb.mailserve.milter_wire import (
     CMD_MACRO,
     CMD_MAIL,
     CMD_OPTNEG,
-    CMD_QUIT,
     CMD_QUIT_NC,
     CMD_RCPT,
     CMD_UNKNOWN,

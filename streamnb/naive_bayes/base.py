@@ -40,7 +40,7 @@ class BaseNB(base.MiniBatchClassifier):
         self._class_counts = Counts([self._classes])
         self._parts: dict[str, Part] = self._make_parts()
         self._single = next(iter(self._parts.values())) if len(self._parts) == 1 else None
-        #: The parts that take plain raw events whole on the compiled path, tried in turn.
+        #: The parts that take plain raw events whole on the cells path, tried in turn.
         self._wholes: tuple[Part, ...] = (self._single,) if self._single is not None else ()
         self._log_prior_cache: np.ndarray | None = None
         self._class_flat: tuple = ()  # see class_view
@@ -89,7 +89,7 @@ class BaseNB(base.MiniBatchClassifier):
         if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, w = fast
             for whole in self._wholes:
-                if whole.learn_fast(x, k, w):  # the compiled path
+                if whole.learn_fast(x, k, w):  # the cells path
                     self._counted_fast(whole, k, w)
                     return
         if type(x) is not dict:
@@ -120,7 +120,7 @@ class BaseNB(base.MiniBatchClassifier):
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
         """``predict_proba_one(x)``, then ``learn_one(x, y, w)``: the probabilities of ``x``
         before it is learned, what a prequential loop (and the Kafka service) does per event.
-        The same results and errors as the two calls; on the compiled path the event is read
+        The same results and errors as the two calls; on the cells path the event is read
         once (:meth:`Part.step_fast`)."""
         if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, w = fast
@@ -142,7 +142,7 @@ class BaseNB(base.MiniBatchClassifier):
 
     def _fast_class(self, y: Any, w: Any) -> tuple[int, float] | None:
         """``(class id, weight)`` if an event (a dict) of label ``y`` and weight ``w`` may take
-        the compiled path: ``y`` is a plain label already known, ``w`` a positive finite float;
+        the cells path: ``y`` is a plain label already known, ``w`` a positive finite float;
         else None."""
         if type(y) in PLAIN_LABELS and (w == 1.0 or (type(w) is float and 0.0 < w < math.inf)):
             k = self._classes.ids.get(y)
@@ -152,7 +152,7 @@ class BaseNB(base.MiniBatchClassifier):
 
     def _counted_fast(self, part: Part, k: int, w: float, counted: bool = False) -> None:
         """What learning an event of class ``k`` and weight ``w`` does besides, once ``part``
-        learned it on the compiled path: the class count (unless ``counted``: the part's
+        learned it on the cells path: the class count (unless ``counted``: the part's
         kernel did it), the caches, the cap."""
         if not counted:
             counts, (step,) = self.class_view()
@@ -163,7 +163,7 @@ class BaseNB(base.MiniBatchClassifier):
             self._cap()
 
     def _learned_fast(self, part: Part) -> None:
-        """``part`` just learned an event on the compiled path (the learner's other parts had
+        """``part`` just learned an event on the cells path (the learner's other parts had
         nothing in it): what the learner does besides (nothing here)."""
 
     def _frame_overflow(self, frames: dict[str, pd.DataFrame], start: int) -> int:
@@ -247,7 +247,7 @@ class BaseNB(base.MiniBatchClassifier):
                 jll = whole.joint_fast(x)
                 if jll is not None:
                     break
-        if jll is not None:  # the compiled path (other parts, if any, have no feature here: 0)
+        if jll is not None:  # the cells path (other parts, if any, have no feature here: 0)
             return self._proba(jll)
         single = self._single
         if single is not None:

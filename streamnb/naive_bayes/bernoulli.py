@@ -15,7 +15,6 @@ from streamnb.naive_bayes.values import (
     first_seen_sparse,
     is_sparse_frame,
     present,
-    class_sums,
     drop_impossible,
     first_seen,
     frame_values,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -132,7 +131,7 @@ class CategoricalPart(SmoothedPart):
         assert learned, "every category of a prepared event is registered"
 
     def _strings_only_refused(self, x: dict) -> bool:
-        """Whether ``x`` is not for the compiled-path methods: this part takes only strings
+        """Whether ``x`` is not for the cells-path methods: this part takes only strings
         there (a learner deciding a feature's kind by its value) and ``x`` is not."""
         return self.fast_strings_only and type(next(iter(x.values()), "")) is not str
 

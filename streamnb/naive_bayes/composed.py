@@ -1,7 +1,7 @@
-"""The compiled path of a learner with several parts: the event split, each part's kernel on its share.
+"""The cells path of a learner with several parts: the event split, each part's cells on its share.
 
-A learner whose parts each have a compiled path (:meth:`Part.joint_fast`, :meth:`Part.learn_fast`,
-:meth:`Part.step_fast`) runs an event that spans several parts compiled too: :meth:`ComposedNB._route`
+A learner whose parts each have a cells path (:meth:`Part.joint_fast`, :meth:`Part.learn_fast`,
+:meth:`Part.step_fast`) runs an event that spans several parts on the cells too: :meth:`ComposedNB._route`
 splits the raw event into one sub-event per part (in the order of the parts), each part's
 kernel scores and learns its own sub-event, and the joint log-likelihoods add up, as the Python
 path adds the parts' :meth:`Part.joint_one`. No kernel knows about the others.
@@ -31,7 +31,7 @@ __all__ = ["ComposedNB"]
 
 
 class ComposedNB(BaseNB):
-    """A :class:`BaseNB` whose events go, part by part, through the parts' compiled paths.
+    """A :class:`BaseNB` whose events go, part by part, through the parts' cells paths.
 
     Subclasses implement :meth:`_route` (and :meth:`_whole` if a part can take whole events of
     one kind), and leave ``_wholes`` empty.

@@ -51,7 +51,7 @@ class FeatureKinds(BaseNB):
 
     def _init_kinds(self) -> None:
         self._learned_kinds: dict = {}  # feature -> kind, for features a part holds (fixed then)
-        # the compiled path takes events of strings whole to the categorical part (a string is a
+        # the cells path takes events of strings whole to the categorical part (a string is a
         # category unless ``kinds`` says otherwise) and events of numbers to the numeric part;
         # an event naming a feature of the other part goes the Python path, which checks it
         categorical, numeric = self._parts["categorical"], self._parts["gaussian"]
@@ -153,7 +153,7 @@ class MixedNB(FeatureKinds, ComposedNB):
 
     def _init_kinds(self) -> None:
         super()._init_kinds()
-        # an event of several kinds takes the compiled path part by part (ComposedNB._route);
+        # an event of several kinds takes the cells path part by part (ComposedNB._route);
         # with ``kinds``, every event does, and an int reaches the categorical part only for a
         # feature declared categorical (the route keeps the numeric features out)
         numeric, categorical = self._parts["gaussian"], self._parts["categorical"]
@@ -174,7 +174,7 @@ class MixedNB(FeatureKinds, ComposedNB):
         return categorical if numeric.features.ids.keys().isdisjoint(x) else None  # type: ignore[attr-defined]
 
     def _route(self, x: dict) -> list[tuple[Part, dict]] | None:
-        """``x`` split for the compiled path (:class:`ComposedNB`): its numbers for the Gaussian
+        """``x`` split for the cells path (:class:`ComposedNB`): its numbers for the Gaussian
         part, its categories for the categorical part; None for the Python path.
 
         A string goes to the categorical part, unless its feature is (or is declared) numeric

@@ -2,7 +2,8 @@
 
 A naive Bayes learner (:class:`~streamnb.naive_bayes.base.BaseNB`) is a class prior plus one or
 more parts; each part validates, learns and scores its own features, on the Python path and, if
-it has one, on the compiled path (:mod:`streamnb.kernels`).
+it has one, on the cells path: flat views of its statistics read and updated one raw event at a
+time by :mod:`streamnb.stats.cells` (compiled when the install built it, :mod:`streamnb.kernels`).
 """
 
 from __future__ import annotations
@@ -93,18 +94,18 @@ class Part:
         return (None if other is None else other.features.ids), self.fast_strings_only  # type: ignore[attr-defined]
 
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        """Learn the raw event ``x`` (a dict) of known class ``k`` through the compiled path
+        """Learn the raw event ``x`` (a dict) of known class ``k`` through the cells path
         (:mod:`streamnb.kernels`), if this part has one and the event is plain; False, having
         changed nothing, if the caller must take the Python path."""
         return False
 
     def joint_fast(self, x: dict) -> list | None:
-        """:meth:`joint_one` of the raw event ``x`` (a dict) through the compiled path, or
+        """:meth:`joint_one` of the raw event ``x`` (a dict) through the cells path, or
         None if the caller must take the Python path."""
         return None
 
     def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
-        """Predict, then learn, on the compiled path: :meth:`joint_fast` of ``x`` (before any
+        """Predict, then learn, on the cells path: :meth:`joint_fast` of ``x`` (before any
         change), then :meth:`learn_fast`; with whether it learned (if not, nothing changed
         and the caller learns through the Python path). None, having changed nothing, if
         :meth:`joint_fast` is. Parts with a kernel doing both in one read override this.

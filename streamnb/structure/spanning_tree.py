@@ -7,7 +7,7 @@ tree to a new vertex wins; among equal weights the new vertex with the smaller i
 and for that vertex the tree vertex that joined the tree first keeps it (an edge is only
 replaced by a strictly heavier one). Kruskal takes the heaviest edges first, equal weights in
 the order of their pairs. Weights within :data:`TIE` (relative) of each other are equal: the
-same weight reached by two computations (one event at a time or in a batch, in C or in numpy)
+same weight reached by two computations (one event at a time or in a batch of numpy arrays)
 differs in its last bits, and a tie such as two features carrying the same information must
 not be decided by that noise. The result therefore depends only on the weights (to
 :data:`TIE`) and ``start``, never on hash order or floating-point noise.

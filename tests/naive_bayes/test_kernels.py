@@ -178,7 +178,7 @@ def test_the_numeric_tree_cells_refuse_changing_nothing():
     assert learn({"a": 1.0}, w=0.0) is None
     assert learn({"a": 1.0, "b": 2.0}, modes=bytearray([1, 0])) is None  # b newer than the scales
     assert persistence.dumps(model) == before
-    views, (CN, s0, s1, s2), *co = part._scalar(), *part._co_tables()
+    views, (CN, *_), *co = part._scalar(), *part._co_tables()
     N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
     small = moment_cells_compiled_like(tree, N, M, S, n0, n1, PN, PM, PS, p1, CN, co)
     with pytest.raises(IndexError):

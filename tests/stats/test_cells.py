@@ -20,6 +20,7 @@ from streamnb.stats import Counts, Index, Welford
 from streamnb.stats import cells as source
 
 from tests.conftest import needs_native
+from tests.stats.cells_checks import WRONG_VIEWS, assert_out_of_memory_changes_nothing
 
 BUILT = kernels.compiled(source)
 MODULES = [pytest.param(source, id="python"),
@@ -162,7 +163,6 @@ def test_out_of_memory_half_way_changes_nothing():
     gives the same state as never failing. CPython's allocation hooks make every allocation from
     the ``start``-th on fail (floats come from a free list first: the old spread entries are
     kept alive so that the event's 300 floats run it dry)."""
-    _testcapi = pytest.importorskip("_testcapi")
     event = {f"f{j}": float(j % 7) for j in range(300)}
 
     def trained() -> Cells:
@@ -171,40 +171,21 @@ def test_out_of_memory_half_way_changes_nothing():
             cells.learn({f: v + i for f, v in event.items()}, 0)
         return cells
 
-    expected = trained()
-    expected.learn(event, 0)
-    failures = 0
-    for start in range(0, 100_000, 10):  # until the call needs fewer allocations than allowed
-        cells = trained()
-        kept, before = list(cells.spread), cells.state()
-        _testcapi.set_nomemory(start)
-        try:
-            got = cells.learn(event, 0)
-        except MemoryError:
-            got = MemoryError
-        finally:
-            _testcapi.remove_mem_hooks()
-        if got is not MemoryError:
-            break
-        failures += 1
-        assert all(a is b for a, b in zip(cells.spread, kept)) and cells.state() == before, start
-        cells.learn(event, 0)
-        assert cells.state() == expected.state(), start
-    assert got is not MemoryError and cells.state() == expected.state()
+    def act(cells: Cells):
+        kept = list(cells.spread)
+        return lambda: (kept, cells.learn(event, 0))[1]
+
+    failures = assert_out_of_memory_changes_nothing(trained, act, Cells.state, step=10)
     assert failures > 12  # 300 new floats: many of the calls failed, at different allocations
 
 
 @needs_native
-@pytest.mark.parametrize("make_view", [
-    lambda a: memoryview(a.view(np.int64)),  # the same itemsize
-    lambda a: memoryview(np.zeros(2 * a.size))[::2],  # every other element
-    lambda a: memoryview(a).toreadonly(),
-])  # fmt: skip
+@WRONG_VIEWS
 def test_the_compiled_cells_refuse_a_view_of_another_type_or_layout(make_view):
     cells = Cells(source)
     arrays = [cells.welford.flat(f)[0] for f in ("n", "mean", "m2")]
     with pytest.raises((ValueError, TypeError, BufferError)):
-        BUILT.WelfordCells(arrays[0], make_view(np.asarray(arrays[1]).copy()), arrays[2], 1, 1, *arrays, 1)
+        BUILT.WelfordCells(arrays[0], make_view(arrays[1]), arrays[2], 1, 1, *arrays, 1)
     with pytest.raises((ValueError, TypeError, BufferError)):
         BUILT.posterior([0.0, 0.0], make_view(np.ones(4)), 1)
 

@@ -20,6 +20,7 @@ from streamnb.stats import moment_cells as source
 from streamnb.stats.comoments import CoMoments
 
 from tests.conftest import needs_native
+from tests.stats.cells_checks import WRONG_VIEWS, assert_out_of_memory_changes_nothing
 
 BUILT = kernels.compiled(source)
 MODULES = [pytest.param(source, id="python"),
@@ -241,7 +242,6 @@ def test_out_of_memory_half_way_changes_nothing():
     MemoryError and nothing changed; learning the event after it gives the same state as never
     failing (as tests/stats/test_cells.py: the old spread entries are kept alive so that the
     event's floats run the free list dry)."""
-    _testcapi = pytest.importorskip("_testcapi")
     names = [f"f{j}" for j in range(150)]
     event = {f: float(j % 7) for j, f in enumerate(names)}
 
@@ -251,38 +251,19 @@ def test_out_of_memory_half_way_changes_nothing():
             tree.learn({f: v + i for f, v in event.items()}, 0)
         return tree
 
-    expected = trained()
-    expected.learn(event, 0)
-    failures = 0
-    for start in range(0, 100_000, 5):
-        tree = trained()
-        kept, before = list(tree.spread), tree.state()
-        _testcapi.set_nomemory(start)
-        try:
-            got = tree.learn(event, 0)
-        except MemoryError:
-            got = MemoryError
-        finally:
-            _testcapi.remove_mem_hooks()
-        if got is not MemoryError:
-            break
-        failures += 1
-        assert all(a is b for a, b in zip(tree.spread, kept)) and tree.state() == before, start
-        tree.learn(event, 0)
-        assert tree.state() == expected.state(), start
-    assert got is not MemoryError and tree.state() == expected.state()
+    def act(tree: Tree):
+        kept = list(tree.spread)
+        return lambda: (kept, tree.learn(event, 0))[1]
+
+    failures = assert_out_of_memory_changes_nothing(trained, act, Tree.state)
     assert failures > 6  # 150 new spread floats: many of the calls failed, at different allocations
 
 
 @needs_native
-@pytest.mark.parametrize("make_view", [
-    lambda a: memoryview(a.view(np.int64)),  # the same itemsize
-    lambda a: memoryview(np.zeros(2 * a.size))[::2],  # every other element
-    lambda a: memoryview(a).toreadonly(),
-])  # fmt: skip
+@WRONG_VIEWS
 def test_the_compiled_cells_refuse_a_view_of_another_type_or_layout(make_view):
     views = list(Tree(source).views())
-    views[10] = make_view(np.asarray(views[10]).copy())  # the co-moments' means
+    views[10] = make_view(views[10])  # the co-moments' means
     with pytest.raises((ValueError, TypeError, BufferError)):
         BUILT.MomentCells(*views)
 

@@ -18,6 +18,7 @@ from streamnb.stats import Index, PairCounts
 from streamnb.stats import pair_cells as source
 
 from tests.conftest import needs_native
+from tests.stats.cells_checks import WRONG_VIEWS, assert_out_of_memory_changes_nothing
 
 BUILT = kernels.compiled(source)
 MODULES = [pytest.param(source, id="python"),
@@ -249,19 +250,15 @@ def test_ids_outside_the_views_raise_before_anything_changes(module):
 
 
 @needs_native
-@pytest.mark.parametrize("make_view", [
-    lambda a: memoryview(a.view(np.int64)),  # the same itemsize
-    lambda a: memoryview(np.zeros(2 * a.size))[::2],  # every other element
-    lambda a: memoryview(a).toreadonly(),
-])  # fmt: skip
+@WRONG_VIEWS
 def test_the_compiled_cells_refuse_a_view_of_another_type_or_layout(make_view):
     tree = learned(source, stream(6, count=30))
     m = tree.margins.current()
     n, ns = tree.pairs.flat("n")
     with pytest.raises((ValueError, TypeError, BufferError)):
-        BUILT.PairCells(n, *ns, make_view(np.asarray(m.Dv).copy()), *m.ds, m.Tv, *m.ts)
+        BUILT.PairCells(n, *ns, make_view(m.Dv), *m.ds, m.Tv, *m.ts)
     views = [v for table in tree.sums.tables() for v in table]
-    views[4] = make_view(np.asarray(views[4]).copy())
+    views[4] = make_view(views[4])
     with pytest.raises((ValueError, TypeError, BufferError)):
         BUILT.SumCells(*views)
 
@@ -273,3 +270,25 @@ def test_a_negative_stride_is_refused(module):
     n, (n0, n1, n2) = tree.pairs.flat("n")
     with pytest.raises(ValueError):
         module.PairCells(n, n0, -n1, n2, m.Dv, *m.ds, m.Tv, *m.ts)
+
+
+@needs_native
+def test_out_of_memory_half_way_changes_nothing():
+    """An event of known cells on new cells (their scratch not grown yet): every allocation is
+    made before anything is written."""
+    events = stream(8, count=200, features=40)
+    x = {f"f{j}": str(j % 3) for j in range(40)}
+
+    def trained() -> Tree:
+        tree = learned(BUILT, events)
+        tree.learn(x, 0, 1.0)  # every cell of x known
+        return tree
+
+    def act(tree: Tree):
+        m, sums = tree.margins.current(), tree.sum_cells()
+        n, ns = tree.pairs.flat("n")
+        cells = BUILT.PairCells(n, *ns, m.Dv, *m.ds, m.Tv, *m.ts)
+        return lambda: cells.learn(x, tree.pairs.cells.ids, m.cf, None, True, 1, 0.5, sums)
+
+    failures = assert_out_of_memory_changes_nothing(trained, act, Tree.state, step=1)
+    assert failures >= 5, failures  # the five scratch arrays

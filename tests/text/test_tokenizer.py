@@ -13,7 +13,6 @@ from streamnb.datasets import sms_spam
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes import ComplementNB
 from streamnb.spam import explain
-from streamnb.text.plaintext import tokens
 from streamnb.text import Tokenizer, parse, tokens
 
 

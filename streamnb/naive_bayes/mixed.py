@@ -9,11 +9,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.categorical import CategoricalPart
 from streamnb.naive_bayes.composed import ComposedNB
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import is_missing
+from streamnb.stats import cells
+
+#: The module of the event split: compiled when built, the plain-Python one otherwise.
+event_ops = kernels.compiled(cells)
 
 __all__ = ["MixedNB", "FeatureKinds", "KINDS", "check_kinds", "infer_kind"]
 
@@ -191,21 +196,16 @@ class MixedNB(FeatureKinds, ComposedNB):
         >>> print(model._route({"temp": "warm"}))  # a string for a numeric feature: an error to raise
         None
         """
-        numbers: dict = {}
-        categories: dict = {}
         declared = self.kinds
-        if not declared:  # the loop of every event: as short as it gets
-            for f, v in x.items():
-                if type(v) is str:
-                    categories[f] = v
-                else:
-                    numbers[f] = v
+        if not declared:  # the split of every event: as short as it gets
+            categories, numbers = event_ops.split_strings(x)
             gaussian, categorical = self._kind_parts
             if numbers and categories:
                 if not gaussian.features.ids.keys().isdisjoint(categories):  # type: ignore[attr-defined]
                     return None
                 return [(gaussian, numbers), (categorical, categories)]
             return self._shares(numbers, categories)
+        numbers, categories = {}, {}
         for f, v in x.items():
             t = type(v)
             kind = declared.get(f)

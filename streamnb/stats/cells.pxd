@@ -7,6 +7,8 @@ cdef double MAX_ABS, _LOG_2PI, _NAN, _MAX_FLOAT
 @cython.locals(x=double)
 cpdef double number(object value)
 
+cpdef tuple split_strings(dict x)
+
 @cython.locals(n_classes=Py_ssize_t, c=Py_ssize_t, total=double, log_total=double, shift=double, top=double,
                v=double, m=double, n=list, u=list)
 cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)

@@ -49,6 +49,22 @@ def number(value: object) -> float:
     return x if abs(x) <= MAX_ABS else _NAN
 
 
+def split_strings(x: dict) -> tuple:
+    """``x`` as two events, in its order: its entries whose value is a ``str``, and the others.
+
+    >>> split_strings({"temp": 21.5, "sky": "sunny", "n": 3})
+    ({'sky': 'sunny'}, {'temp': 21.5, 'n': 3})
+    """
+    strings: dict = {}
+    others: dict = {}
+    for key, value in x.items():
+        if type(value) is str:
+            strings[key] = value
+        else:
+            others[key] = value
+    return strings, others
+
+
 
 def posterior(jll: list, counts: Any, step: int) -> list | None:
     """The posterior of one event from its log-likelihoods ``jll`` (per class, without the

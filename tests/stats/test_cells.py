@@ -70,6 +70,22 @@ def test_the_plain_value_bound_is_the_checks_one():
     assert source.MAX_ABS == checks.MAX_ABS
 
 
+class StrSub(str):
+    pass
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_split_strings_keeps_each_entry_and_the_order(module):
+    values = ["a", "", StrSub("b"), 1, 2.5, True, None, b"c", ("d",), float("nan")]
+    rng = random.Random(5)
+    for size in (0, 1, 5, 9, 40):
+        x = {rng.choice([f"f{i}", i, (i,)]): rng.choice(values) for i in range(size)}
+        strings, others = module.split_strings(x)
+        assert list(strings.items()) == [(k, v) for k, v in x.items() if type(v) is str]
+        assert list(others.items()) == [(k, v) for k, v in x.items() if type(v) is not str]
+        assert all(a is b for a, b in zip(strings.values(), (v for v in x.values() if type(v) is str)))
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_learning_equals_welford_update_ids_bit_for_bit(module):
     """The cells after a stream: what Welford.update_ids (numpy, the batch statistic's one-event

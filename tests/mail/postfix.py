@@ -223,6 +223,7 @@ class PrivatePostfix(LocalDelivery):
             "virtual_uid_maps": f"static:{MAILBOX_UID}",
             "virtual_gid_maps": f"static:{MAILBOX_UID}",
             "smtpd_milters": f"inet:127.0.0.1:{self.milter_port}",
+            "non_smtpd_milters": f"inet:127.0.0.1:{self.milter_port}",  # local submission (docs/mail.md)
             "milter_default_action": self.milter_default_action,
             "milter_protocol": "6",
             "milter_connect_timeout": "10s",
@@ -275,6 +276,13 @@ class PrivatePostfix(LocalDelivery):
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=STOP_TIMEOUT)
         self.process = None
+
+    def sendmail(self, sender: str, recipients: list[str], message: bytes) -> None:
+        """Submit ``message`` locally, with Postfix's ``sendmail`` command (postdrop, then the
+        pickup service), as a local program or user sends mail."""
+        out = subprocess.run(["/usr/sbin/sendmail", "-C", str(self.config_dir), "-i", "-f", sender, "--", *recipients],
+                             input=message, capture_output=True, timeout=30)  # fmt: skip
+        assert out.returncode == 0, out.stderr.decode(errors="replace")
 
     def held(self) -> list[str]:
         """The queue ids in the hold queue (quarantined mail)."""

@@ -184,6 +184,27 @@ LOCAL_RULE_0
 R$+ < @ mail.test . >\t$#box $: $1
 """
 
+# The mail submission program's mc (Sendmail's command line, as local programs call it): it
+# queues in a private clientmqueue and hands each message over SMTP to the daemon above, where
+# the milter sees it. RELAY_MAILER_ARGS before FEATURE(msp), which defines the mailers.
+SUBMIT_MC = """\
+divert(-1)
+divert(0)dnl
+define(`confCF_VERSION', `Submit')dnl
+define(`__OSTYPE__',`')dnl
+define(`confTIME_ZONE', `USE_TZ')dnl
+define(`confDONT_INIT_GROUPS', `True')dnl
+define(`confDOMAIN_NAME', `mx.mail.test')dnl
+define(`MSP_QUEUE_DIR', `{root}/clientmqueue')dnl
+define(`confPID_FILE', `{root}/submit.pid')dnl
+define(`STATUS_FILE', `{root}/submit.st')dnl
+define(`confSERVICE_SWITCH_FILE', `{root}/service.switch')dnl
+define(`confHOSTS_FILE', `{root}/hosts')dnl
+define(`confRUN_AS_USER', `{uid}:{uid}')dnl
+define(`RELAY_MAILER_ARGS', `TCP $h {smtp_port}')dnl
+FEATURE(`msp', `[127.0.0.1]')dnl
+"""
+
 DELIVER = """\
 #!/bin/sh
 # one message on stdin into the Maildir $1 (tmp/ then new/, as Maildir asks)
@@ -193,13 +214,16 @@ cat > "$1/tmp/$name"
 mv "$1/tmp/$name" "$1/new/$name"
 """
 
-# run inside the new namespaces: a qualified hostname, private name lookups, then Sendmail itself
+# run inside new namespaces: a qualified hostname, private name lookups, then Sendmail itself
+# (the daemon, or the submission program with its arguments)
 START = """\
 set -e
 hostname mx.mail.test
 mount --bind "$1/hosts" /etc/hosts
 mount --bind "$1/nsswitch.conf" /etc/nsswitch.conf
-exec "$2" -C "$1/sendmail.cf" -bD -d0.4
+root="$1" binary="$2"
+shift 2
+exec "$binary" "$@"
 """
 
 
@@ -250,16 +274,26 @@ class PrivateSendmail(LocalDelivery):
         self.smtp_port = free_port()
         values = {"root": self.root, "uid": MAILBOX_UID, "smtp_port": self.smtp_port,
                   "milter_port": self.milter_port}  # fmt: skip
-        mc = MC
-        for name, value in values.items():
-            mc = mc.replace("{" + name + "}", str(value))
-        (self.root / "sendmail.mc").write_text(mc)
+        self._m4("sendmail", MC, values, "Xstreamnb")
+        queue = self.root / "clientmqueue"
+        queue.mkdir(mode=0o770)
+        (self.root / "submit.st").touch()
+        for path in (queue, self.root / "submit.st"):
+            os.chown(path, MAILBOX_UID, MAILBOX_UID)  # the submission program runs as nobody
+        self._m4("submit", SUBMIT_MC, values, "Mrelay")
+
+    def _m4(self, name: str, template: str, values: dict, expected: str) -> None:
+        """``name``.cf made from the mc ``template`` with ``{name}`` fields filled from ``values``."""
+        mc = template
+        for key, value in values.items():
+            mc = mc.replace("{" + key + "}", str(value))
+        (self.root / f"{name}.mc").write_text(mc)
         cf_dir = self.install / CF_DIR
-        m4 = ["m4", f"-D_CF_DIR_={cf_dir}/", str(cf_dir / "m4" / "cf.m4"), str(self.root / "sendmail.mc")]
+        m4 = ["m4", f"-D_CF_DIR_={cf_dir}/", str(cf_dir / "m4" / "cf.m4"), str(self.root / f"{name}.mc")]
         made = subprocess.run(m4, capture_output=True, text=True, timeout=60)
-        if made.returncode != 0 or "Xstreamnb" not in made.stdout:
-            raise AssertionError(f"m4 could not make sendmail.cf ({made.returncode}):\n{made.stderr}")
-        (self.root / "sendmail.cf").write_text(made.stdout)
+        if made.returncode != 0 or expected not in made.stdout:
+            raise AssertionError(f"m4 could not make {name}.cf ({made.returncode}):\n{made.stderr}")
+        (self.root / f"{name}.cf").write_text(made.stdout)
 
     def start(self) -> None:
         """Configure and start the daemon; returns once its SMTP port greets."""
@@ -268,7 +302,8 @@ class PrivateSendmail(LocalDelivery):
         # --kill-child: when unshare ends, Sendmail (PID 1 of its namespace) and all it forked end too
         self.process = subprocess.Popen(
             ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--uts", "--propagation", "private",
-             "sh", "-c", START, "start", str(self.root), str(self.install / BINARY)],
+             "sh", "-c", START, "start", str(self.root), str(self.install / BINARY),
+             "-C", str(self.root / "sendmail.cf"), "-bD", "-d0.4"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         out.close()
@@ -278,6 +313,15 @@ class PrivateSendmail(LocalDelivery):
             details = self.output()
             self.stop()
             raise AssertionError(f"Sendmail did not start:\n{details}") from None
+
+    def sendmail(self, sender: str, recipients: list[str], message: bytes) -> None:
+        """Submit ``message`` with Sendmail's command line (the submission program, ``submit.cf``),
+        as a local program or user sends mail: it relays the message over SMTP to the daemon."""
+        out = subprocess.run(
+            ["unshare", "--mount", "--uts", "--propagation", "private", "sh", "-c", START, "submit", str(self.root),
+             str(self.install / BINARY), "-C", str(self.root / "submit.cf"), "-i", "-f", sender, "--", *recipients],
+            input=message, capture_output=True, timeout=60)  # fmt: skip
+        assert out.returncode == 0, (out.stdout + out.stderr).decode(errors="replace")
 
     def _smtp_answers(self) -> bool:
         assert self.process is not None

@@ -1,6 +1,7 @@
 """``streamnb mail serve --milter`` behind a real Sendmail (Debian's packages, a private daemon on
 127.0.0.1 configured with docs/mail.md's ``INPUT_MAIL_FILTER`` line): mail is delivered with the
-daemon's X-Spam header, and spam above ``--reject-above`` is refused at the end of DATA."""
+daemon's X-Spam header, from SMTP clients and from Sendmail's command line, and spam above
+``--reject-above`` is refused at the end of DATA."""
 
 from __future__ import annotations
 
@@ -26,9 +27,13 @@ def milter_port(daemon: Daemon) -> int:
     return daemon.ports["milter"]
 
 
+def text(subject: str, words: list[str], forged: str = "") -> str:
+    return (f"From: bob@example.org\r\nTo: alice@mail.test\r\nSubject: {subject}\r\n{forged}\r\n"
+            f"{' '.join(words)}\r\n")  # fmt: skip
+
+
 def submit(sendmail: PrivateSendmail, subject: str, words: list[str], forged: str = "") -> None:
-    message = (f"From: bob@example.org\r\nTo: alice@mail.test\r\nSubject: {subject}\r\n{forged}\r\n"
-               f"{' '.join(words)}\r\n")  # fmt: skip
+    message = text(subject, words, forged)
     with smtplib.SMTP("127.0.0.1", sendmail.smtp_port, local_hostname="client.example.org",
                       timeout=30) as smtp:  # fmt: skip
         assert smtp.sendmail("bob@example.org", ["alice@mail.test"], message.encode()) == {}
@@ -44,6 +49,22 @@ def test_delivered_with_the_daemons_verdict(sendmail: PrivateSendmail, daemon: D
     score = float(delivered["X-Spam-Score"])
     assert 0.0 <= score < 0.2 and f"spamicity={score:.6f}" in headers[0]
     assert str(delivered.get_payload()).strip() == " ".join(HAM_WORDS[:8])
+
+
+def test_mail_submitted_locally_gets_the_verdict_too(sendmail: PrivateSendmail, daemon: Daemon) -> None:
+    """Sendmail's command line (the submission program, submit.cf) relays the message over SMTP
+    to the daemon, whose milter checks it once; each recipient's copy carries the verdict."""
+    before = len(sendmail.delivered())
+    message = text("local report", HAM_WORDS[2:9], forged="X-Spam-Score: 0.0\r\n").replace("\r\n", "\n")
+    sendmail.sendmail("bob@example.org", ["alice@mail.test", "carol@mail.test"], message.encode())
+    copies = [m for m in sendmail.wait_delivered(before + 2) if m["Subject"] == "local report"]
+    assert len(copies) == 2  # both recipients' Maildir is the same one here
+    for found in copies:
+        headers = found.get_all("X-Spam", [])
+        assert len(headers) == 1 and headers[0].startswith("ham, spamicity=")
+        score = found.get_all("X-Spam-Score")
+        assert len(score) == 1 and score[0] != "0.0" and f"spamicity={score[0]}" in headers[0]  # forged one gone
+        assert "by mx.mail.test (8." in found["Received"]
 
 
 def test_spam_above_the_reject_threshold_is_refused(sendmail: PrivateSendmail, daemon: Daemon) -> None:

@@ -68,16 +68,22 @@ cdef class CountCells(Event):
     cpdef object step(self, dict x, dict ids, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens,
                       Py_ssize_t k, double w)
 
-cdef class CategoryCells(Event):
-    cdef double[::1] counts, totals, acc
+cdef class Categories(Event):
     cdef long long[::1] cats
-    cdef Py_ssize_t c0, c1, t0, t1
+
+    @cython.locals(size=Py_ssize_t)
+    cpdef grow(self, Py_ssize_t size)
 
     @cython.locals(size=Py_ssize_t, ev_ids="long long[::1]", ev_cats="long long[::1]")
-    cpdef bint read_categories(self, dict x, dict cell_ids, dict feat_ids, object exclude, bint strings_only) except -1
+    cpdef bint read_categories(self, dict x, dict cell_ids, dict feat_ids, object exclude,
+                               bint strings_only) except -1
 
     @cython.locals(size=Py_ssize_t, f=Py_ssize_t, ev_ids="long long[::1]", ev_cats="long long[::1]")
     cpdef take(self, list feat_ids, list cell_ids)
+
+cdef class CategoryCells(Categories):
+    cdef double[::1] counts, totals, acc
+    cdef Py_ssize_t c0, c1, t0, t1
 
     @cython.locals(last_c=Py_ssize_t, last_t=Py_ssize_t, f=Py_ssize_t, j=Py_ssize_t, v=Py_ssize_t)
     cpdef check(self, Py_ssize_t rows)

@@ -363,29 +363,29 @@ class CountCells(Event):
         return out, learn
 
 
-class CategoryCells(Event):
-    """The flat views of a class-by-(feature, category) :class:`~streamnb.stats.Counts` (cell
-    ``(c, v)`` at ``counts[c * c0 + v * c1]``) and of the class-by-feature totals (``(c, f)`` at
-    ``totals[c * t0 + f * t1]``: the class's events in which ``f`` was observed).
+class Categories(Event):
+    """An event of categories read: per entry, its feature id in :attr:`ids` and its category's
+    cell id in :attr:`cats` (-1 where unknown), the first :attr:`size` entries of each; a
+    category's cell key is ``(feature, value)``. Shared by the naive Bayes tables and the tree's
+    pair counts (:class:`~streamnb.stats.pair_cells.PairCells`)."""
 
-    An event read holds, per entry, the feature id in :attr:`ids` and the category's cell id in
-    :attr:`cats` (-1 where unknown); a category's cell key is ``(feature, value)``.
-    """
-
-    def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int, t1: int) -> None:
-        self.counts, self.c0, self.c1, self.totals, self.t0, self.t1 = counts, c0, c1, totals, t0, t1
+    def __init__(self) -> None:
         self.cats = array("q")
-        self.acc = array("d")  # the sums per class
         super().__init__()
 
-    def read_categories(self, x: dict, cell_ids: dict, feat_ids: dict, exclude: dict | None,
+    def grow(self, size: int) -> None:
+        """Room for an event of ``size`` entries."""
+        if size > len(self.cats):
+            self.ids = array("q", bytes(8 * size))
+            self.cats = array("q", bytes(8 * size))
+
+    def read_categories(self, x: dict, cell_ids: dict, feat_ids: dict | None, exclude: dict | None,
                         strings_only: bool) -> bool:
         """Read the event ``x`` (feature: category); whether it is plain: ``str`` keys not in
         ``exclude``, and ``str`` values, or ``int`` ones (not ``bool``) unless ``strings_only``
-        (a learner that takes ints as numbers)."""
-        if len(x) > len(self.cats):
-            self.ids = array("q", bytes(8 * len(x)))
-            self.cats = array("q", bytes(8 * len(x)))
+        (a learner that takes ints as numbers). Without ``feat_ids`` the feature ids are left
+        to the caller."""
+        self.grow(len(x))
         ev_ids, ev_cats = self.ids, self.cats
         size = 0
         for key, value in x.items():
@@ -393,7 +393,8 @@ class CategoryCells(Event):
                 return False
             if exclude is not None and key in exclude:
                 return False
-            ev_ids[size] = feat_ids.get(key, -1)
+            if feat_ids is not None:
+                ev_ids[size] = feat_ids.get(key, -1)
             ev_cats[size] = cell_ids.get((key, value), -1)
             size += 1
         self.size = size
@@ -403,14 +404,26 @@ class CategoryCells(Event):
         """Take an event already read by the caller: per entry its feature id and cell id (-1
         where unknown)."""
         size = len(feat_ids)
-        if size > len(self.cats):
-            self.ids = array("q", bytes(8 * size))
-            self.cats = array("q", bytes(8 * size))
+        if len(cell_ids) != size:
+            raise ValueError("streamnb: feature ids and cell ids of different lengths")
+        self.grow(size)
         ev_ids, ev_cats = self.ids, self.cats
         for f in range(size):
             ev_ids[f] = feat_ids[f]
             ev_cats[f] = cell_ids[f]
         self.size = size
+
+
+class CategoryCells(Categories):
+    """The flat views of a class-by-(feature, category) :class:`~streamnb.stats.Counts` (cell
+    ``(c, v)`` at ``counts[c * c0 + v * c1]``) and of the class-by-feature totals (``(c, f)`` at
+    ``totals[c * t0 + f * t1]``: the class's events in which ``f`` was observed), over an event
+    read (:class:`Categories`)."""
+
+    def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int, t1: int) -> None:
+        self.counts, self.c0, self.c1, self.totals, self.t0, self.t1 = counts, c0, c1, totals, t0, t1
+        self.acc = array("d")  # the sums per class
+        super().__init__()
 
     def check(self, rows: int) -> None:
         """Every known cell of the event read, for classes ``0 .. rows - 1``: an IndexError if

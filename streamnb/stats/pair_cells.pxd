@@ -1,6 +1,7 @@
 # The C types of pair_cells.py, for the compiled build (Cython's augmenting declarations).
 cimport cython
 from libc cimport math
+from streamnb.stats.cells cimport Categories
 
 cdef double _MAX_FLOAT
 cdef double[::1] _TABLE
@@ -14,21 +15,16 @@ cdef class SumCells:
 
     cpdef check(self, Py_ssize_t k, Py_ssize_t fmax, Py_ssize_t amax)
 
-@cython.final
-cdef class PairCells:
+cdef class PairCells(Categories):
     cdef double[::1] n, d, t, memo, memo_x
-    cdef long long[::1] ids, fids, par
-    cdef Py_ssize_t n0, n1, n2, d0, d1, d2, t0, t1, size
+    cdef long long[::1] par
+    cdef Py_ssize_t n0, n1, n2, d0, d1, d2, t0, t1
 
-    @cython.locals(size=Py_ssize_t)
     cpdef grow(self, Py_ssize_t size)
 
-    @cython.locals(ev_ids="long long[::1]", ev_fids="long long[::1]", n_cf=Py_ssize_t, size=Py_ssize_t,
+    @cython.locals(ev_ids="long long[::1]", ev_fids="long long[::1]", n_cf=Py_ssize_t, i=Py_ssize_t,
                    cid=Py_ssize_t)
-    cpdef bint read(self, dict x, dict cell_ids, list cf, object exclude, bint strings_only) except -1
-
-    @cython.locals(size=Py_ssize_t, f=Py_ssize_t, ev_ids="long long[::1]", ev_fids="long long[::1]")
-    cpdef take(self, list ids, list fids)
+    cpdef bint read_cells(self, dict x, dict cell_ids, list cf, object exclude, bint strings_only) except -1
 
     @cython.locals(size=Py_ssize_t, ev_ids="long long[::1]", ev_fids="long long[::1]", amax=Py_ssize_t,
                    fmax=Py_ssize_t, i=Py_ssize_t, j=Py_ssize_t, a=Py_ssize_t, fa=Py_ssize_t, b=Py_ssize_t,

@@ -26,6 +26,8 @@ from array import array
 from math import fsum
 from typing import Any
 
+from streamnb.stats.cells import Categories
+
 __all__ = ["PairCells", "SumCells", "xlogx"]
 
 _MAX_FLOAT = 1.7976931348623157e308
@@ -76,13 +78,11 @@ class SumCells:
             raise IndexError("streamnb: a cell outside its sums")
 
 
-class PairCells:
+class PairCells(Categories):
     """The flat views of the pair counts (cell ``(k, a, b)`` at ``n[k * n0 + a * n1 + b * n2]``)
-    and of the normalizers (``D[k * d0 + j * d1 + b * d2]``, ``T[k * t0 + j * t1]``).
-
-    An event read holds, per entry, its cell id in :attr:`ids` and the cell's feature id in
-    :attr:`fids`, the first :attr:`size` entries of each; a cell's key is ``(feature, value)``.
-    """
+    and of the normalizers (``D[k * d0 + j * d1 + b * d2]``, ``T[k * t0 + j * t1]``), over an
+    event read (:class:`~streamnb.stats.cells.Categories`: cell ids in :attr:`cats`, their
+    feature ids in :attr:`ids`)."""
 
     def __init__(self, n: Any, n0: int, n1: int, n2: int, d: Any, d0: int, d1: int, d2: int,
                  t: Any, t0: int, t1: int) -> None:
@@ -91,56 +91,33 @@ class PairCells:
         self.t, self.t0, self.t1 = t, t0, t1
         if min(n0, n1, n2, d0, d1, d2, t0, t1) < 0:
             raise ValueError("streamnb: a negative stride")
-        self.ids = array("q")
-        self.fids = array("q")
         self.par = array("q")  # the parent's cell per entry (joint)
         self.memo = array("d")  # a normalizer's last value per entry, and its t log t (add)
         self.memo_x = array("d")
-        self.size = 0
+        super().__init__()
 
     def grow(self, size: int) -> None:
         """Room for an event of ``size`` entries."""
-        if size > len(self.ids):
+        if size > len(self.cats):
             self.ids = array("q", bytes(8 * size))
-            self.fids = array("q", bytes(8 * size))
+            self.cats = array("q", bytes(8 * size))
             self.par = array("q", bytes(8 * size))
             self.memo = array("d", bytes(8 * size))
             self.memo_x = array("d", bytes(8 * size))
 
-    def read(self, x: dict, cell_ids: dict, cf: list, exclude: dict | None, strings_only: bool) -> bool:
+    def read_cells(self, x: dict, cell_ids: dict, cf: list, exclude: dict | None, strings_only: bool) -> bool:
         """Read the event ``x`` (feature: category) with the cell ids ``cell_ids`` and their
-        feature ids ``cf``; whether it is plain with every cell known: ``str`` keys not in
-        ``exclude``, and ``str`` values, or ``int`` ones (not ``bool``) unless ``strings_only``
-        (a learner that takes ints as numbers)."""
-        self.grow(len(x))
-        ev_ids, ev_fids = self.ids, self.fids
+        feature ids ``cf``; whether it is plain (:meth:`read_categories`) with every cell known."""
+        if not self.read_categories(x, cell_ids, None, exclude, strings_only):
+            return False
+        ev_ids, ev_fids = self.cats, self.ids
         n_cf = len(cf)
-        size = 0
-        for key, value in x.items():
-            if type(key) is not str or not (type(value) is str or (type(value) is int and not strings_only)):
-                return False
-            if exclude is not None and key in exclude:
-                return False
-            cid = cell_ids.get((key, value), -1)
+        for i in range(self.size):
+            cid = ev_ids[i]
             if cid < 0 or cid >= n_cf:  # a value never seen (or not in the margins yet)
                 return False
-            ev_ids[size] = cid
-            ev_fids[size] = cf[cid]
-            size += 1
-        self.size = size
+            ev_fids[i] = cf[cid]
         return True
-
-    def take(self, ids: list, fids: list) -> None:
-        """Take an event already read by the caller: its cell ids and their feature ids."""
-        size = len(ids)
-        if len(fids) != size:
-            raise ValueError("streamnb: cell ids and feature ids of different lengths")
-        self.grow(size)
-        ev_ids, ev_fids = self.ids, self.fids
-        for f in range(size):
-            ev_ids[f] = ids[f]
-            ev_fids[f] = fids[f]
-        self.size = size
 
     def add(self, k: int, w: float, sums: SumCells | None) -> None:
         """Learn the event read with class ``k``, weight ``w`` (its cells distinct): ``n[k, a, b]
@@ -150,7 +127,7 @@ class PairCells:
         w``, ``PL = xlogx(P)``, and ``S_marg[k, f(b), f(a)]`` over ``D`` (its old ``t log t``
         kept in ``GL``). Every cell is checked before anything changes."""
         size = self.size
-        ev_ids, ev_fids = self.ids, self.fids
+        ev_ids, ev_fids = self.cats, self.ids
         amax = 0
         fmax = 0
         for i in range(size):
@@ -230,23 +207,24 @@ class PairCells:
         changed nothing, if it is not plain or has a cell not known yet."""
         if not (w > 0.0 and w <= _MAX_FLOAT) or not x:
             return False
-        if not self.read(x, cell_ids, cf, exclude, strings_only):
+        if not self.read_cells(x, cell_ids, cf, exclude, strings_only):
             return False
         self.add(k, w, sums)
         return True
 
     def learn_ids(self, ids: list, fids: list, k: int, w: float, sums: SumCells | None) -> None:
-        """Learn an event already read and registered (:meth:`take`, then :meth:`add`)."""
+        """Learn an event already read and registered: its cell ids and their feature ids
+        (:meth:`take`, then :meth:`add`)."""
         if not (w > 0.0 and w <= _MAX_FLOAT):
             raise ValueError("streamnb: expected a finite weight above 0")
-        self.take(ids, fids)
+        self.take(fids, ids)
         self.add(k, w, sums)
 
     def parents(self, pa: list, n_nv: int) -> bool:
         """Each entry's parent cell in :attr:`par` (-1: a root), the parent feature ids ``pa``
         (-1: none) given per feature; False if a feature has no parent entry or no count of
         values (``n_nv``), or its parent is missing (summed out on the general path)."""
-        ev_ids, ev_fids, par = self.ids, self.fids, self.par
+        ev_ids, ev_fids, par = self.cats, self.ids, self.par
         size = self.size
         n_pa = len(pa)
         for i in range(size):
@@ -280,10 +258,10 @@ class PairCells:
         groups = len(parents)
         if not alpha > 0.0 or n_classes < 1 or not x or (groups != 1 and groups != n_classes):
             return None
-        if not self.read(x, cell_ids, cf, exclude, strings_only):
+        if not self.read_cells(x, cell_ids, cf, exclude, strings_only):
             return None
         size = self.size
-        ev_ids, ev_fids, par = self.ids, self.fids, self.par
+        ev_ids, ev_fids, par = self.cats, self.ids, self.par
         amax = 0
         fmax = 0
         for i in range(size):

@@ -23,7 +23,8 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
-COMPILED = ["streamnb/stats/cells", "streamnb/stats/pair_cells", "streamnb/stats/moment_cells", "streamnb/text/words"]
+COMPILED = ["streamnb/stats/cells", "streamnb/stats/category_cells", "streamnb/stats/pair_cells",
+            "streamnb/stats/moment_cells", "streamnb/text/words"]
 CIMPORT = re.compile(r"^from (streamnb(?:\.\w+)+) cimport ", re.MULTILINE)
 
 
@@ -37,10 +38,12 @@ def sha256(*paths: str) -> str:
 
 def sources(stem: str) -> list[str]:
     """The files a compiled module is built from (:func:`streamnb.kernels.sources`): its source,
-    its declarations, then those of each module they cimport from."""
+    its declarations, then those of each module they cimport from, in turn."""
     pxd = (HERE / f"{stem}.pxd").read_text()
-    used = [name.replace(".", "/") for name in CIMPORT.findall(pxd)]
-    return [f"{stem}.py", f"{stem}.pxd", *(f"{u}{ext}" for u in used for ext in (".py", ".pxd"))]
+    out = [f"{stem}.py", f"{stem}.pxd"]
+    for name in CIMPORT.findall(pxd):
+        out += [path for path in sources(name.replace(".", "/")) if path not in out]
+    return out
 
 
 def cython_modules() -> list:

@@ -41,12 +41,15 @@ def source_digest(*paths: Path) -> str:
 
 def sources(path: Path) -> list[Path]:
     """The files the compiled build of the module at ``path`` is made from (as ``setup.py``
-    reads them): the source, its declarations (``.pxd``), then the source and declarations
-    of each streamnb module those cimport from."""
+    reads them): the source, its declarations (``.pxd``), then the sources of each streamnb
+    module those cimport from, and of the modules that one cimports from, in turn."""
     declarations = path.with_suffix(".pxd")
     root = Path(__file__).parent.parent
     used = re.findall(r"^from (streamnb(?:\.\w+)+) cimport ", declarations.read_text(), re.MULTILINE)
-    return [path, declarations, *(root / f"{name.replace('.', '/')}{ext}" for name in used for ext in (".py", ".pxd"))]
+    out = [path, declarations]
+    for name in used:
+        out += [p for p in sources(root / f"{name.replace('.', '/')}.py") if p not in out]
+    return out
 
 
 _chosen: dict[str, ModuleType] = {}

@@ -12,12 +12,13 @@ from streamnb.naive_bayes.base import Part, add_feature
 from streamnb.naive_bayes.blend import Blendable, blended_counts
 from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
-from streamnb.stats import Counts, Index, cells
+from streamnb.stats import Counts, Index
+from streamnb.stats import category_cells as source
 
 __all__ = ["CategoricalNB", "CategoricalPart", "event_ops"]
 
 #: The module of one event's category operations: compiled when built, the plain-Python one otherwise.
-event_ops = kernels.compiled(cells)
+event_ops = kernels.compiled(source)
 
 class CategoricalPart(SmoothedPart):
     """Features whose values are categories (any hashable value; None/NaN are missing).
@@ -96,7 +97,7 @@ class CategoricalPart(SmoothedPart):
             self._nv_at = (len(self.cells.keys), self.cells.epoch)
         return self._nv
 
-    def _event_cells(self) -> cells.CategoryCells:
+    def _event_cells(self) -> source.CategoryCells:
         """The count cells of the classes' categories and feature totals, for one event."""
         views = self._scalar()
         if self._kernel[0] is not views:

@@ -1,7 +1,7 @@
 """One event on a statistic's flat cells, the per-event path of the naive Bayes parts:
-:class:`WelfordCells` (GaussianNB), :class:`CountCells` (MultinomialNB) and
-:class:`CategoryCells` (CategoricalNB), over the event read once by :class:`Event`; and the
-event's :func:`posterior` from the class counts.
+:class:`WelfordCells` (GaussianNB) and :class:`CountCells` (MultinomialNB), over the event read
+once by :class:`Event` (the categorical ones are in :mod:`streamnb.stats.category_cells`); the
+event's :func:`posterior` from the class counts; :func:`split_strings` of a mixed event.
 
 This plain-Python module is also the source of the compiled path: the build compiles it with
 Cython (the C types are in ``cells.pxd`` beside it), and :func:`streamnb.kernels.compiled` gives
@@ -24,7 +24,7 @@ from array import array
 from math import fsum
 from typing import Any
 
-__all__ = ["MAX_ABS", "CategoryCells", "CountCells", "Event", "WelfordCells", "number", "posterior"]
+__all__ = ["MAX_ABS", "CountCells", "Event", "WelfordCells", "number", "posterior", "split_strings"]
 
 #: The largest magnitude of a plain value (as :data:`streamnb.naive_bayes.checks.MAX_ABS`).
 MAX_ABS = 1e100
@@ -63,7 +63,6 @@ def split_strings(x: dict) -> tuple:
         else:
             others[key] = value
     return strings, others
-
 
 
 def posterior(jll: list, counts: Any, step: int) -> list | None:
@@ -361,158 +360,3 @@ class CountCells(Event):
         if learn:
             self.add(k, w)
         return out, learn
-
-
-class Categories(Event):
-    """An event of categories read: per entry, its feature id in :attr:`ids` and its category's
-    cell id in :attr:`cats` (-1 where unknown), the first :attr:`size` entries of each; a
-    category's cell key is ``(feature, value)``. Shared by the naive Bayes tables and the tree's
-    pair counts (:class:`~streamnb.stats.pair_cells.PairCells`)."""
-
-    def __init__(self) -> None:
-        self.cats = array("q")
-        super().__init__()
-
-    def grow(self, size: int) -> None:
-        """Room for an event of ``size`` entries."""
-        if size > len(self.cats):
-            self.ids = array("q", bytes(8 * size))
-            self.cats = array("q", bytes(8 * size))
-
-    def read_categories(self, x: dict, cell_ids: dict, feat_ids: dict | None, exclude: dict | None,
-                        strings_only: bool) -> bool:
-        """Read the event ``x`` (feature: category); whether it is plain: ``str`` keys not in
-        ``exclude``, and ``str`` values, or ``int`` ones (not ``bool``) unless ``strings_only``
-        (a learner that takes ints as numbers). Without ``feat_ids`` the feature ids are left
-        to the caller."""
-        self.grow(len(x))
-        ev_ids, ev_cats = self.ids, self.cats
-        size = 0
-        for key, value in x.items():
-            if type(key) is not str or not (type(value) is str or (type(value) is int and not strings_only)):
-                return False
-            if exclude is not None and key in exclude:
-                return False
-            if feat_ids is not None:
-                ev_ids[size] = feat_ids.get(key, -1)
-            ev_cats[size] = cell_ids.get((key, value), -1)
-            size += 1
-        self.size = size
-        return True
-
-    def take(self, feat_ids: list, cell_ids: list) -> None:
-        """Take an event already read by the caller: per entry its feature id and cell id (-1
-        where unknown)."""
-        size = len(feat_ids)
-        if len(cell_ids) != size:
-            raise ValueError("streamnb: feature ids and cell ids of different lengths")
-        self.grow(size)
-        ev_ids, ev_cats = self.ids, self.cats
-        for f in range(size):
-            ev_ids[f] = feat_ids[f]
-            ev_cats[f] = cell_ids[f]
-        self.size = size
-
-
-class CategoryCells(Categories):
-    """The flat views of a class-by-(feature, category) :class:`~streamnb.stats.Counts` (cell
-    ``(c, v)`` at ``counts[c * c0 + v * c1]``) and of the class-by-feature totals (``(c, f)`` at
-    ``totals[c * t0 + f * t1]``: the class's events in which ``f`` was observed), over an event
-    read (:class:`Categories`)."""
-
-    def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int, t1: int) -> None:
-        self.counts, self.c0, self.c1, self.totals, self.t0, self.t1 = counts, c0, c1, totals, t0, t1
-        self.acc = array("d")  # the sums per class
-        super().__init__()
-
-    def check(self, rows: int) -> None:
-        """Every known cell of the event read, for classes ``0 .. rows - 1``: an IndexError if
-        one is outside the views (views that do not match the ids are a bug)."""
-        last_c, last_t = (rows - 1) * self.c0, (rows - 1) * self.t0
-        for f in range(self.size):
-            j, v = self.ids[f], self.cats[f]
-            if rows < 1 or (j >= 0 and last_t + j * self.t1 >= len(self.totals)) or (
-                    v >= 0 and last_c + v * self.c1 >= len(self.counts)):
-                raise IndexError("streamnb: a category outside its cells")
-
-    def score(self, nv: list, n_classes: int, alpha: float, smooth: bool) -> list | None:
-        """The log-likelihood per class of the event read (``alpha > 0``): per known feature
-        ``log(n[c, v] + alpha) - log(n[c, f] + alpha |X_f|)``; an unknown category left out, or
-        with ``smooth`` scored ``log(alpha) - log(n[c, f] + alpha |X_f|)``. ``nv``: ``|X_f|`` per
-        feature id (floats); None if a feature's is not counted yet."""
-        cv, tv, c0, c1, t0, t1 = self.counts, self.totals, self.c0, self.c1, self.t0, self.t1
-        ev_ids, ev_cats = self.ids, self.cats
-        if n_classes > len(self.acc):
-            self.acc = array("d", bytes(8 * n_classes))
-        out = self.acc
-        for c in range(n_classes):
-            out[c] = 0.0
-        la = math.log(alpha)
-        n_nv = len(nv)
-        for f in range(self.size):
-            j, v = ev_ids[f], ev_cats[f]
-            if j < 0 or (v < 0 and not smooth):
-                continue
-            if j >= n_nv or type(nv[j]) is not float:
-                return None
-            a_nv = alpha * float(nv[j])
-            tf = j * t1
-            if v < 0:
-                for c in range(n_classes):
-                    out[c] += la - math.log(tv[c * t0 + tf] + a_nv)
-            else:
-                vc = v * c1
-                for c in range(n_classes):
-                    out[c] += math.log(cv[c * c0 + vc] + alpha) - math.log(tv[c * t0 + tf] + a_nv)
-        return [out[c] for c in range(n_classes)]
-
-    def add(self, k: int, w: float) -> bool:
-        """Learn the event read with class ``k``, weight ``w``: ``n[k, v] += w``, ``n[k, f] +=
-        w``; False, having changed nothing, if a feature or category is unknown."""
-        ev_ids, ev_cats = self.ids, self.cats
-        for f in range(self.size):
-            if ev_ids[f] < 0 or ev_cats[f] < 0:
-                return False
-        if k < 0:
-            raise IndexError("streamnb: a class outside its cells")
-        self.check(k + 1)
-        cv, tv, kc, kt, c1, t1 = self.counts, self.totals, k * self.c0, k * self.t0, self.c1, self.t1
-        for f in range(self.size):
-            cv[kc + ev_cats[f] * c1] += w
-            tv[kt + ev_ids[f] * t1] += w
-        return True
-
-    def learn(self, x: dict, cell_ids: dict, feat_ids: dict, k: int, w: float, exclude: dict | None,
-              strings_only: bool) -> bool:
-        """Learn the event ``x`` with class ``k`` and weight ``w``; False, having changed nothing,
-        if it is not plain or has a feature or category not known yet."""
-        if not (w > 0.0 and w <= _MAX_FLOAT) or not x:
-            return False
-        if not self.read_categories(x, cell_ids, feat_ids, exclude, strings_only):
-            return False
-        return self.add(k, w)
-
-    def joint(self, x: dict, cell_ids: dict, feat_ids: dict, nv: list, n_classes: int, alpha: float,
-              smooth: bool, exclude: dict | None, strings_only: bool) -> list | None:
-        """The log-likelihood per class of ``x`` (:meth:`score`), or None if ``x`` is not plain
-        or :meth:`score` is."""
-        if n_classes < 1 or not alpha > 0.0:
-            return None
-        if not self.read_categories(x, cell_ids, feat_ids, exclude, strings_only):
-            return None
-        self.check(n_classes)
-        return self.score(nv, n_classes, alpha, smooth)
-
-    def step(self, x: dict, cell_ids: dict, feat_ids: dict, nv: list, n_classes: int, alpha: float,
-             smooth: bool, exclude: dict | None, strings_only: bool, k: int, w: float) -> tuple[list, bool] | None:
-        """:meth:`joint` of ``x``, then ``x`` learned with class ``k`` if every feature and
-        category is known (and ``x`` has one, and ``w`` is above 0): the log-likelihoods (of
-        the model before) and whether it learned. None, having changed nothing, where
-        :meth:`joint` is."""
-        out = self.joint(x, cell_ids, feat_ids, nv, n_classes, alpha, smooth, exclude, strings_only)
-        if out is None:
-            return None
-        if not 0 <= k < n_classes:
-            raise IndexError("streamnb: a class outside its cells")
-        learned = w > 0.0 and w <= _MAX_FLOAT and self.size > 0 and self.add(k, w)
-        return out, learned

@@ -1,7 +1,7 @@
 # The C types of pair_cells.py, for the compiled build (Cython's augmenting declarations).
 cimport cython
 from libc cimport math
-from streamnb.stats.cells cimport Categories
+from streamnb.stats.category_cells cimport Categories
 
 cdef double _MAX_FLOAT
 cdef double[::1] _TABLE

@@ -26,7 +26,7 @@ from array import array
 from math import fsum
 from typing import Any
 
-from streamnb.stats.cells import Categories
+from streamnb.stats.category_cells import Categories
 
 __all__ = ["PairCells", "SumCells", "xlogx"]
 
@@ -81,7 +81,7 @@ class SumCells:
 class PairCells(Categories):
     """The flat views of the pair counts (cell ``(k, a, b)`` at ``n[k * n0 + a * n1 + b * n2]``)
     and of the normalizers (``D[k * d0 + j * d1 + b * d2]``, ``T[k * t0 + j * t1]``), over an
-    event read (:class:`~streamnb.stats.cells.Categories`: cell ids in :attr:`cats`, their
+    event read (:class:`~streamnb.stats.category_cells.Categories`: cell ids in :attr:`cats`, their
     feature ids in :attr:`ids`)."""
 
     def __init__(self, n: Any, n0: int, n1: int, n2: int, d: Any, d0: int, d1: int, d2: int,

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def plain_compiled() -> list:
     """setup.py's COMPILED: the plain-Python modules that the build compiles."""
-    found = re.search(r"^COMPILED = (\[.*\])$", (ROOT / "setup.py").read_text(), re.MULTILINE)
+    found = re.search(r"^COMPILED = (\[.*?\])$", (ROOT / "setup.py").read_text(), re.MULTILINE | re.DOTALL)
     assert found, "setup.py has no COMPILED list"
     return ast.literal_eval(found.group(1))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,14 @@ CLASSES = ["a", "b", "c"]
 @needs_native
 def test_the_compiled_module_is_built_from_this_source():
     assert BUILT is not source, "streamnb.stats.pair_cells is not compiled from this source (pip install -e .)"
+
+
+def test_the_build_covers_the_modules_its_base_class_comes_from():
+    """PairCells extends category_cells.Categories, which extends cells.Event: an edit of any of
+    the three makes the build stale."""
+    path = Path(source.__file__)
+    stems = [path.with_suffix(""), path.parent / "category_cells", path.parent / "cells"]
+    assert kernels.sources(path) == [stem.with_suffix(ext) for stem in stems for ext in (".py", ".pxd")]
 
 
 class Tree:

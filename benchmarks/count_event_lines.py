@@ -64,7 +64,7 @@ def py_lines(text: str, start: int = 1, end: int | None = None, skip: set[int] |
 def count(rev: str, show: bool) -> int:
     tree = files(rev)
     setup = tree.get("setup.py", "")
-    stems = re.findall(r'"(streamnb/[\w/]+)"', m.group(1)) if (m := re.search(r"^COMPILED = \[(.*?)\]", setup, re.M)) else []
+    stems = re.findall(r'"(streamnb/[\w/]+)"', m.group(1)) if (m := re.search(r"^COMPILED = \[(.*?)\]", setup, re.M | re.S)) else []
     compiled = [p for stem in stems for p in (f"{stem}.py", f"{stem}.pxd") if p in tree]
     compiled += [p for p in ("streamnb/_kernels.c", "streamnb/kernels.py") if p in tree]
     total = 0

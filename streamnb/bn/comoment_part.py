@@ -284,10 +284,10 @@ class CoMomentPart(GaussianPart):
         """``prepared`` as learned: with the log slots of its values >= 0 (if this part has them)."""
         return self._with_logs(*prepared) if self.log_slots and prepared[0] else prepared
 
-    def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         """One event (``w > 0``), through :meth:`tree_cells`: its features and their log slots
         into the Welford cells, then the co-moments. The features count for the variance
-        smoothing, not their log slots (``tracked`` is theirs: ignored)."""
+        smoothing, not their log slots."""
         keys, values = prepared
         if not keys:
             return

@@ -120,9 +120,8 @@ class GaussianPart(Part):
             self._kernel = (views, event_ops.WelfordCells(N, M, S, n0, n1, PN, PM, PS, p1))
         return self._kernel[1]
 
-    def learn_one(self, prepared: tuple[list, list], k: int, w: float, tracked: int | None = None) -> None:
-        """One event; ``tracked``: how many of its first features count for the variance
-        smoothing (None: all)."""
+    def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
+        """One event (``w > 0``): its features into the Welford cells and the variance smoothing."""
         keys, values = prepared
         if not keys:
             return
@@ -136,7 +135,7 @@ class GaussianPart(Part):
             self.welford.fit()
             self.pooled.fit()
         got = self._event_cells().learn(dict(zip(keys, values)), ids, k, w, spread, self._top, self._top_id, None,
-                                        False, -1 if tracked is None else tracked)
+                                        False, -1)
         assert got is not None, "a prepared event is plain"
         self._top, self._top_id = got
         self._derived = None

@@ -20,7 +20,7 @@ cdef class Categories(Event):
     cpdef take(self, list feat_ids, list cell_ids)
 
 cdef class CategoryCells(Categories):
-    cdef double[::1] counts, totals, acc
+    cdef double[::1] counts, totals
     cdef Py_ssize_t c0, c1, t0, t1
 
     @cython.locals(last_c=Py_ssize_t, last_t=Py_ssize_t, f=Py_ssize_t, j=Py_ssize_t, v=Py_ssize_t)

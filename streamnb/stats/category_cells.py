@@ -82,7 +82,6 @@ class CategoryCells(Categories):
 
     def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int, t1: int) -> None:
         self.counts, self.c0, self.c1, self.totals, self.t0, self.t1 = counts, c0, c1, totals, t0, t1
-        self.acc = array("d")  # the sums per class
         super().__init__()
 
     def check(self, rows: int) -> None:
@@ -102,11 +101,7 @@ class CategoryCells(Categories):
         feature id (floats); None if a feature's is not counted yet."""
         cv, tv, c0, c1, t0, t1 = self.counts, self.totals, self.c0, self.c1, self.t0, self.t1
         ev_ids, ev_cats = self.ids, self.cats
-        if n_classes > len(self.acc):
-            self.acc = array("d", bytes(8 * n_classes))
-        out = self.acc
-        for c in range(n_classes):
-            out[c] = 0.0
+        out = self.zeroed(n_classes)
         la = math.log(alpha)
         n_nv = len(nv)
         for f in range(self.size):

@@ -15,8 +15,11 @@ cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)
 
 cdef class Event:
     cdef long long[::1] ids
-    cdef double[::1] xs
+    cdef double[::1] xs, acc
     cdef Py_ssize_t size
+
+    @cython.locals(out="double[::1]", c=Py_ssize_t)
+    cpdef double[::1] zeroed(self, Py_ssize_t n_classes)
 
     @cython.locals(size=Py_ssize_t, unknown=Py_ssize_t, v=double, out_ids="long long[::1]", out_xs="double[::1]")
     cpdef Py_ssize_t read(self, dict x, dict ids, object exclude, bint raw, bint nonnegative) except -2
@@ -45,7 +48,7 @@ cdef class WelfordCells(Event):
                        bint raw)
 
 cdef class CountCells(Event):
-    cdef double[::1] counts, totals, acc
+    cdef double[::1] counts, totals
     cdef Py_ssize_t c0, c1, t0
 
     @cython.locals(last=Py_ssize_t, n_cells=Py_ssize_t, f=Py_ssize_t, j=Py_ssize_t)

@@ -121,6 +121,16 @@ class Event:
         self.ids = array("q")
         self.xs = array("d")
         self.size = 0
+        self.acc = array("d")  # sums per class (zeroed)
+
+    def zeroed(self, n_classes: int) -> Any:
+        """:attr:`acc` with room for ``n_classes`` sums, the first ``n_classes`` set to 0."""
+        if n_classes > len(self.acc):
+            self.acc = array("d", bytes(8 * n_classes))
+        out = self.acc
+        for c in range(n_classes):
+            out[c] = 0.0
+        return out
 
     def read(self, x: dict, ids: dict, exclude: dict | None, raw: bool, nonnegative: bool) -> int:
         """Read the event ``x`` (feature: value) with the feature ids ``ids``: how many of its
@@ -271,7 +281,6 @@ class CountCells(Event):
 
     def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int) -> None:
         self.counts, self.c0, self.c1, self.totals, self.t0 = counts, c0, c1, totals, t0
-        self.acc = array("d")  # the sums per class
         super().__init__()
 
     def check(self, n_classes: int) -> None:
@@ -291,11 +300,7 @@ class CountCells(Event):
         (sum_t x_t) log(N[c] + alpha V)`` over its known tokens (``alpha > 0``)."""
         cv, tv, c0, c1, t0 = self.counts, self.totals, self.c0, self.c1, self.t0
         ev_ids, ev_xs = self.ids, self.xs
-        if n_classes > len(self.acc):
-            self.acc = array("d", bytes(8 * n_classes))
-        out = self.acc
-        for c in range(n_classes):
-            out[c] = 0.0
+        out = self.zeroed(n_classes)
         mass = 0.0
         for f in range(self.size):
             xv = ev_xs[f]

@@ -97,10 +97,9 @@ class PairCells(Categories):
         super().__init__()
 
     def grow(self, size: int) -> None:
-        """Room for an event of ``size`` entries."""
-        if size > len(self.cats):
-            self.ids = array("q", bytes(8 * size))
-            self.cats = array("q", bytes(8 * size))
+        """Room for an event of ``size`` entries: the read's, then the parents' and memos'."""
+        Categories.grow(self, size)
+        if size > len(self.par):
             self.par = array("q", bytes(8 * size))
             self.memo = array("d", bytes(8 * size))
             self.memo_x = array("d", bytes(8 * size))

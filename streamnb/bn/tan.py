@@ -59,9 +59,12 @@ class TANClassifier(TreeAugmentedNB):
       near the detection limit does not flap in and out
       (:func:`~streamnb.structure.hysteresis.favour_incumbents`);
     - a recompute changes the forest only if the edges it adds outweigh the edges it removes
-      by more than ``swap_margin`` times the total weight of the edges that change
-      (:func:`~streamnb.structure.hysteresis.hold`): near-ties do not swap back and forth, and a
-      clearly better edge still replaces a wrong one however large the rest of the structure.
+      by more than ``swap_margin`` times the total weight of the edges that change, or by more
+      than 3.09 standard errors of those weights (``sqrt(sum_e (1 - exp(-2 I_e)) / N)``,
+      whichever is lower; :func:`~streamnb.structure.hysteresis.hold`): near-ties do not swap
+      back and forth, a clearly better edge still replaces a wrong one however large the rest
+      of the structure, and a structure chosen early from few events does not hold against
+      strong evidence later (between heavy edges the relative margin alone never shrinks).
 
     :attr:`history` records the changes that happened; ``structure().weights`` are the
     weights less the price (to stay, for an edge in place).
@@ -157,7 +160,8 @@ class TANClassifier(TreeAugmentedNB):
         ``"chi2"`` (default), ``"bic"`` or None, see above.
     swap_margin
         Gain a change of structure needs, relative to the weight of the edges it adds and
-        removes (0: always take the new structure).
+        removes, unless it exceeds 3.09 standard errors of their weights (0: always take the
+        new structure), see above.
     smoothing
         ``"marginal"`` (default) or ``"lidstone"``: the CPTs of categorical features given a
         feature parent and the Gaussians of numeric features given a categorical parent, see

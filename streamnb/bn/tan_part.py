@@ -162,7 +162,7 @@ class TANPart(TreePart):
         if not self._scored or not self.swap_margin:
             return new
         weights, names, raw = self._scored
-        return hold(old, new, weights, names, self.swap_margin, raw)
+        return hold(old, new, weights, names, self.swap_margin, raw, self.class_counts.total())
 
     def relearn(self) -> None:
         before = self.numeric.on_log if self.numeric is not None else frozenset()

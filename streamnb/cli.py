@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from typing import Any
@@ -83,8 +84,31 @@ def _fail(exc: BaseException) -> None:
     sys.exit(code)
 
 
+def _one_blas_thread() -> None:
+    """Start numpy's BLAS (OpenBLAS) with one thread, unless the user chose a number
+    (``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS``) or numpy is loaded already. The mail
+    commands work one message at a time and multiply no matrices, and OpenBLAS starting a
+    thread per core costs a one-shot ``mail classify`` more than its verdict does
+    (``benchmarks/bench_mail_classify.py``)."""
+    if "numpy" not in sys.modules and not {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} & set(os.environ):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 class _Commands(click.Group):
-    """The command group: a command needing an extra that is not installed says which."""
+    """The command group: a command needing an extra that is not installed says which. The
+    ``mail`` commands are defined in :mod:`streamnb.spam.command` and imported when named (so
+    numpy starts after :func:`_one_blas_thread`, and other commands do not import them)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "mail"})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "mail" and "mail" not in self.commands:
+            _one_blas_thread()
+            from streamnb.spam.command import mail
+
+            self.add_command(mail)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         from streamnb.exceptions import MissingExtraError
@@ -391,15 +415,6 @@ def evaluate_cmd(ctx: click.Context) -> None:
     from streamnb.evaluate import main as run
 
     ctx.exit(run(list(ctx.args)))
-
-
-def _add_mail_commands() -> None:
-    from streamnb.spam.command import mail
-
-    main.add_command(mail)
-
-
-_add_mail_commands()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ loads a model, learns into it, or asks a daemon (``--url``). The time it takes i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -23,27 +24,43 @@ from streamnb.text import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout: its streamnb is the one imported
 
-#: Runs the command line, then writes the names of the modules loaded, whatever the exit.
+#: Runs the command line, then writes the names of the modules loaded and, if numpy was, the
+#: threads of its BLAS, whatever the exit.
 WRAPPER = textwrap.dedent("""
     import json, sys
     try:
         from streamnb.cli import main
         main(sys.argv[1:], prog_name="streamnb")
     finally:
+        modules = sorted(sys.modules)
+        blas = None
+        if "numpy" in sys.modules:
+            from threadpoolctl import threadpool_info
+            blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
         with open(MODULES, "w") as f:
-            json.dump(sorted(sys.modules), f)
+            json.dump({"modules": modules, "blas": blas}, f)
 """)
 
 SPAM = b"From: promo@deals.example\nSubject: cheap viagra\n\nviagra winner prize claim now\n"
 HAM = b"From: ann@work.example\nSubject: agenda\n\nmeeting agenda for the release review\n"
 
 
-def run_cli(args: list[str], message: bytes, tmp_path: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+def run_cli(args: list[str], message: bytes, tmp_path: Path,
+            env: dict | None = None) -> tuple[subprocess.CompletedProcess, set[str]]:  # fmt: skip
+    done, modules, _ = run_cli_blas(args, message, tmp_path, env)
+    return done, modules
+
+
+def run_cli_blas(args: list[str], message: bytes, tmp_path: Path,
+                 env: dict | None = None) -> tuple[subprocess.CompletedProcess, set[str], list | None]:  # fmt: skip
+    """The command's process, the modules it loaded, and the threads of numpy's BLAS in it
+    (None: numpy not loaded)."""
     out = tmp_path / "modules.json"
     code = f"MODULES = {str(out)!r}\n" + WRAPPER
     done = subprocess.run([sys.executable, "-c", code, *args], input=message, capture_output=True, cwd=ROOT,
-                          timeout=120)  # fmt: skip
-    return done, set(json.loads(out.read_text()))
+                          timeout=120, env=env)  # fmt: skip
+    seen = json.loads(out.read_text())
+    return done, set(seen["modules"]), seen["blas"]
 
 
 def heavy(modules: set[str]) -> list[str]:
@@ -117,6 +134,18 @@ def test_classify_with_a_daemon_loads_no_model(tmp_path):
     assert "streamnb.spam.daemon_client" in modules
     assert not {"streamnb.persistence", "zipfile"} & modules  # (numpy is: streamnb.spam imports SpamFilter)
     assert heavy(modules) == []
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: OpenBLAS starts one thread anyway")
+def test_a_one_shot_verdict_starts_one_blas_thread_unless_the_user_chose(model, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    done, _, blas = run_cli_blas(["mail", "classify", "--model", str(model)], SPAM, tmp_path, env)
+    assert done.returncode == EXIT["spam"], done.stderr
+    assert blas == [1]
+    done, _, blas = run_cli_blas(["mail", "classify", "--model", str(model)], SPAM, tmp_path,
+                                 {**env, "OPENBLAS_NUM_THREADS": "2"})  # fmt: skip
+    assert done.returncode == EXIT["spam"], done.stderr
+    assert blas == [2]
 
 
 def test_import_streamnb_imports_no_learner_until_one_is_used():

@@ -93,9 +93,10 @@ def resolve(words: list[str]) -> tuple[click.Command, list[str]]:
     command: click.Command = cli
     path: list[str] = []
     for word in words:
-        if not isinstance(command, click.Group) or word not in command.commands:
+        sub = command.get_command(click.Context(command), word) if isinstance(command, click.Group) else None
+        if sub is None:  # (get_command, not .commands: a group may load a command when named)
             break
-        command = command.commands[word]
+        command = sub
         path.append(word)
     return command, path
 

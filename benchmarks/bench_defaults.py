@@ -7,7 +7,8 @@ letter and shuttle are most of it), ``--sets car colic`` for some sets, ``--data
 from its ``uci_pmlb`` folder). Nothing is asserted: figures are printed, and a loss of the
 default beyond 2 standard errors is flagged ``LOSS``. ``--led-resamples K`` instead scores the
 default against plain TAN on K fresh samples of led7's generator (:data:`LED_DIGITS`, whose
-features are independent given the class): how often that flag fires by chance alone.
+features are independent given the class): how often that flag fires by chance alone;
+``--fold-seeds K --sets car`` scores the default against plain TAN with K splits into folds.
 
 Sets and kinds:
 
@@ -81,11 +82,11 @@ def models(name: str, X: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
     return X, makers, kinds
 
 
-def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict) -> tuple[Scores, Scores]:
+def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict, seed: int = 0) -> tuple[Scores, Scores]:
     acc: Scores = {m: [] for m in makers}
     loss: Scores = {m: [] for m in makers}
     labels = list(y.unique())
-    for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
+    for train, test in StratifiedKFold(5, shuffle=True, random_state=seed).split(X, y):
         Xtr, ytr, Xte, yte = X.iloc[train], y.iloc[train], X.iloc[test], y.iloc[test].to_numpy()
         for m, make in makers.items():
             model = make()
@@ -140,6 +141,21 @@ def led_resamples(k: int, rows: int = 3200, noise: float = 0.1) -> None:
               f"(sd {d.std(ddof=1):.4f}), TAN behind by more than 2 se on {flagged[metric]} of {k}")
 
 
+def fold_seeds(names: list[str], k: int) -> None:
+    """The default against plain TAN on each set with ``k`` different splits into folds
+    (``random_state`` 0 .. k - 1): how much a verdict depends on the split."""
+    for name in names:
+        df = pd.read_csv(DATA / "uci_pmlb" / f"{name}.tsv.gz", sep="\t")
+        X, makers, _ = models(name, df.drop(columns="target"))
+        runs = [fold_scores(X, df["target"], {m: makers[m] for m in ("plain", "TAN")}, seed) for seed in range(k)]
+        for metric, at, sign in (("accuracy", 0, 1.0), ("log-loss", 1, -1.0)):
+            rows = [diff(run[at], "TAN", "plain", sign) for run in runs]
+            mean = float(np.mean([d for d, _ in rows]))
+            print(f"{name} {metric}, TAN - plain over {k} splits: " + " ".join(f"{d:+.4f}({se:.4f})" for d, se in rows)
+                  + f"; mean {mean:+.4f}, behind by more than 2 se on {sum(d < -2 * se for d, se in rows)} of {k}",
+                  flush=True)
+
+
 def main(argv: list[str]) -> int:
     global DATA
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -147,7 +163,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--data", type=Path, default=None, help="shared data directory (holds uci_pmlb/)")
     parser.add_argument("--led-resamples", type=int, default=0, metavar="K",
                         help="only: K fresh samples of the led7 generator, TAN against plain TAN")
+    parser.add_argument("--fold-seeds", type=int, default=0, metavar="K",
+                        help="only: the default against plain TAN on --sets with K splits into folds")
     args = parser.parse_args(argv)
+    if args.fold_seeds:
+        fold_seeds(args.sets or ALL_SETS, args.fold_seeds)
+        return 0
     if args.led_resamples:
         led_resamples(args.led_resamples)
         return 0

@@ -34,7 +34,6 @@ cdef class WelfordCells(Event):
     @cython.locals(size=Py_ssize_t, base=Py_ssize_t, n1=Py_ssize_t, p1=Py_ssize_t, n_cells=Py_ssize_t,
                    n_pooled=Py_ssize_t, n_spread=Py_ssize_t, f=Py_ssize_t, j=Py_ssize_t, i=Py_ssize_t,
                    has_top=bint, t=double, xv=double, n_a=double, n=double, frac=double, delta=double,
-                   last=double, plast=double, p_n=double, pfrac=double,
                    s=double, fresh=list, answer=tuple, ev_ids="long long[::1]", ev_xs="double[::1]",
                    N="double[::1]", M="double[::1]", S="double[::1]", PN="double[::1]", PM="double[::1]",
                    PS="double[::1]")

@@ -216,33 +216,26 @@ class WelfordCells(Event):
                     elif j == top_id:
                         has_top = False
         answer = (t if has_top else None), top_id
-        # 2: the cells (Chan's formula for one event) and the spread; nothing can fail. The cells
-        # of an event mostly share their weight: the last step kept, reused for the same n_a > 0
-        # (the same operands: the same results)
-        last = plast = n = frac = p_n = pfrac = 0.0
+        # 2: the cells (Chan's formula for one event) and the spread; nothing can fail
         for f in range(size):
             j = ev_ids[f]
             xv = ev_xs[f]
             i = base + j * n1
             n_a = N[i]
-            if not (n_a == last and n_a > 0.0):
-                last = n_a
-                n = n_a + w
-                frac = w / n
+            n = n_a + w
+            frac = w / n
             delta = xv - M[i]
             M[i] += delta * frac
             S[i] += delta * delta * n_a * frac
             N[i] = n
             i = j * p1
             n_a = PN[i]
-            if not (n_a == plast and n_a > 0.0):
-                plast = n_a
-                p_n = n_a + w
-                pfrac = w / p_n
+            n = n_a + w
+            frac = w / n
             delta = xv - PM[i]
-            PM[i] += delta * pfrac
-            PS[i] += delta * delta * n_a * pfrac
-            PN[i] = p_n
+            PM[i] += delta * frac
+            PS[i] += delta * delta * n_a * frac
+            PN[i] = n
         for f in range(tracked):
             spread[ev_ids[f]] = fresh[f]
         return answer

@@ -102,10 +102,9 @@ def hold(old: Structure, new: Structure, weights: np.ndarray, names: Sequence[Ha
         return new
     full = weights if raw is None else raw
     gain = sum(float(weights[e]) for e in added) - sum(float(weights[e]) for e in removed)
-    stakes = sum(abs(float(full[e])) for e in added | removed if np.isfinite(full[e]))
-    bar = margin * stakes
+    at_stake = [float(full[e]) for e in added | removed if np.isfinite(full[e])]
+    bar = margin * sum(abs(w) for w in at_stake)
     if n > 0:
-        at_stake = [float(full[e]) for e in added | removed if np.isfinite(full[e])]
         bar = min(bar, SWAP_Z * swap_noise(at_stake, n))
     if gain > bar or not np.isfinite(gain):
         return new

@@ -1,9 +1,12 @@
 """The compiled per-event path; everything else is in pyproject.toml.
 
 The per-event modules in :data:`COMPILED` are plain Python that runs as it is, and that Cython
-compiles (types from the ``.pxd`` beside it) into ``<module>_compiled``. The build is optional:
-without a C compiler (or Python headers) ``pip install`` goes on without it and streamnb runs
-the plain modules, saying so once at import. No fused multiply-add (``-ffp-contract=off``):
+compiles (types from the ``.pxd`` beside it) into ``<module>_compiled``. The ``.pxd`` types the
+signatures and attributes; Cython infers the locals from them (``infer_types``), so a local is
+declared there only where inference would give a Python object (one read from a list, or set to
+``math.inf`` or a ``bool`` expression). The build is optional: without a C compiler (or Python
+headers) ``pip install`` goes on without it and streamnb runs the plain modules, saying so once
+at import. No fused multiply-add (``-ffp-contract=off``):
 compiled and plain Python give the same bits.
 
 The build compiles a copy that ends with the SHA-256 of the source and its declarations, which
@@ -66,8 +69,8 @@ def cython_modules() -> list:
         modules.append(Extension(name, [str(copy.with_suffix(".py").relative_to(HERE))], optional=True,
                                  extra_compile_args=FLAGS))
     built = cythonize(modules, language_level=3, quiet=True, include_path=[str(HERE / "build" / "cython")],
-                      compiler_directives={"annotation_typing": False, "boundscheck": False, "wraparound": False,
-                                           "cdivision": True, "initializedcheck": False})
+                      compiler_directives={"annotation_typing": False, "infer_types": True, "boundscheck": False,
+                                           "wraparound": False, "cdivision": True, "initializedcheck": False})
     for extension in built:  # cythonize makes new extensions, without the flag
         extension.optional = True
     return built

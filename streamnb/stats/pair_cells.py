@@ -94,6 +94,7 @@ class PairCells(Categories):
         self.par = array("q")  # the parent's cell per entry (joint)
         self.memo = array("d")  # a normalizer's last value per entry, and its t log t (add)
         self.memo_x = array("d")
+        self.amax = self.fmax = 0  # the largest cell id and feature id of the event read (check)
         super().__init__()
 
     def grow(self, size: int) -> None:
@@ -118,6 +119,22 @@ class PairCells(Categories):
             ev_fids[i] = cf[cid]
         return True
 
+    def check(self, k: int) -> None:
+        """Every cell of the event read, for classes ``0 .. k``: an IndexError if one is outside
+        the views; the largest feature id and cell id kept in :attr:`fmax` and :attr:`amax`."""
+        ev_ids, ev_fids = self.cats, self.ids
+        amax = fmax = 0
+        for i in range(self.size):
+            if ev_ids[i] < 0 or ev_fids[i] < 0:
+                raise IndexError("streamnb: a negative cell or feature id")
+            amax = ev_ids[i] if ev_ids[i] > amax else amax
+            fmax = ev_fids[i] if ev_fids[i] > fmax else fmax
+        if (k < 0 or k * self.n0 + amax * (self.n1 + self.n2) >= len(self.n)
+                or k * self.d0 + fmax * self.d1 + amax * self.d2 >= len(self.d)
+                or k * self.t0 + fmax * self.t1 >= len(self.t)):
+            raise IndexError("streamnb: a cell outside its statistic")
+        self.amax, self.fmax = amax, fmax
+
     def add(self, k: int, w: float, sums: SumCells | None) -> None:
         """Learn the event read with class ``k``, weight ``w`` (its cells distinct): ``n[k, a, b]
         += w`` for every two of its cells (the table is symmetric: each unordered pair once,
@@ -127,21 +144,9 @@ class PairCells(Categories):
         kept in ``GL``). Every cell is checked before anything changes."""
         size = self.size
         ev_ids, ev_fids = self.cats, self.ids
-        amax = 0
-        fmax = 0
-        for i in range(size):
-            if ev_ids[i] < 0 or ev_fids[i] < 0:
-                raise IndexError("streamnb: a negative cell or feature id")
-            if ev_ids[i] > amax:
-                amax = ev_ids[i]
-            if ev_fids[i] > fmax:
-                fmax = ev_fids[i]
-        if (k < 0 or k * self.n0 + amax * (self.n1 + self.n2) >= len(self.n)
-                or k * self.d0 + fmax * self.d1 + amax * self.d2 >= len(self.d)
-                or k * self.t0 + fmax * self.t1 >= len(self.t)):
-            raise IndexError("streamnb: a cell outside its statistic")
+        self.check(k)
         if sums is not None:
-            sums.check(k, fmax, amax)
+            sums.check(k, self.fmax, self.amax)
         N, n0, n1, n2 = self.n, k * self.n0, self.n1, self.n2
         D, d0, d1, d2 = self.d, k * self.d0, self.d1, self.d2
         T, t0, t1 = self.t, k * self.t0, self.t1
@@ -261,20 +266,7 @@ class PairCells(Categories):
             return None
         size = self.size
         ev_ids, ev_fids, par = self.cats, self.ids, self.par
-        amax = 0
-        fmax = 0
-        for i in range(size):
-            if ev_ids[i] > amax:
-                amax = ev_ids[i]
-            if ev_fids[i] > fmax:
-                fmax = ev_fids[i]
-            if ev_ids[i] < 0 or ev_fids[i] < 0:
-                raise IndexError("streamnb: a negative cell or feature id")
-        last = n_classes - 1
-        if (last * self.n0 + amax * (self.n1 + self.n2) >= len(self.n)
-                or last * self.d0 + fmax * self.d1 + amax * self.d2 >= len(self.d)
-                or last * self.t0 + fmax * self.t1 >= len(self.t)):
-            raise IndexError("streamnb: a cell outside its statistic")
+        self.check(n_classes - 1)
         N, n0, n1, n2 = self.n, self.n0, self.n1, self.n2
         D, d0, d1, d2 = self.d, self.d0, self.d1, self.d2
         T, t0, t1 = self.t, self.t0, self.t1

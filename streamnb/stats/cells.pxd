@@ -14,7 +14,7 @@ cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)
 cdef class Event:
     cdef long long[::1] ids
     cdef double[::1] xs, acc
-    cdef Py_ssize_t size
+    cdef Py_ssize_t size, unknown
     cpdef double[::1] zeroed(self, Py_ssize_t n_classes)
     cpdef Py_ssize_t read(self, dict x, dict ids, object exclude, bint raw, bint nonnegative) except -2
 

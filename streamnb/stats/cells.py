@@ -120,7 +120,7 @@ class Event:
     def __init__(self) -> None:
         self.ids = array("q")
         self.xs = array("d")
-        self.size = 0
+        self.size = self.unknown = 0  # entries read, and features left out as unknown
         self.acc = array("d")  # sums per class (zeroed)
 
     def zeroed(self, n_classes: int) -> Any:
@@ -156,7 +156,7 @@ class Event:
             out_ids[size] = got
             out_xs[size] = v
             size += 1
-        self.size = size
+        self.size, self.unknown = size, unknown
         return unknown
 
 
@@ -352,16 +352,12 @@ class CountCells(Event):
         """:meth:`joint` of ``x``, then, if every token is known (and ``x`` has one, and ``w`` is
         above 0), ``x`` learned with class ``k``: the log-likelihoods (of the model before) and
         whether it learned. None, having changed nothing, if ``x`` is not plain."""
-        if n_classes < 1 or not alpha > 0.0:
+        out = self.joint(x, ids, n_classes, alpha, n_tokens, True)
+        if out is None:
             return None
-        unknown = self.read(x, ids, None, True, True)
-        if unknown < 0:
-            return None
-        self.check(n_classes)
         if not 0 <= k < n_classes:
             raise IndexError("streamnb: a class outside its cells")
-        out = self.score(n_classes, alpha, n_tokens)
-        learn = unknown == 0 and self.size > 0 and w > 0.0 and w <= _MAX_FLOAT
+        learn = self.unknown == 0 and self.size > 0 and w > 0.0 and w <= _MAX_FLOAT
         if learn:
             self.add(k, w)
         return out, learn

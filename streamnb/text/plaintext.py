@@ -32,13 +32,15 @@ __all__ = ["MAX_HOST_SUFFIXES", "MAX_TOKEN_LENGTH", "tokens", "url_tokens"]
 #: longer URLs give only their :func:`url_tokens`.
 MAX_TOKEN_LENGTH = 40
 
+#: One token: a URL, an e-mail address, a word, a number or a symbol, tried in that order (no
+#: groups: :func:`tokens` tells them apart by their shape, which is cheaper than a group each).
 _TOKEN = re.compile(
     r"""
-    (?P<url>(?:https?://|www\.)[^\s<>"'()\[\]{}]+)
-  | (?P<email>[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8})
-  | (?P<word>\d*[^\W\d_][^\W_]*(?:['’][^\W_]+)*)
-  | (?P<number>\d+(?:[.,:/]\d+)*)
-  | (?P<symbol>[$£€¥%!?])
+    (?:https?://|www\.)[^\s<>"'()\[\]{}]+
+  | [\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}
+  | \d*[^\W\d_][^\W_]*(?:['’][^\W_]+)*
+  | \d+(?:[.,:/]\d+)*
+  | [$£€¥%!?]
     """,
     re.VERBOSE,
 )
@@ -46,6 +48,9 @@ _TOKEN = re.compile(
 #: word reads the word twice.
 _TOKEN_NO_EMAIL = re.compile(_TOKEN.pattern.replace(r"[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}", "(?!)"),
                              re.VERBOSE)  # fmt: skip
+_URL_STARTS = ("http://", "https://", "www.")
+_SYMBOLS = frozenset("$£€¥%!?")
+_NUMBER_SEPARATORS = frozenset(".,:/")
 _TRAILING = ".,;:!?'\""
 _NETLOC = re.compile(r"[^/?#]*")
 _URL_SEPARATORS = re.compile(r"[\W_]+")
@@ -79,12 +84,12 @@ def url_tokens(url: str, lowercase: bool = True) -> list[str]:
     return out
 
 
-def _matches(text: str) -> list[tuple[str, str, str, str, str]]:
+def _matches(text: str) -> list[str]:
     """``_TOKEN.findall(text)``, with addresses looked for only on lines with an ``@`` (no
     token spans a line: none holds white space)."""
     if "@" not in text:
         return _TOKEN_NO_EMAIL.findall(text)
-    out: list[tuple[str, str, str, str, str]] = []
+    out: list[str] = []
     for line in text.split("\n"):
         out += (_TOKEN if "@" in line else _TOKEN_NO_EMAIL).findall(line)
     return out
@@ -102,29 +107,31 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
     out: list[str] = []
     plain: list[str] = []
     add, remember = out.append, plain.append
-    for url, email, word, number, symbol in _matches(text):  # one group of each match is set
-        if word:
-            tok = word if len(word) <= MAX_TOKEN_LENGTH else f"skip:{word[0]}:{len(word) // 10}"
+    for tok in _matches(text):
+        if tok.isalpha():  # a word (the usual token: letters only)
+            tok = tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}"
             add(tok)
             remember(tok)
             continue
-        if symbol:
-            add(symbol)
-            continue
+        # the alternative that matched, by its shape: a word holds no ``: . , / @`` and at
+        # least one letter, a number only digits and ``. , : /``; at a ``www.`` or ``http://``
+        # the URL is tried first, and an address is the only other token with an ``@``
         extra: list[str] = []
-        if url:
-            tok = url.rstrip(_TRAILING)
+        if tok.startswith(_URL_STARTS):
+            tok = tok.rstrip(_TRAILING)
             extra = url_tokens(tok, lowercase)
             if len(tok) > MAX_TOKEN_LENGTH:  # no skip: token; its pieces say more
                 out += extra
                 if extra:
                     remember(extra[0])
                 continue
-        elif email:
-            tok = email.strip(".")
+        elif "@" in tok:
+            tok = tok.strip(".")
             extra = ["email:" + tok.rsplit("@", 1)[1]]
-        else:
-            tok = number
+        elif tok in _SYMBOLS:
+            add(tok)
+            continue
+        elif tok[0].isdecimal() and (tok.isdecimal() or not _NUMBER_SEPARATORS.isdisjoint(tok)):
             digits = sum(c.isdigit() for c in tok)
             extra = [f"num:{digits}"] if digits >= 5 else []
         if len(tok) > MAX_TOKEN_LENGTH:

@@ -20,7 +20,7 @@ cdef class PairCells(Categories):
     cdef Py_ssize_t n0, n1, n2, d0, d1, d2, t0, t1, amax, fmax
     cpdef grow(self, Py_ssize_t size)
     cpdef bint read_cells(self, dict x, dict cell_ids, list cf, object exclude, bint strings_only) except -1
-    cpdef check(self, Py_ssize_t k)
+    cpdef check(self, Py_ssize_t rows)
     @cython.locals(on=bint)
     cpdef add(self, Py_ssize_t k, double w, SumCells sums)
     cpdef bint learn(self, dict x, dict cell_ids, list cf, object exclude, bint strings_only, Py_ssize_t k,

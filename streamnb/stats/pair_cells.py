@@ -119,9 +119,10 @@ class PairCells(Categories):
             ev_fids[i] = cf[cid]
         return True
 
-    def check(self, k: int) -> None:
-        """Every cell of the event read, for classes ``0 .. k``: an IndexError if one is outside
-        the views; the largest feature id and cell id kept in :attr:`fmax` and :attr:`amax`."""
+    def check(self, rows: int) -> None:
+        """Every cell of the event read, for classes ``0 .. rows - 1``: an IndexError if one is
+        outside the views; the largest feature id and cell id kept in :attr:`fmax` and
+        :attr:`amax`."""
         ev_ids, ev_fids = self.cats, self.ids
         amax = fmax = 0
         for i in range(self.size):
@@ -129,6 +130,7 @@ class PairCells(Categories):
                 raise IndexError("streamnb: a negative cell or feature id")
             amax = ev_ids[i] if ev_ids[i] > amax else amax
             fmax = ev_fids[i] if ev_fids[i] > fmax else fmax
+        k = rows - 1
         if (k < 0 or k * self.n0 + amax * (self.n1 + self.n2) >= len(self.n)
                 or k * self.d0 + fmax * self.d1 + amax * self.d2 >= len(self.d)
                 or k * self.t0 + fmax * self.t1 >= len(self.t)):
@@ -144,7 +146,7 @@ class PairCells(Categories):
         kept in ``GL``). Every cell is checked before anything changes."""
         size = self.size
         ev_ids, ev_fids = self.cats, self.ids
-        self.check(k)
+        self.check(k + 1)
         if sums is not None:
             sums.check(k, self.fmax, self.amax)
         N, n0, n1, n2 = self.n, k * self.n0, self.n1, self.n2
@@ -266,7 +268,7 @@ class PairCells(Categories):
             return None
         size = self.size
         ev_ids, ev_fids, par = self.cats, self.ids, self.par
-        self.check(n_classes - 1)
+        self.check(n_classes)
         N, n0, n1, n2 = self.n, self.n0, self.n1, self.n2
         D, d0, d1, d2 = self.d, self.d0, self.d1, self.d2
         T, t0, t1 = self.t, self.t0, self.t1

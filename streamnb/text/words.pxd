@@ -1,5 +1,4 @@
 # The C types of words.py, for the compiled build (Cython's augmenting declarations).
-cimport cython
 
 cdef inline bint is_word(Py_UCS4 ch)
 

@@ -9,7 +9,8 @@ and ``.pxd``) and ``streamnb/kernels.py``. The Python around them is every funct
 the compiled module (``kernels.native`` before, the ``*_ops`` modules after), plus the helpers
 that exist for that path by name (``*_fast``, ``_kernel_args``, ``_fast_views``, ``_scalar``,
 ``_took``, ``_fresh``, ``_event_cells``, ``_pair_cells``, ``_sum_cells``, ``tree_cells``,
-``_add_compiled``). Each function is printed, so the choice can be checked.
+``_add_compiled``, ``viewed``, ``take_views``, ``make_cells``). Each function is printed, so the
+choice can be checked.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 CALLS = re.compile(r"kernels\.native|\bnative\.|\b(event_ops|moment_ops|word_ops)\b")
 HELPERS = re.compile(r"_fast$|^(_kernel_args|_fast_views|_scalar|_took|_event_cells|_pair_cells|_sum_cells"
-                     r"|tree_cells|_add_compiled)$|^_fresh$")  # fmt: skip
+                     r"|tree_cells|_add_compiled|viewed|take_views|make_cells)$|^_fresh$")  # fmt: skip
 C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 
 

@@ -77,11 +77,9 @@ class BernoulliPart(Part):
     # distinct counts (at most sqrt(2 x the class's presences) for unit weights), not the
     # vocabulary. An event then adds log(n + alpha) - log(N - n + alpha) per present feature.
 
-    def _scalar(self) -> tuple:
-        """``(counts view, counts strides, class counts view, class counts strides)``."""
-        if self._fresh(self.counts, self.class_counts):
-            return self._views
-        return self._took((*self.counts.flat("n"), *self.class_counts.flat("n")), self.counts, self.class_counts)
+    def viewed(self) -> tuple[Counts, Counts]:
+        """Views ``(counts, counts strides, class counts, class counts strides)``."""
+        return self.counts, self.class_counts
 
     def _histograms(self) -> list:
         """Per class, ``{count: number of features with that count}`` (built from the counts

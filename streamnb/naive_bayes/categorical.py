@@ -83,11 +83,14 @@ class CategoricalPart(SmoothedPart):
         self._n_values = None
 
     # -- the scalar path: one event, plain floats, the event's cells only -------------------
-    def _scalar(self) -> tuple:
-        """``(counts view, counts strides, totals view, totals strides)``."""
-        if self._fresh(self.counts, self.totals):
-            return self._views
-        return self._took((*self.counts.flat("n"), *self.totals.flat("n")), self.counts, self.totals)
+    def viewed(self) -> tuple[Counts, Counts]:
+        """Views ``(counts, counts strides, totals, totals strides)``."""
+        return self.counts, self.totals
+
+    def make_cells(self, views: tuple) -> source.CategoryCells:
+        """The count cells of the classes' categories and feature totals, for one event."""
+        cv, (c0, c1), tv, (t0, t1) = views
+        return event_ops.CategoryCells(cv, c0, c1, tv, t0, t1)
 
     def _values_per_feature(self) -> list:
         """|X_f| per feature id as a list: counted once, then kept current by :meth:`learn_one`
@@ -96,17 +99,6 @@ class CategoricalPart(SmoothedPart):
             self._nv = self.n_values().tolist()
             self._nv_at = (len(self.cells.keys), self.cells.epoch)
         return self._nv
-
-    def _event_cells(self) -> source.CategoryCells:
-        """The count cells of the classes' categories and feature totals, for one event."""
-        views = self._scalar()
-        if self._kernel[0] is not views:
-            cv, (c0, c1), tv, (t0, t1) = views
-            self._kernel = (views, event_ops.CategoryCells(cv, c0, c1, tv, t0, t1))
-        return self._kernel[1]
-
-    #: The flat views and the CategoryCells over them (never pickled: see Part.__getstate__).
-    _kernel: tuple = ((), None)
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         feats, cells = prepared

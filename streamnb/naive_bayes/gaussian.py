@@ -40,8 +40,6 @@ class GaussianPart(Part):
     """
 
     kind = "gaussian"
-    #: The flat views and the WelfordCells over them (never pickled: see Part.__getstate__).
-    _kernel: tuple = ((), None)
 
     def __init__(self, classes: Index, class_counts: Counts, var_smoothing: float, ddof: int) -> None:
         super().__init__(classes, class_counts)
@@ -80,19 +78,20 @@ class GaussianPart(Part):
             self.pooled.update_ids(0, ids, values, w)
 
     # -- the scalar path: one event, plain floats, the event's cells only -------------------
-    def _scalar(self) -> tuple:
+    def viewed(self) -> tuple[Welford, Welford]:
+        return self.welford, self.pooled
+
+    def take_views(self) -> tuple:
         """Flat views ``(n, mean, m2, strides, pooled n, pooled mean, pooled m2, pooled
         strides)`` of the Welford cells and of the pooled statistics."""
-        wf, pool = self.welford, self.pooled
-        if self._fresh(wf, pool):
-            return self._views
-        n, strides = wf.flat("n")
-        pn, pstrides = pool.flat("n")
-        return self._took(
-            (n, wf.flat("mean")[0], wf.flat("m2")[0], strides, pn, pool.flat("mean")[0], pool.flat("m2")[0], pstrides),
-            wf,
-            pool,
-        )
+        wf, pool = self.viewed()
+        return (*[wf.flat(f)[0] for f in Welford.fields], wf.flat("n")[1],
+                *[pool.flat(f)[0] for f in Welford.fields], pool.flat("n")[1])  # fmt: skip
+
+    def make_cells(self, views: tuple) -> cells.WelfordCells:
+        """The Welford cells of the class rows and of the pooled row, for one event."""
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
+        return event_ops.WelfordCells(N, M, S, n0, n1, PN, PM, PS, p1)
 
     def _spreads(self) -> list:
         """Pooled ``M2 / n`` per feature (what variance smoothing takes the max of)."""
@@ -111,14 +110,6 @@ class GaussianPart(Part):
             self._top = max(spread) if spread else 0.0
             self._top_id = spread.index(self._top) if spread else -1
         return self.var_smoothing * self._top
-
-    def _event_cells(self) -> cells.WelfordCells:
-        """The Welford cells of the class rows and of the pooled row, for one event."""
-        views = self._scalar()
-        if self._kernel[0] is not views:
-            N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
-            self._kernel = (views, event_ops.WelfordCells(N, M, S, n0, n1, PN, PM, PS, p1))
-        return self._kernel[1]
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         """One event (``w > 0``): its features into the Welford cells and the variance smoothing."""

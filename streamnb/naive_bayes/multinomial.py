@@ -66,19 +66,14 @@ class MultinomialPart(SmoothedPart):
             self.totals.add((k,), w * float(v.sum()))
 
     # -- the scalar path: one event, plain floats, the event's tokens only ------------------
-    def _scalar(self) -> tuple:
-        """``(counts view, counts strides, totals view, totals strides)``."""
-        if self._fresh(self.counts, self.totals):
-            return self._views
-        return self._took((*self.counts.flat("n"), *self.totals.flat("n")), self.counts, self.totals)
+    def viewed(self) -> tuple[Counts, Counts]:
+        """Views ``(counts, counts strides, totals, totals strides)``."""
+        return self.counts, self.totals
 
-    def _event_cells(self) -> cells.CountCells:
+    def make_cells(self, views: tuple) -> cells.CountCells:
         """The count cells of the classes' tokens and totals, for one event."""
-        views = self._scalar()
-        if self._kernel[0] is not views:
-            cv, (c0, c1), tv, (t0,) = views
-            self._kernel = (views, event_ops.CountCells(cv, c0, c1, tv, t0))
-        return self._kernel[1]
+        cv, (c0, c1), tv, (t0,) = views
+        return event_ops.CountCells(cv, c0, c1, tv, t0)
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, values = prepared

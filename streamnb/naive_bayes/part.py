@@ -45,42 +45,51 @@ class Part:
     def learn(self, prepared: Any, k: int, w: float) -> None:
         raise NotImplementedError
 
-    #: The flat views of the scalar path and the key they are valid for (see :meth:`_fresh`).
+    #: The flat views of the scalar path, the per-event cells over them and the key they are
+    #: valid for (see :meth:`_scalar`); never copied or pickled.
     _views: tuple = ()
+    _cells: Any = None
     _views_key: tuple = ()
 
-    def _fresh(self, *stats: Statistic) -> bool:
-        """Whether the cached flat views of ``stats`` are still valid: no new class, no
-        reallocation or compaction since they were taken (a drop of keys is followed by
-        :meth:`BaseNB._changed`, which forgets the views). If not, the statistics are fitted
-        and the caller retakes its views (and then calls :meth:`_took`)."""
-        key = self._views_key
-        if len(key) == len(stats) + 1 and key[0] == len(self.classes.keys):
-            for i, stat in enumerate(stats, 1):
-                if key[i] != stat.generation:
-                    break
-            else:
-                return True
-        for stat in stats:
-            stat.fit()
-        return False
+    def viewed(self) -> tuple[Statistic, ...]:
+        """The statistics the scalar path reads through flat views (see :meth:`_scalar`)."""
+        return ()
+
+    def take_views(self) -> tuple:
+        """The flat views of :meth:`viewed` (fitted): each statistic's count view and strides."""
+        return tuple(view for stat in self.viewed() for view in stat.flat("n"))
+
+    def make_cells(self, views: tuple) -> Any:
+        """The per-event cells (:mod:`streamnb.stats.cells`) over ``views``, if this part has them."""
+        return None
+
+    def _scalar(self) -> tuple:
+        """The flat views (:meth:`take_views`) and, with them, the cells (:meth:`_event_cells`):
+        taken again after a new class, a reallocation or compaction of a statistic (a drop of
+        keys is followed by :meth:`BaseNB._changed`, which forgets them)."""
+        stats = self.viewed()
+        if self._views_key != (len(self.classes.keys), *[stat.generation for stat in stats]):
+            for stat in stats:
+                stat.fit()
+            self._views = self.take_views()
+            self._cells = self.make_cells(self._views)
+            self._views_key = (len(self.classes.keys), *[stat.generation for stat in stats])
+        return self._views
+
+    def _event_cells(self) -> Any:
+        """The per-event cells over the current views (see :meth:`_scalar`)."""
+        self._scalar()
+        return self._cells
 
     def forget_views(self) -> None:
         """Drop the cached flat views: they are taken again when next needed (keys may have
         been dropped)."""
         self._views_key = ()
 
-    def _took(self, views: tuple, *stats: Statistic) -> tuple:
-        """Remember ``views`` as valid for the current state of ``stats``."""
-        self._views = views
-        self._views_key = (len(self.classes.keys), *[s.generation for s in stats])
-        return views
-
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.pop("_views", None)  # memoryviews are neither copied nor pickled
-        state.pop("_views_key", None)
-        state.pop("_kernel", None)
+        for name in ("_views", "_cells", "_views_key"):  # memoryviews are neither copied nor pickled
+            state.pop(name, None)
         return state
 
     #: When this part takes whole raw events for a learner with other parts too: the other

@@ -31,6 +31,7 @@ from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.values import frame_values
 from streamnb.stats import Counts, Index, moment_cells
+from streamnb.stats.base import Statistic
 from streamnb.stats.comoments import CoMoments
 
 __all__ = ["CoMomentPart", "MAX_NUMERIC", "moment_ops"]
@@ -104,8 +105,8 @@ class CoMomentPart(GaussianPart):
             self.features.add(f)
             self.features.add(log_key(f))
             spread += [0.0, 0.0]
-        self.welford.fit()
-        self.pooled.fit()
+        for stat in self.viewed():
+            stat.fit()
 
     def _with_logs(self, keys: list, values: list) -> tuple[list, list]:
         """An event to learn (its features registered): its features, then the log slot of
@@ -285,7 +286,7 @@ class CoMomentPart(GaussianPart):
         return self._with_logs(*prepared) if self.log_slots and prepared[0] else prepared
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
-        """One event (``w > 0``), through :meth:`tree_cells`: its features and their log slots
+        """One event (``w > 0``), through :meth:`_event_cells`: its features and their log slots
         into the Welford cells, then the co-moments. The features count for the variance
         smoothing, not their log slots."""
         keys, values = prepared
@@ -300,9 +301,9 @@ class CoMomentPart(GaussianPart):
                 if key not in self.features.ids:
                     self.features.add(key)
                     spread.append(0.0)
-            self.welford.fit()
-            self.pooled.fit()
-        got = self.tree_cells().learn_moments(dict(zip(keys, values)), self.features.ids, k, w, self._spreads(),
+            for stat in self.viewed():
+                stat.fit()
+        got = self._event_cells().learn_moments(dict(zip(keys, values)), self.features.ids, k, w, self._spreads(),
                                               self._top, self._top_id, None, False, self.co_limit(), self._scales())
         assert got is not None, "a prepared event is plain, its features registered"
         self._top, self._top_id = got
@@ -312,23 +313,14 @@ class CoMomentPart(GaussianPart):
         self.learn_one(prepared, k, w)
 
     # -- the event cells -------------------------------------------------------------------
-    def tree_cells(self) -> moment_cells.MomentCells:
-        """The Welford, pooled and co-moment cells for one event, made again only when the arrays
-        moved (a new class or feature, a reallocation: the key is the class and feature counts
-        and the three statistics' generations; :meth:`changed` drops them)."""
-        wf, pool, co = self.welford, self.pooled, self.co
-        key = (len(self.classes.keys), wf.generation, pool.generation, co.generation, len(self.features.keys))
-        cached = self._moments
-        if cached[0] != key:
-            views, tables = self._scalar(), self._co_tables()
-            N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
-            (CN, s0, s1, s2), (CM, *_), (CS, *_), (CC, *_) = tables
-            cached = self._moments = (key, moment_ops.MomentCells(N, M, S, n0, n1, PN, PM, PS, p1,
-                                                                   CN, CM, CS, CC, s0, s1, s2))
-        return cached[1]
+    def viewed(self) -> tuple[Statistic, ...]:
+        return self.welford, self.pooled, self.co
 
-    #: The key the event cells were made for, and the cells (never pickled).
-    _moments: tuple = ((), None)
+    def make_cells(self, views: tuple) -> moment_cells.MomentCells:
+        """The Welford, pooled and co-moment cells for one event."""
+        N, M, S, (n0, n1), PN, PM, PS, (_, p1) = views[:8]
+        (CN, s0, s1, s2), (CM, *_), (CS, *_), (CC, *_) = self._co_tables()
+        return moment_ops.MomentCells(N, M, S, n0, n1, PN, PM, PS, p1, CN, CM, CS, CC, s0, s1, s2)
 
     def co_limit(self) -> int:
         """The features with co-moments: those with an id below this."""
@@ -349,13 +341,11 @@ class CoMomentPart(GaussianPart):
 
     def changed(self) -> None:
         super().changed()
-        self._co_views = None  # (keys may have been dropped: the cells are made again)
-        self._moments = ((), None)
+        self._co_views = None  # (keys may have been dropped)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        state.pop("_moments", None)  # memoryviews are neither copied nor pickled
-        state.pop("_co_views", None)
+        state.pop("_co_views", None)  # memoryviews are neither copied nor pickled
         return state
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:

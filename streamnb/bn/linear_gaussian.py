@@ -142,7 +142,7 @@ class LinearGaussianPart(CoMomentPart):
         the Gaussian part's cells, then the co-moments."""
         if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
-        got = self.tree_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
+        got = self._event_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
                                               self._excluded(), True, self.co_limit(), self._scales())
         if got is None:
             return False
@@ -157,7 +157,7 @@ class LinearGaussianPart(CoMomentPart):
         parents, _, edges = self._tree()
         if not edges and not self.on_log:
             return super().joint_fast(x)
-        return self.tree_cells().joint_tree(x, self.features.ids, parents, self._excluded(), True, self._eps(),
+        return self._event_cells().joint_tree(x, self.features.ids, parents, self._excluded(), True, self._eps(),
                                             len(self.classes.keys), self._scales())
 
     def _excluded(self) -> dict | None:
@@ -250,7 +250,7 @@ class LinearGaussianPart(CoMomentPart):
             out = self._tree_joint_dense(values)
             if out is not None:
                 return out
-        got = self.tree_cells().joint_tree(dict(zip(*prepared)), self.features.ids, self._tree()[0], None, False,
+        got = self._event_cells().joint_tree(dict(zip(*prepared)), self.features.ids, self._tree()[0], None, False,
                                            self._eps(), len(self.classes.keys), self._scales())
         if got is not None:  # every observed feature's parent observed: nothing to sum out
             return got

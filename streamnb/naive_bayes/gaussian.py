@@ -78,13 +78,13 @@ class GaussianPart(Part):
             self.pooled.update_ids(0, ids, values, w)
 
     # -- the scalar path: one event, plain floats, the event's cells only -------------------
-    def viewed(self) -> tuple[Welford, Welford]:
+    def viewed(self) -> tuple[Statistic, ...]:
         return self.welford, self.pooled
 
     def take_views(self) -> tuple:
         """Flat views ``(n, mean, m2, strides, pooled n, pooled mean, pooled m2, pooled
         strides)`` of the Welford cells and of the pooled statistics."""
-        wf, pool = self.viewed()
+        wf, pool = self.welford, self.pooled
         return (*[wf.flat(f)[0] for f in Welford.fields], wf.flat("n")[1],
                 *[pool.flat(f)[0] for f in Welford.fields], pool.flat("n")[1])  # fmt: skip
 

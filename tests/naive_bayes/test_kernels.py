@@ -164,7 +164,7 @@ def test_the_numeric_tree_cells_refuse_changing_nothing():
     model.learn_one({"a": 2.0, "b": 1.0}, "y")
     before = persistence.dumps(model)
     part = model._parts["gaussian"]
-    tree = part.tree_cells()
+    tree = part._event_cells()
     assert type(tree).__module__ == "streamnb.stats.moment_cells_compiled"
     ids = part.features._ids
     scales = part._scales()

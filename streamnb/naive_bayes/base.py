@@ -124,15 +124,14 @@ class BaseNB(base.MiniBatchClassifier):
         once (:meth:`Part.step_fast`)."""
         if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, w = fast
-            counts, (step,) = self.class_view()
             for whole in self._wholes:
-                got = whole.step_fast(x, k, w, (counts, step))
+                got = whole.step_fast(x, k, w)
                 if got is None:
                     continue
-                values, learned, finished = got
-                proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
+                values, learned = got
+                proba = self._proba(values)
                 if learned:
-                    self._counted_fast(whole, k, w, finished)
+                    self._counted_fast(whole, k, w)
                 else:
                     self.learn_one(x, y, w)
                 return proba
@@ -150,13 +149,11 @@ class BaseNB(base.MiniBatchClassifier):
                 return k, float(w)
         return None
 
-    def _counted_fast(self, part: Part, k: int, w: float, counted: bool = False) -> None:
+    def _counted_fast(self, part: Part, k: int, w: float) -> None:
         """What learning an event of class ``k`` and weight ``w`` does besides, once ``part``
-        learned it on the cells path: the class count (unless ``counted``: the part's
-        kernel did it), the caches, the cap."""
-        if not counted:
-            counts, (step,) = self.class_view()
-            counts[k * step] += w
+        learned it on the cells path: the class count, the caches, the cap."""
+        counts, (step,) = self.class_view()
+        counts[k * step] += w
         self._log_prior_cache = None
         self._learned_fast(part)
         if getattr(self, "max_features", None) is not None:

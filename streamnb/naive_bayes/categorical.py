@@ -144,13 +144,12 @@ class CategoricalPart(SmoothedPart):
                                          len(self.classes.keys), self.alpha, self.unseen == "smooth",
                                          *self._fast_args())
 
-    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
+    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
         if not self._scored(x):
             return None
-        got = self._event_cells().step(x, self.cells.ids, self.features.ids, self._values_per_feature(),
-                                       len(self.classes.keys), self.alpha, self.unseen == "smooth",
-                                       *self._fast_args(), k, w)
-        return None if got is None else (got[0], got[1], False)
+        return self._event_cells().step(x, self.cells.ids, self.features.ids, self._values_per_feature(),
+                                        len(self.classes.keys), self.alpha, self.unseen == "smooth",
+                                        *self._fast_args(), k, w)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

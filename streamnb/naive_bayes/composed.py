@@ -55,12 +55,10 @@ class ComposedNB(BaseNB):
             jll = got if jll is None else [*map(add, jll, got)]
         return jll
 
-    def _counted(self, k: int, w: float, counted: bool = False) -> None:
-        """The class count (unless ``counted``: a kernel did it) and what depends on it, once
-        the parts learned an event."""
-        if not counted:
-            counts, (step,) = self.class_view()
-            counts[k * step] += w
+    def _counted(self, k: int, w: float) -> None:
+        """The class count and what depends on it, once the parts learned an event."""
+        counts, (step,) = self.class_view()
+        counts[k * step] += w
         self._log_prior_cache = None
         if getattr(self, "max_features", None) is not None:
             self._cap()
@@ -112,13 +110,12 @@ class ComposedNB(BaseNB):
         if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
             if self._whole_first and (whole := self._whole(x)) is not None:
-                counts, (stride,) = self.class_view()
-                got = whole.step_fast(x, k, v, (counts, stride))
+                got = whole.step_fast(x, k, v)
                 if got is not None:
-                    values, learned, finished = got
-                    proba = dict(zip(self._classes.keys, values)) if finished else self._proba(values)
+                    values, learned = got
+                    proba = self._proba(values)
                     if learned:
-                        self._counted(k, v, counted=finished)
+                        self._counted(k, v)
                     else:
                         self.learn_one(x, y, w)
                     return proba
@@ -132,27 +129,19 @@ class ComposedNB(BaseNB):
 
     def _step_shares(self, shares: list, k: int, w: float) -> dict | None:
         """``predict_learn_one`` of the routed event, or None (nothing changed): every part
-        scores before any learns; the last one scores and learns in one read, and, alone,
-        finishes the posterior with the class counts (:meth:`Part.step_fast`)."""
+        scores before any learns; the last one scores and learns in one read
+        (:meth:`Part.step_fast`)."""
         last, last_sub = shares[-1]
-        if len(shares) == 1:
-            jll: list | None = []
-            counts, (stride,) = self.class_view()
-            step = last.step_fast(last_sub, k, w, (counts, stride))
-        else:
-            jll = self._joint_fast(shares[:-1])
-            step = None if jll is None else last.step_fast(last_sub, k, w)
+        jll = self._joint_fast(shares[:-1]) if len(shares) > 1 else []
+        step = None if jll is None else last.step_fast(last_sub, k, w)
         if step is None:
             return None
-        values, learned, finished = step
-        if finished:
-            proba = dict(zip(self._classes.keys, values))
-        else:
-            proba = self._proba([*map(add, jll, values)] if jll else values)
+        values, learned = step
+        proba = self._proba([*map(add, jll, values)] if jll else values)
         for part, sub in shares[:-1]:
             if not part.learn_fast(sub, k, w):  # scored, so its part's prepare accepts it
                 part.learn_one(part.prepare(sub), k, w)
         if not learned:
             last.learn_one(last.prepare(last_sub), k, w)
-        self._counted(k, w, counted=learned and finished)
+        self._counted(k, w)
         return proba

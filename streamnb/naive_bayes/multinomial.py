@@ -104,16 +104,14 @@ class MultinomialPart(SmoothedPart):
         return self._event_cells().joint(x, self.tokens.ids, len(self.classes.keys), self.alpha,
                                          len(self.tokens.keys), True)
 
-    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
+    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
         if not self._scored():
             return None
         got = self._event_cells().step(x, self.tokens.ids, len(self.classes.keys), self.alpha,
                                        len(self.tokens.keys), k, w)
-        if got is None:
-            return None
-        if got[1]:
+        if got is not None and got[1]:
             self._table = None
-        return got[0], got[1], False
+        return got
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared

@@ -113,20 +113,15 @@ class Part:
         None if the caller must take the Python path."""
         return None
 
-    def step_fast(self, x: dict, k: int, w: float, prior: tuple = ()) -> tuple[list, bool, bool] | None:
+    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
         """Predict, then learn, on the cells path: :meth:`joint_fast` of ``x`` (before any
         change), then :meth:`learn_fast`; with whether it learned (if not, nothing changed
         and the caller learns through the Python path). None, having changed nothing, if
-        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this.
-
-        ``prior``: the learner's class counts ``(view, step)`` (see
-        :meth:`BaseNB.class_view`), or (). A kernel that can, finishes the step with them:
-        the posterior instead of the joint log-likelihoods, and the class counted if it
-        learned; the third item says whether it did (this default never does)."""
+        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this."""
         jll = self.joint_fast(x)
         if jll is None:
             return None
-        return jll, self.learn_fast(x, k, w), False
+        return jll, self.learn_fast(x, k, w)
 
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
         """Learn one prepared event: the scalar path, touching only the event's cells, and

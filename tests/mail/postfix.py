@@ -28,41 +28,54 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 
-class PostfixUnavailable(RuntimeError):
+class Unavailable(RuntimeError):
+    """A Debian package is not installed and cannot be installed here (not root, or no apt-get)."""
+
+
+class PostfixUnavailable(Unavailable):
     """Postfix is not installed and cannot be installed here (not root, or no apt-get)."""
 
 
-def install_postfix(timeout: float = 600.0) -> float:
-    """Install Debian's postfix package if missing; the seconds it took (0.0 when installed).
-
-    Postfix's master must start as root, so this raises :class:`PostfixUnavailable` for others.
-
-    Debconf is preseeded so that the install asks nothing; ``apt-get update`` runs only when the
-    install fails without it. Raises :class:`PostfixUnavailable` when this is impossible and
-    ``subprocess.CalledProcessError`` when apt fails.
-    """
-    if os.geteuid() != 0:
-        raise PostfixUnavailable("starting a private Postfix (and installing it) needs root")
-    if os.path.exists(POSTFIX):
+def apt_install(package: str, path: str, selections: str = "", recommends: bool = True,
+                timeout: float = 600.0) -> float:  # fmt: skip
+    """Install Debian's ``package`` unless ``path`` exists; the seconds it took (0.0 when it
+    was there). ``selections`` preseed debconf, so the install asks nothing; ``apt-get update``
+    runs only when the install fails without it. Raises :class:`Unavailable` when this is
+    impossible and ``subprocess.CalledProcessError`` when apt fails."""
+    if os.path.exists(path):
         return 0.0
-    if shutil.which("apt-get") is None or shutil.which("debconf-set-selections") is None:
-        raise PostfixUnavailable(f"{POSTFIX} is missing and installing it needs root with apt-get")
+    if os.geteuid() != 0 or shutil.which("apt-get") is None or shutil.which("debconf-set-selections") is None:
+        raise Unavailable(f"{path} is missing and installing {package} needs root with apt-get")
     started = time.monotonic()
-    selections = (
-        "postfix postfix/main_mailer_type select Local only\n"
-        "postfix postfix/mailname string localhost\n"
-    )
-    subprocess.run(["debconf-set-selections"], input=selections, text=True, check=True, timeout=60)
+    if selections:
+        subprocess.run(["debconf-set-selections"], input=selections, text=True, check=True, timeout=60)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "-o", "DPkg::Lock::Timeout=120", "install", "-y", "-q", "postfix"]
+    install = ["apt-get", "-o", "DPkg::Lock::Timeout=120", "install", "-y", "-q",
+               *([] if recommends else ["--no-install-recommends"]), package]  # fmt: skip
     first = subprocess.run(install, env=env, capture_output=True, text=True, timeout=timeout)
     if first.returncode != 0:
         subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=120", "update", "-q"], env=env,
                        capture_output=True, text=True, check=True, timeout=timeout)
         subprocess.run(install, env=env, capture_output=True, text=True, check=True, timeout=timeout)
-    if not os.path.exists(POSTFIX):
-        raise PostfixUnavailable(f"apt-get installed postfix but {POSTFIX} is missing")
+    if not os.path.exists(path):
+        raise Unavailable(f"apt-get installed {package} but {path} is missing")
     return time.monotonic() - started
+
+
+def install_postfix(timeout: float = 600.0) -> float:
+    """Install Debian's postfix package if missing (:func:`apt_install`); the seconds it took
+    (0.0 when installed). Postfix's master must start as root, so this raises
+    :class:`PostfixUnavailable` for others."""
+    if os.geteuid() != 0:
+        raise PostfixUnavailable("starting a private Postfix (and installing it) needs root")
+    selections = (
+        "postfix postfix/main_mailer_type select Local only\n"
+        "postfix postfix/mailname string localhost\n"
+    )
+    try:
+        return apt_install("postfix", POSTFIX, selections, timeout=timeout)
+    except Unavailable as err:
+        raise PostfixUnavailable(str(err)) from err
 
 
 def postfix_version() -> str:

@@ -304,7 +304,7 @@ class CoMomentPart(GaussianPart):
             for stat in self.viewed():
                 stat.fit()
         got = self._event_cells().learn_moments(dict(zip(keys, values)), self.features.ids, k, w, self._spreads(),
-                                              self._top, self._top_id, None, False, self.co_limit(), self._scales())
+                                                 self._top, self._top_id, None, False, self.co_limit(), self._scales())
         assert got is not None, "a prepared event is plain, its features registered"
         self._top, self._top_id = got
         self._derived = None

@@ -143,7 +143,7 @@ class LinearGaussianPart(CoMomentPart):
         if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
         got = self._event_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
-                                              self._excluded(), True, self.co_limit(), self._scales())
+                                                 self._excluded(), True, self.co_limit(), self._scales())
         if got is None:
             return False
         self._top, self._top_id = got
@@ -158,7 +158,7 @@ class LinearGaussianPart(CoMomentPart):
         if not edges and not self.on_log:
             return super().joint_fast(x)
         return self._event_cells().joint_tree(x, self.features.ids, parents, self._excluded(), True, self._eps(),
-                                            len(self.classes.keys), self._scales())
+                                               len(self.classes.keys), self._scales())
 
     def _excluded(self) -> dict | None:
         """The other part's features (an event naming one is not this part's alone), None if
@@ -251,7 +251,7 @@ class LinearGaussianPart(CoMomentPart):
             if out is not None:
                 return out
         got = self._event_cells().joint_tree(dict(zip(*prepared)), self.features.ids, self._tree()[0], None, False,
-                                           self._eps(), len(self.classes.keys), self._scales())
+                                              self._eps(), len(self.classes.keys), self._scales())
         if got is not None:  # every observed feature's parent observed: nothing to sum out
             return got
         terms = self.terms_one(self._ids_of(keys, values))

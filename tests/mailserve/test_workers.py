@@ -85,10 +85,10 @@ def test_a_dead_worker_is_started_again_and_the_workers_stop_with_the_writer(tmp
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:  # a zombie is not serving
+            return f.read().split(") ")[1][0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):  # gone (or reaped between the two reads)
         return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie is not serving
-        return f.read().split(") ")[1][0] != "Z"
 
 
 def _samples(text: str) -> dict[str, float]:

@@ -24,7 +24,7 @@ from streamnb.spam import SpamFilter
 from streamnb.spam.command import EXIT
 from streamnb.spam.mailbox import labelled, messages
 from streamnb.text import Tokenizer
-from tests.mail.postfix import Unavailable, apt_install
+from tests.apt import Unavailable, apt_install
 
 ROOT = Path(__file__).resolve().parents[1]
 SPAM_WORDS = "viagra cheap pills winner prize claim offer unsubscribe casino bonus cash".split()

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 import unicodedata
 import urllib.parse
 
-__all__ = ["MAX_HOST_SUFFIXES", "MAX_TOKEN_LENGTH", "tokens", "url_tokens"]
+__all__ = ["MAX_HOST_SUFFIXES", "MAX_TOKEN_LENGTH", "token_counts", "tokens", "url_tokens"]
 
 #: Longer tokens (base64 runs, hashes) are replaced by a ``skip:<first char>:<length // 10>``;
 #: longer URLs give only their :func:`url_tokens`.
@@ -95,50 +96,80 @@ def _matches(text: str) -> list[str]:
     return out
 
 
+def _shaped(tok: str, lowercase: bool) -> tuple[list[str], str | None]:
+    """The tokens one match that is not a plain word gives, and the one that bigrams join (None
+    for a symbol).
+
+    The alternative that matched is told by its shape: a word holds no ``: . , / @`` and at
+    least one letter, a number only digits and ``. , : /``; at a ``www.`` or ``http://`` the
+    URL is tried first, and an address is the only other token with an ``@``."""
+    extra: list[str] = []
+    if tok.startswith(_URL_STARTS):
+        tok = tok.rstrip(_TRAILING)
+        extra = url_tokens(tok, lowercase)
+        if len(tok) > MAX_TOKEN_LENGTH:  # no skip: token; its pieces say more
+            return extra, extra[0] if extra else None
+    elif "@" in tok:
+        tok = tok.strip(".")
+        extra = ["email:" + tok.rsplit("@", 1)[1]]
+    elif tok in _SYMBOLS:
+        return [tok], None
+    elif tok[0].isdecimal() and (tok.isdecimal() or not _NUMBER_SEPARATORS.isdisjoint(tok)):
+        digits = sum(c.isdigit() for c in tok)
+        extra = [f"num:{digits}"] if digits >= 5 else []
+    if len(tok) > MAX_TOKEN_LENGTH:
+        tok = f"skip:{tok[0]}:{len(tok) // 10}"
+    return [tok, *extra], tok
+
+
+def _prepared(text: str, lowercase: bool) -> str:
+    text = unicodedata.normalize("NFKC", text)
+    return text.lower() if lowercase else text
+
+
 def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str = "") -> list[str]:
     """The tokens of ``text`` in order (with repeats); ``prefix`` is put before each one.
 
     Symbols other than ``$ £ € ¥ % ! ?`` are separators; ``!`` runs are one token each.
     Bigrams join consecutive words, numbers, URLs and addresses (not shape tokens or symbols).
     """
-    text = unicodedata.normalize("NFKC", text)
-    if lowercase:
-        text = text.lower()
     out: list[str] = []
     plain: list[str] = []
     add, remember = out.append, plain.append
-    for tok in _matches(text):
+    for tok in _matches(_prepared(text, lowercase)):
         if tok.isalpha():  # a word (the usual token: letters only)
             tok = tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}"
             add(tok)
             remember(tok)
             continue
-        # the alternative that matched, by its shape: a word holds no ``: . , / @`` and at
-        # least one letter, a number only digits and ``. , : /``; at a ``www.`` or ``http://``
-        # the URL is tried first, and an address is the only other token with an ``@``
-        extra: list[str] = []
-        if tok.startswith(_URL_STARTS):
-            tok = tok.rstrip(_TRAILING)
-            extra = url_tokens(tok, lowercase)
-            if len(tok) > MAX_TOKEN_LENGTH:  # no skip: token; its pieces say more
-                out += extra
-                if extra:
-                    remember(extra[0])
-                continue
-        elif "@" in tok:
-            tok = tok.strip(".")
-            extra = ["email:" + tok.rsplit("@", 1)[1]]
-        elif tok in _SYMBOLS:
-            add(tok)
-            continue
-        elif tok[0].isdecimal() and (tok.isdecimal() or not _NUMBER_SEPARATORS.isdisjoint(tok)):
-            digits = sum(c.isdigit() for c in tok)
-            extra = [f"num:{digits}"] if digits >= 5 else []
-        if len(tok) > MAX_TOKEN_LENGTH:
-            tok = f"skip:{tok[0]}:{len(tok) // 10}"
-        add(tok)
-        out += extra
-        remember(tok)
+        shaped, joined = _shaped(tok, lowercase)
+        out += shaped
+        if joined is not None:
+            remember(joined)
     if bigrams:
         out += [f"{a} {b}" for a, b in itertools.pairwise(plain)]
     return [prefix + t for t in out] if prefix else out
+
+
+def token_counts(text: str, lowercase: bool = True, prefix: str = "",
+                 into: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
+    """``dict(Counter(tokens(text, lowercase, False, prefix)))``, in the same order (first
+    occurrence), reading each distinct match once (a long message repeats most of its words);
+    added to ``into`` when given.
+
+    >>> token_counts("Win, win! Win now: win.example.com")
+    {'win': 4, '!': 1, 'now': 1, 'example': 1, 'com': 1}
+    >>> token_counts("Win! www.win.example", prefix="s:", into={"s:win": 2})
+    {'s:win': 3, 's:!': 1, 's:www.win.example': 1, 's:url:www.win.example': 1, 's:url:win.example': 1, 's:url:example': 1}
+    """
+    out: dict[str, int] = {} if into is None else into
+    get = out.get
+    for tok, n in Counter(_matches(_prepared(text, lowercase))).items():
+        if tok.isalpha():  # a word (the usual token: letters only)
+            t = prefix + (tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}")
+            out[t] = get(t, 0) + n
+            continue
+        for t in _shaped(tok, lowercase)[0]:
+            t = prefix + t
+            out[t] = get(t, 0) + n
+    return out

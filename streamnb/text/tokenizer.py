@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from functools import partial
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from river import base
 from river.base import tags
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.text.mail import MAX_BODY_BYTES, decode_bytes, looks_like_mail, parse
-from streamnb.text.plaintext import tokens
+from streamnb.text.plaintext import token_counts, tokens
+
+Tokens = TypeVar("Tokens", list[str], dict[str, int])  # a message's tokens in order, or counted
+
+
+def _count(counts: dict[str, int], tokens: list[str]) -> None:
+    for t in tokens:
+        counts[t] = counts.get(t, 0) + 1
 
 __all__ = ["CHAR_GRAM_BYTES", "DEFAULT_HEADERS", "GRAM_PREFIX", "IGNORED_HEADERS", "Tokenizer"]
 
@@ -153,19 +160,21 @@ class Tokenizer(base.Transformer):
 
     def tokens(self, x: Any) -> list[str]:
         """The tokens of ``x`` (of its field ``on``, if set) in order, with repeats."""
-        return self._tokens(self._field(x) if self.on is not None else x)
+        return self._read(self._field(x) if self.on is not None else x, [])
 
-    def _tokens(self, x: Any) -> list[str]:
+    def _read(self, x: Any, out: Tokens) -> Tokens:
+        """``x``'s tokens added to ``out``: a list (in order, with repeats) or counts (each
+        text's :func:`~streamnb.text.plaintext.token_counts` where no bigrams are asked)."""
         if isinstance(x, (bytes, bytearray, memoryview)):
             if self.mail is False:
-                return self._text(decode_bytes(bytes(x[:MAX_BODY_BYTES])))
-            return self._mail(bytes(x))
+                return self._text(decode_bytes(bytes(x[:MAX_BODY_BYTES])), out)
+            return self._mail(bytes(x), out)
         if not isinstance(x, str):
             hint = " (a dict event: Tokenizer(on=FIELD) reads one of its fields)" if isinstance(x, dict) else ""
             raise InvalidEventError(f"Tokenizer reads str or bytes, got {type(x).__name__}{hint}")
         if self.mail or (self.mail is None and looks_like_mail(x)):
-            return self._mail(x)
-        return self._text(x[:MAX_BODY_BYTES])
+            return self._mail(x, out)
+        return self._text(x[:MAX_BODY_BYTES], out)
 
     def _field(self, x: Any) -> Any:
         if not isinstance(x, Mapping):
@@ -175,26 +184,33 @@ class Tokenizer(base.Transformer):
         except KeyError:
             raise InvalidEventError(f"event has no field {self.on!r}") from None
 
-    def _text(self, text: str) -> list[str]:
-        return tokens(text, self.lowercase, self.bigrams)
+    def _text(self, text: str, out: Tokens, bigrams: bool | None = None, prefix: str = "") -> Tokens:
+        bigrams = self.bigrams if bigrams is None else bigrams
+        if isinstance(out, list):
+            out += tokens(text, self.lowercase, bigrams, prefix)
+        elif bigrams:
+            _count(out, tokens(text, self.lowercase, True, prefix))
+        else:
+            token_counts(text, self.lowercase, prefix, out)
+        return out
 
-    def _mail(self, raw: bytes | str) -> list[str]:
+    def _mail(self, raw: bytes | str, out: Tokens) -> Tokens:
         msg = parse(raw)
-        out: list[str] = []
+        add = out.extend if isinstance(out, list) else partial(_count, out)
         if self.headers == "all":
             for name, value in msg.fields:
                 if value and not _ignored(name):
-                    out += tokens(value, self.lowercase, False, prefix=f"{name}:")
+                    self._text(value, out, False, f"{name}:")
             if self.header_names:
-                out += ["header:" + name for name in dict.fromkeys(msg.names) if not _ignored(name)]
+                add(["header:" + name for name in dict.fromkeys(msg.names) if not _ignored(name)])
         else:
             for name in self.headers:
                 header = msg.headers.get(name.lower())
                 if header:
-                    out += tokens(header, self.lowercase, False, prefix=f"{name.lower()}:")
+                    self._text(header, out, False, f"{name.lower()}:")
         for text in msg.texts:
-            out += self._text(text)
-        out += ["attachment:" + part for part in msg.skipped]
+            self._text(text, out)
+        add(["attachment:" + part for part in msg.skipped])
         return out
 
     def _grams(self, x: Any) -> list[str]:
@@ -218,7 +234,7 @@ class Tokenizer(base.Transformer):
         last = self._last
         if last is not None and (text is last[0] or (type(text) is type(last[0]) and text == last[0])):
             return dict(last[1])
-        counts = dict(Counter(self.tokens(x)))
+        counts = self._read(text, {})
         if self.char_grams:
             counts.update(dict.fromkeys(self._grams(text), 1))
         if isinstance(text, (str, bytes)):

@@ -89,7 +89,7 @@ def timings() -> dict[str, float]:
 def handed(monkeypatch):
     """Lengths of what the header decoder, the content-type parser and the tokenizer get."""
     seen: dict[str, list[int]] = {"header": [], "content-type": [], "tokens": []}
-    decode, ctype, tokens = mail_module._decode_header, mail_module._content_type, tokenizer_module.tokens
+    decode, ctype = mail_module._decode_header, mail_module._content_type
 
     def spy_decode(value, from_bytes):
         seen["header"].append(len(value))
@@ -99,13 +99,17 @@ def handed(monkeypatch):
         seen["content-type"].append(len(value or ""))
         return ctype(value, default)
 
-    def spy_tokens(text, *args, **kwargs):
-        seen["tokens"].append(len(text))
-        return tokens(text, *args, **kwargs)
+    def spy(read):
+        def spied(text, *args, **kwargs):
+            seen["tokens"].append(len(text))
+            return read(text, *args, **kwargs)
+
+        return spied
 
     monkeypatch.setattr(mail_module, "_decode_header", spy_decode)
     monkeypatch.setattr(mail_module, "_content_type", spy_ctype)
-    monkeypatch.setattr(tokenizer_module, "tokens", spy_tokens)
+    for name in ("tokens", "token_counts"):  # in order, or counted (transform_one)
+        monkeypatch.setattr(tokenizer_module, name, spy(getattr(tokenizer_module, name)))
     return seen
 
 

@@ -5,6 +5,7 @@ that is a word character but not a digit)."""
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 import re
@@ -80,3 +81,18 @@ def test_the_oracle_tells_a_wrong_shape():
     assert oracle("call 0800123456", True, False) == ["call", "0800123456", "num:10"]
     assert oracle("mail a@b.c", True, False) == ["mail", "a@b.c", "email:b.c"]
     assert oracle("www.x.org!", True, False)[0] == "www.x.org"
+
+
+def test_token_counts_are_the_counted_tokens_in_order():
+    """:func:`token_counts` reads each distinct match once; it gives what counting
+    :func:`tokens` gives, in the same (first-occurrence) order, prefix and merge included."""
+    rng = random.Random(20261128)
+    for _ in range(5_000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 30)))
+        for lowercase in (True, False):
+            expected = collections.Counter(oracle(text, lowercase, False))
+            assert list(plaintext.token_counts(text, lowercase).items()) == list(expected.items()), text
+            into = {"h:x": 2, "h:" + text[:3]: 1}
+            merged = dict(collections.Counter(into) + collections.Counter("h:" + t for t in expected.elements()))
+            got = plaintext.token_counts(text, lowercase, "h:", into)
+            assert got is into and list(got.items()) == list(merged.items()), text

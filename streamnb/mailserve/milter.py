@@ -145,12 +145,18 @@ class MilterServer:
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
 
-    async def start(self, host: str, port: int, reuse_port: bool = False) -> None:
-        """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`); with
-        ``reuse_port``, beside other processes listening there (``SO_REUSEPORT``)."""
+    async def start(self, host: str, port: int) -> None:
+        """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`)."""
         if self._server is not None:
             raise StreamnbError("milter server already started")
-        self._server = await asyncio.start_server(self._serve, host, port, reuse_port=reuse_port or None)
+        self._server = await asyncio.start_server(self._serve, host, port)
+
+    async def serve_accepted(self, conn: socket.socket) -> None:
+        """Serve ``conn``, an MTA connection the caller accepted, in a task of its own (counted
+        in :attr:`connections` on return)."""
+        reader, writer = await asyncio.open_connection(sock=conn)
+        asyncio.get_running_loop().create_task(self._serve(reader, writer))
+        await asyncio.sleep(0)  # the task's first step: it counts itself
 
     @property
     def port(self) -> int:
@@ -166,17 +172,17 @@ class MilterServer:
 
     async def close(self) -> None:
         """Stop listening and close every connection."""
-        if self._server is None:
-            return
-        self._server.close()
+        if self._server is not None:
+            self._server.close()
         # closing the sockets ends every read; cancelling alone is not enough on Python 3.11,
         # whose wait_for can swallow a cancellation that races with a completed read
         for task, writer in list(self._connections.items()):
             writer.transport.abort()
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")

@@ -84,10 +84,11 @@ def user_key(spec: str) -> UserKey:
     return lambda raw, envelope: header_user(raw, name)
 
 
-async def start_milter(service: MailService, host: str, port: int, timeout: float,
-                       max_connections: int, user: str = "first-recipient", reuse_port: bool = False) -> MilterServer:  # fmt: skip
-    """A milter server answering with ``service``'s verdicts, listening (beside other processes
-    with ``reuse_port``); ``user`` is a ``--milter-user`` form (:func:`user_key`)."""
+def milter_server(service: MailService, timeout: float, max_connections: int,
+                  user: str = "first-recipient") -> MilterServer:  # fmt: skip
+    """A milter server answering with ``service``'s verdicts, for the connections handed to it
+    (:meth:`MilterServer.serve_accepted`); ``user`` is a ``--milter-user`` form
+    (:func:`user_key`)."""
     key = user_key(user)
 
     async def decide(raw: bytes, envelope: Envelope) -> Decision:
@@ -99,7 +100,5 @@ async def start_milter(service: MailService, host: str, port: int, timeout: floa
             return Decision(headers, "quarantine", f"spam, spamicity {check.score_header}")
         return Decision(headers, "accept")
 
-    server = MilterServer(decide, max_message_bytes=service.config.max_bytes, timeout=timeout,
-                          max_connections=max_connections)  # fmt: skip
-    await server.start(host, port, reuse_port)
-    return server
+    return MilterServer(decide, max_message_bytes=service.config.max_bytes, timeout=timeout,
+                        max_connections=max_connections)  # fmt: skip

@@ -9,20 +9,29 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from streamnb.mailserve.balance import Load, accept
 from streamnb.mailserve.http import make_app
 from streamnb.mailserve.metrics import share_between_processes
 from streamnb.mailserve.service import MailService, ServeConfig
 from streamnb.mailserve.workers import Workers, spec
 
-__all__ = ["Listeners", "serve"]
+if TYPE_CHECKING:
+    from streamnb.mailserve.milter import MilterServer
+
+__all__ = ["LISTEN_BACKLOG", "Listeners", "answering", "listening", "serve"]
 
 log = logging.getLogger("streamnb.mailserve")
+
+#: Connections the kernel holds for the daemon before they are accepted (asyncio's default).
+LISTEN_BACKLOG = 100
 
 
 @dataclass(frozen=True)
@@ -39,11 +48,42 @@ class Listeners:
     workers: int = 1  # processes answering; the first one alone learns
 
 
+def listening(address: tuple[str, int]) -> socket.socket:
+    """A listening TCP socket on ``address`` (port 0: a free one), non-blocking, for
+    :func:`~streamnb.mailserve.balance.accept`."""
+    sock = socket.create_server(address, backlog=LISTEN_BACKLOG)
+    sock.setblocking(False)
+    return sock
+
+
+def answering(sockets: dict[str, socket.socket], runner: web.BaseRunner, milter: MilterServer | None,
+              load_path: str | None, slot: int) -> tuple[Load, list[asyncio.Task]]:  # fmt: skip
+    """This process answering on ``sockets`` (``"http"``: ``runner``'s app; ``"milter"``:
+    ``milter``), accepting while it holds the fewest connections of the processes sharing
+    ``load_path`` (its slot ``slot``; None: this process alone): the load and the tasks to
+    cancel at the end."""
+    loop = asyncio.get_running_loop()
+    server = runner.server
+    assert server is not None  # set up
+
+    def count() -> int:
+        return len(server.connections) + (milter.connections if milter is not None else 0)
+
+    async def http(conn: socket.socket) -> None:
+        await loop.connect_accepted_socket(server, conn)
+
+    load = Load(load_path, slot, count)
+    load.publish()  # counted by the others from now on
+    serve = {"http": http, "milter": milter.serve_accepted if milter is not None else None}
+    tasks = [loop.create_task(accept(sock, load, serve[name])) for name, sock in sockets.items()]  # type: ignore[arg-type]
+    return load, [*tasks, loop.create_task(load.heartbeat())]
+
+
 async def serve(config: ServeConfig, listeners: Listeners,
                 ready: Callable[[dict[str, int]], None] | None = None) -> None:  # fmt: skip
     """Serve until SIGTERM or SIGINT; ``ready`` is called with the bound ports."""
-    shared_ports = listeners.workers > 1
-    private = tempfile.mkdtemp(prefix="streamnb-mail-") if shared_ports else None
+    shared = listeners.workers > 1
+    private = tempfile.mkdtemp(prefix="streamnb-mail-") if shared else None
     if private is not None:  # one set of metrics for all the processes
         os.mkdir(f"{private}/metrics")
         share_between_processes(f"{private}/metrics")
@@ -57,42 +97,54 @@ async def serve(config: ServeConfig, listeners: Listeners,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    ports: dict[str, int] = {}
+    sockets: dict[str, socket.socket] = {}
     runner = None
     milter = None
     workers = None
+    load = None
+    tasks: list[asyncio.Task] = []
     timer = loop.create_task(service.snapshot_timer())
     try:
         app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
         runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
         await runner.setup()
-        if listeners.http is not None:
-            await web.TCPSite(runner, *listeners.http, reuse_address=True, reuse_port=shared_ports or None).start()
-            ports["http"] = runner.addresses[0][1]
+        for name in ("http", "milter"):
+            address = getattr(listeners, name)
+            if address is not None:
+                sockets[name] = listening(address)
+        ports = {name: int(sock.getsockname()[1]) for name, sock in sockets.items()}
         if listeners.milter is not None:
-            from streamnb.mailserve.milter_bridge import start_milter
+            from streamnb.mailserve.milter_bridge import milter_server
 
-            milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
-                                        max_connections=listeners.max_connections,
-                                        user=listeners.milter_user, reuse_port=shared_ports)  # fmt: skip
-            ports["milter"] = milter.port
+            milter = milter_server(service, timeout=listeners.milter_timeout, max_connections=listeners.max_connections,
+                                   user=listeners.milter_user)  # fmt: skip
+        load_path = f"{private}/load" if private is not None else None
+        if load_path is not None:
+            Load.create(load_path, listeners.workers)
+        load, tasks = answering(sockets, runner, milter, load_path, 0)
         if private is not None:  # the workers' way to learn: the same app on a private socket
-            socket = f"{private}/writer.sock"
-            await web.UnixSite(runner, socket).start()
-            details = spec(config, listeners, ports, socket, f"{private}/metrics")
-            workers = Workers(details, listeners.workers - 1)
+            socket_path = f"{private}/writer.sock"
+            await web.UnixSite(runner, socket_path).start()
+            details = spec(config, listeners, ports, socket_path, f"{private}/metrics", f"{private}/load")
+            workers = Workers(details, listeners.workers - 1, {name: sock.fileno() for name, sock in sockets.items()})
             await workers.start()
         if ready is not None:
             ready(ports)
         await stop.wait()
     finally:
         timer.cancel()
+        for task in tasks:
+            task.cancel()
+        for sock in sockets.values():
+            sock.close()
         if workers is not None:
             await workers.stop()
         if runner is not None:
             await runner.cleanup()
         if milter is not None:
             await milter.close()
+        if load is not None:
+            load.close()
         await service.close()
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)

@@ -2,8 +2,8 @@
 
 Verdicts cost CPU in the process that gives them, so one process answers at most what one core
 can. With ``--workers N`` the daemon (the *writer*: it alone learns, journals and snapshots)
-starts ``N - 1`` more processes that listen on the same HTTP and milter ports (``SO_REUSEPORT``:
-the kernel spreads connections over them). Each holds a copy of the models
+starts ``N - 1`` more processes that accept on its HTTP and milter sockets (inherited), each
+while it holds the fewest connections (:mod:`streamnb.mailserve.balance`). Each holds a copy of the models
 (:class:`~streamnb.mailserve.filters.MailFilters` with ``replica=True``) that follows the writer's
 journal before each verdict, so a learn the writer acknowledged is in every verdict asked after
 it, whichever process answers. A worker hands learns to the writer over a private Unix socket and
@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from typing import Any
@@ -39,22 +40,24 @@ START_TIMEOUT = 120.0
 class Workers:
     """The writer's check workers: started, watched (restarted if one dies), stopped."""
 
-    def __init__(self, spec: dict[str, Any], count: int) -> None:
-        self.spec = spec
+    def __init__(self, spec: dict[str, Any], count: int, fds: dict[str, int]) -> None:
+        self.spec = {**spec, "fds": fds}
         self.count = count
         self.procs: list[asyncio.subprocess.Process] = []
         self._watch: list[asyncio.Task] = []
         self._stopping = False
 
     async def start(self) -> None:
-        self.procs = list(await asyncio.gather(*(self._spawn() for _ in range(self.count))))
+        self.procs = list(await asyncio.gather(*(self._spawn(i) for i in range(self.count))))
         self._watch = [asyncio.get_running_loop().create_task(self._supervise(i)) for i in range(self.count)]
 
-    async def _spawn(self) -> asyncio.subprocess.Process:
+    async def _spawn(self, i: int) -> asyncio.subprocess.Process:
+        """Worker ``i`` (its load slot is ``i + 1``; the writer's is 0), started and ready."""
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "streamnb.mailserve.workers",
-                                                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)  # fmt: skip
+                                                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                                                    pass_fds=tuple(self.spec["fds"].values()))  # fmt: skip
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(self.spec).encode() + b"\n")
+        proc.stdin.write(json.dumps({**self.spec, "slot": i + 1}).encode() + b"\n")
         await proc.stdin.drain()
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT)
@@ -74,7 +77,7 @@ class Workers:
             log.error("check worker %d (pid %d) exited with code %s; starting it again", i, self.procs[i].pid, code)
             process_gone(self.procs[i].pid)
             try:
-                self.procs[i] = await self._spawn()
+                self.procs[i] = await self._spawn(i)
             except RuntimeError as exc:
                 log.error("%s", exc)
                 await asyncio.sleep(1.0)
@@ -94,15 +97,15 @@ class Workers:
             task.cancel()
 
 
-def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metrics: str) -> dict[str, Any]:
+def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metrics: str, load: str) -> dict[str, Any]:
     """What a worker needs to know, as JSON: the settings, the bound ports, the writer's socket,
-    the metrics' directory."""
+    the metrics' directory, the load file (:class:`~streamnb.mailserve.balance.Load`)."""
     out = dataclasses.asdict(listeners)
     for name in ("http", "milter"):
         if out[name] is not None:
             out[name] = [out[name][0], ports[name]]
     out["workers"] = 1
-    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket, "metrics": metrics}
+    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket, "metrics": metrics, "load": load}
 
 
 async def _run(data: dict[str, Any]) -> None:
@@ -111,8 +114,8 @@ async def _run(data: dict[str, Any]) -> None:
     from streamnb.mailserve.forward import LearnForwarder
     from streamnb.mailserve.http import make_app
     from streamnb.mailserve.metrics import share_between_processes
-    from streamnb.mailserve.milter_bridge import start_milter
-    from streamnb.mailserve.server import Listeners
+    from streamnb.mailserve.milter_bridge import milter_server
+    from streamnb.mailserve.server import Listeners, answering
     from streamnb.mailserve.service import MailService, ServeConfig
 
     share_between_processes(data["metrics"])
@@ -120,6 +123,9 @@ async def _run(data: dict[str, Any]) -> None:
     lst = data["listeners"]
     listeners = Listeners(**{**lst, "http": tuple(lst["http"]) if lst["http"] else None,
                              "milter": tuple(lst["milter"]) if lst["milter"] else None})  # fmt: skip
+    sockets = {name: socket.socket(fileno=fd) for name, fd in data["fds"].items()}  # the writer's
+    for sock in sockets.values():
+        sock.setblocking(False)
     service = MailService(config, LearnForwarder(data["writer"], listeners.timeout))
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -131,23 +137,25 @@ async def _run(data: dict[str, Any]) -> None:
         loop.call_soon_threadsafe(stop.set)
 
     threading.Thread(target=watch_stdin, daemon=True).start()
-    runner = milter = None
+    app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+    milter = None
+    if listeners.milter is not None:
+        milter = milter_server(service, timeout=listeners.milter_timeout, max_connections=listeners.max_connections,
+                               user=listeners.milter_user)  # fmt: skip
+    tasks: list[asyncio.Task] = []
     try:
-        if listeners.http is not None:
-            app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
-            runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
-            await runner.setup()
-            await web.TCPSite(runner, *listeners.http, reuse_address=True, reuse_port=True).start()
-        if listeners.milter is not None:
-            milter = await start_milter(service, *listeners.milter, timeout=listeners.milter_timeout,
-                                        max_connections=listeners.max_connections, user=listeners.milter_user,
-                                        reuse_port=True)  # fmt: skip
+        await runner.setup()
+        _, tasks = answering(sockets, runner, milter, data["load"], data["slot"])
         sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
         sys.stdout.flush()
         await stop.wait()
     finally:
-        if runner is not None:
-            await runner.cleanup()
+        for task in tasks:
+            task.cancel()
+        for sock in sockets.values():
+            sock.close()
+        await runner.cleanup()
         if milter is not None:
             await milter.close()
         await service.close()

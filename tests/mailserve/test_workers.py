@@ -3,8 +3,12 @@ current with every acknowledged learn, whichever process answers."""
 
 from __future__ import annotations
 
+import collections
+import http.client
+import json
 import os
 import signal
+import socket
 import time
 
 from streamnb.mailserve.filters import MailFilters
@@ -14,7 +18,7 @@ USERS = ["ann", "bob", "cyd", "dee", None]
 
 
 def pids(d: Daemon, n: int = 40) -> set[int]:
-    """The processes answering (each request on a fresh connection, spread by the kernel). A
+    """The processes answering (each request on a fresh connection: the processes take them in turn). A
     connection reset while a worker dies or starts is asked again, as a client does (at most 5
     times)."""
     out = set()
@@ -136,4 +140,27 @@ def test_every_process_answers_metrics_for_all_of_them(tmp_path):
         assert not any(str(worker) in k for k in users)
         assert sum(v for k, v in samples.items() if k.startswith("streamnb_mail_checks_total")) == 16
     finally:
+        d.kill()
+
+
+def test_connections_opened_together_are_split_evenly(tmp_path):
+    """Least connections: 12 keep-alive connections opened at once hold 4 per process of 3
+    (with ``SO_REUSEPORT`` the kernel's hash split them unevenly about half the time); a
+    milter connection counts as one too."""
+    d = Daemon(tmp_path / "m.snb", "--workers", "3", "--milter", "127.0.0.1:0").start()
+    conns = [http.client.HTTPConnection("127.0.0.1", d.port, timeout=30) for _ in range(11)]
+    try:
+        milter = socket.create_connection(("127.0.0.1", d.ports["milter"]), timeout=30)
+        for conn in conns:
+            conn.connect()
+        held = []
+        for conn in conns:
+            conn.request("GET", "/healthz")
+            held.append(json.loads(conn.getresponse().read())["pid"])
+        assert sorted(collections.Counter(held).values()) == [3, 4, 4]
+        assert len(set(held)) == 3
+        milter.close()
+    finally:
+        for conn in conns:
+            conn.close()
         d.kill()

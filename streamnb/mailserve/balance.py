@@ -1,0 +1,105 @@
+"""Least-connections accepting for the processes that answer on the daemon's ports.
+
+With ``--workers N`` every process accepts from the same listening sockets, which the writer
+binds and the workers inherit. A process accepts only while no other live process holds fewer
+open connections (least connections, HAProxy's ``leastconn``), in turn among those that hold as
+few (the one that accepted longest ago first); after each accept it looks again. So 10
+keep-alive connections opened together split 5/5 over two processes, and connections opened
+one after another (a client per message) go to each process in turn. ``SO_REUSEPORT``
+(what this replaced) hands each connection to a process by a hash of its addresses, blind to
+load: the same 10 split 4/6 or 3/7 in about half the tries, and the process with more
+connections makes their clients wait.
+
+Each process publishes its open connections, when it last accepted and a heartbeat in its slot of a small file shared
+by mapping (:class:`Load`). A process whose heartbeat is older than :data:`STALE` seconds (its
+event loop is stuck, or it died and is being started again) is left out, so the others never
+wait on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mmap
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+
+__all__ = ["Load", "POLL", "STALE", "accept"]
+
+#: Seconds between two looks of a process that holds more connections than another one.
+POLL = 0.005
+#: Seconds after which a process's slot no longer counts (no heartbeat since).
+STALE = 1.0
+_SLOT = 3  # doubles per slot: open connections, the time of the last accept, of the last heartbeat
+
+
+class Load:
+    """Slot ``slot`` (this process's) of a shared file of ``processes`` slots at ``path`` (made
+    by :meth:`create`); without ``path``, one private slot. ``count()`` is this process's open
+    connections."""
+
+    def __init__(self, path: str | None, slot: int, count: Callable[[], int]) -> None:
+        if path is None:
+            self._map = mmap.mmap(-1, 8 * _SLOT)
+        else:
+            fd = os.open(path, os.O_RDWR)
+            try:
+                self._map = mmap.mmap(fd, 0)
+            finally:
+                os.close(fd)
+        self._cells = memoryview(self._map).cast("d")
+        if not 0 <= slot < len(self._cells) // _SLOT:
+            raise ValueError(f"slot {slot} outside the {len(self._cells) // _SLOT} of {path}")
+        self.slot = slot
+        self.count = count
+
+    @staticmethod
+    def create(path: str, processes: int) -> None:
+        """The shared file for ``processes`` processes, every slot empty."""
+        with open(path, "wb") as f:
+            f.write(bytes(8 * _SLOT * processes))
+
+    def publish(self, accepted: bool = False) -> tuple[float, float]:
+        """Write this process's open connections and heartbeat (with ``accepted``, one more
+        connection, not counted yet, accepted now); its connections and last accept."""
+        i, now = self.slot * _SLOT, time.monotonic()
+        cells = self._cells
+        cells[i] = self.count() + accepted
+        if accepted:
+            cells[i + 1] = now
+        cells[i + 2] = now
+        return cells[i], cells[i + 1]
+
+    def least(self) -> bool:
+        """Whether this process is the one to accept next: no other live process holds fewer
+        connections, or as few and accepted longer ago."""
+        mine, cells, now = self.publish(), self._cells, time.monotonic()
+        return all(mine <= (cells[i], cells[i + 1]) or now - cells[i + 2] > STALE
+                   for i in range(0, len(cells), _SLOT) if i != self.slot * _SLOT)  # fmt: skip
+
+    async def heartbeat(self) -> None:
+        """Publish every ``STALE / 4`` seconds (while the event loop runs)."""
+        while True:
+            self.publish()
+            await asyncio.sleep(STALE / 4)
+
+    def close(self) -> None:
+        self._cells.release()
+        self._map.close()
+
+
+async def accept(sock: socket.socket, load: Load, serve: Callable[[socket.socket], Awaitable[None]]) -> None:
+    """Accept connections on the listening ``sock`` while ``load`` says this process is one
+    of the least loaded, each handed to ``serve`` (which starts serving it and returns); until
+    cancelled."""
+    loop = asyncio.get_running_loop()
+    while True:
+        while not load.least():
+            await asyncio.sleep(POLL)
+        conn, _ = await loop.sock_accept(sock)
+        load.publish(accepted=True)  # before ``serve`` yields: the others see it at once
+        try:
+            await serve(conn)
+        except OSError:  # the client went away before it was served
+            conn.close()

@@ -53,6 +53,9 @@ _URL_STARTS = ("http://", "https://", "www.")
 _SYMBOLS = frozenset("$£€¥%!?")
 _NUMBER_SEPARATORS = frozenset(".,:/")
 _TRAILING = ".,;:!?'\""
+#: Separators that often stand right before or after a word: a word with only these around it
+#: (``"(Free,"``) is its own only token.
+_AROUND_WORDS = ".,;:()'\""
 _NETLOC = re.compile(r"[^/?#]*")
 _URL_SEPARATORS = re.compile(r"[\W_]+")
 
@@ -117,9 +120,14 @@ def _shaped(tok: str, lowercase: bool) -> tuple[list[str], str | None]:
     elif tok[0].isdecimal() and (tok.isdecimal() or not _NUMBER_SEPARATORS.isdisjoint(tok)):
         digits = sum(c.isdigit() for c in tok)
         extra = [f"num:{digits}"] if digits >= 5 else []
-    if len(tok) > MAX_TOKEN_LENGTH:
-        tok = f"skip:{tok[0]}:{len(tok) // 10}"
+    tok = _kept(tok)
     return [tok, *extra], tok
+
+
+def _kept(tok: str) -> str:
+    """``tok``, or its ``skip:`` token if it is longer than ``MAX_TOKEN_LENGTH`` (written out
+    where each word is read)."""
+    return tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}"
 
 
 def _prepared(text: str, lowercase: bool) -> str:
@@ -154,8 +162,9 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
 def token_counts(text: str, lowercase: bool = True, prefix: str = "",
                  into: dict[str, int] | None = None) -> dict[str, int]:  # fmt: skip
     """``dict(Counter(tokens(text, lowercase, False, prefix)))``, in the same order (first
-    occurrence), reading each distinct match once (a long message repeats most of its words);
-    added to ``into`` when given.
+    occurrence), added to ``into`` when given. Each distinct run of non-space characters is
+    read once (a long message repeats most of its words), and one that is a word with
+    separators around it takes no regular expression.
 
     >>> token_counts("Win, win! Win now: win.example.com")
     {'win': 4, '!': 1, 'now': 1, 'example': 1, 'com': 1}
@@ -164,12 +173,14 @@ def token_counts(text: str, lowercase: bool = True, prefix: str = "",
     """
     out: dict[str, int] = {} if into is None else into
     get = out.get
-    for tok, n in Counter(_matches(_prepared(text, lowercase))).items():
-        if tok.isalpha():  # a word (the usual token: letters only)
-            t = prefix + (tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}")
+    for chunk, n in Counter(_prepared(text, lowercase).split()).items():  # no token holds white space
+        word = chunk.strip(_AROUND_WORDS)
+        if word.isalpha() and word != "www":  # letters, separators around: one word ("www." may be a URL)
+            t = prefix + (word if len(word) <= MAX_TOKEN_LENGTH else f"skip:{word[0]}:{len(word) // 10}")
             out[t] = get(t, 0) + n
             continue
-        for t in _shaped(tok, lowercase)[0]:
-            t = prefix + t
-            out[t] = get(t, 0) + n
+        for tok in _matches(chunk):
+            for t in [_kept(tok)] if tok.isalpha() else _shaped(tok, lowercase)[0]:
+                t = prefix + t
+                out[t] = get(t, 0) + n
     return out

@@ -53,6 +53,7 @@ class Load:
             raise ValueError(f"slot {slot} outside the {len(self._cells) // _SLOT} of {path}")
         self.slot = slot
         self.count = count
+        self.starting = 0  # connections accepted whose serving has not started yet (not in count())
 
     @staticmethod
     def create(path: str, processes: int) -> None:
@@ -61,11 +62,11 @@ class Load:
             f.write(bytes(8 * _SLOT * processes))
 
     def publish(self, accepted: bool = False) -> tuple[float, float]:
-        """Write this process's open connections and heartbeat (with ``accepted``, one more
-        connection, not counted yet, accepted now); its connections and last accept."""
+        """Write this process's open connections and heartbeat (with ``accepted``: it accepted
+        one now); its connections and last accept."""
         i, now = self.slot * _SLOT, time.monotonic()
         cells = self._cells
-        cells[i] = self.count() + accepted
+        cells[i] = self.count() + self.starting
         if accepted:
             cells[i + 1] = now
         cells[i + 2] = now
@@ -90,16 +91,26 @@ class Load:
 
 
 async def accept(sock: socket.socket, load: Load, serve: Callable[[socket.socket], Awaitable[None]]) -> None:
-    """Accept connections on the listening ``sock`` while ``load`` says this process is one
-    of the least loaded, each handed to ``serve`` (which starts serving it and returns); until
-    cancelled."""
+    """Accept connections on the listening ``sock`` while ``load`` says this process is the
+    one to, each handed to ``serve`` (which starts serving it and returns) in a task of its own,
+    so that connections queued together are accepted together; until cancelled."""
     loop = asyncio.get_running_loop()
+    starting: set[asyncio.Task] = set()  # held until done (the loop keeps only weak references)
     while True:
         while not load.least():
             await asyncio.sleep(POLL)
         conn, _ = await loop.sock_accept(sock)
-        load.publish(accepted=True)  # before ``serve`` yields: the others see it at once
-        try:
-            await serve(conn)
-        except OSError:  # the client went away before it was served
-            conn.close()
+        load.starting += 1
+        load.publish(accepted=True)
+        task = loop.create_task(_start(conn, load, serve))
+        starting.add(task)
+        task.add_done_callback(starting.discard)
+
+
+async def _start(conn: socket.socket, load: Load, serve: Callable[[socket.socket], Awaitable[None]]) -> None:
+    try:
+        await serve(conn)
+    except OSError:  # the client went away before it was served
+        conn.close()
+    finally:
+        load.starting -= 1

@@ -10,10 +10,10 @@ one after another (a client per message) go to each process in turn. ``SO_REUSEP
 load: the same 10 split 4/6 or 3/7 in about half the tries, and the process with more
 connections makes their clients wait.
 
-Each process publishes its open connections, when it last accepted and a heartbeat in its slot of a small file shared
-by mapping (:class:`Load`). A process whose heartbeat is older than :data:`STALE` seconds (its
-event loop is stuck, or it died and is being started again) is left out, so the others never
-wait on it.
+Each process publishes its open connections, when it last accepted and a heartbeat in its slot
+of a small file shared by mapping (:class:`Load`). A process whose heartbeat is older than
+:data:`STALE` seconds (its event loop is stuck, or it died and is being started again) is left
+out, so the others never wait on it.
 """
 
 from __future__ import annotations

@@ -49,9 +49,11 @@ class Listeners:
 
 
 def listening(address: tuple[str, int]) -> socket.socket:
-    """A listening TCP socket on ``address`` (port 0: a free one), non-blocking, for
+    """A listening TCP socket on ``address`` (an IPv4 or IPv6 address or a host name, whose
+    first address is taken; port 0: a free one), non-blocking, for
     :func:`~streamnb.mailserve.balance.accept`."""
-    sock = socket.create_server(address, backlog=LISTEN_BACKLOG)
+    family = socket.getaddrinfo(*address, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    sock = socket.create_server(address, family=family, backlog=LISTEN_BACKLOG)
     sock.setblocking(False)
     return sock
 
@@ -74,9 +76,12 @@ def answering(sockets: dict[str, socket.socket], runner: web.BaseRunner, milter:
 
     load = Load(load_path, slot, count)
     load.publish()  # counted by the others from now on
-    serve = {"http": http, "milter": milter.serve_accepted if milter is not None else None}
-    tasks = [loop.create_task(accept(sock, load, serve[name])) for name, sock in sockets.items()]  # type: ignore[arg-type]
-    return load, [*tasks, loop.create_task(load.heartbeat())]
+    tasks = [loop.create_task(load.heartbeat())]
+    if "http" in sockets:
+        tasks.append(loop.create_task(accept(sockets["http"], load, http)))
+    if "milter" in sockets and milter is not None:
+        tasks.append(loop.create_task(accept(sockets["milter"], load, milter.serve_accepted)))
+    return load, tasks
 
 
 async def serve(config: ServeConfig, listeners: Listeners,

@@ -3,11 +3,11 @@
 Verdicts cost CPU in the process that gives them, so one process answers at most what one core
 can. With ``--workers N`` the daemon (the *writer*: it alone learns, journals and snapshots)
 starts ``N - 1`` more processes that accept on its HTTP and milter sockets (inherited), each
-while it holds the fewest connections (:mod:`streamnb.mailserve.balance`). Each holds a copy of the models
-(:class:`~streamnb.mailserve.filters.MailFilters` with ``replica=True``) that follows the writer's
-journal before each verdict, so a learn the writer acknowledged is in every verdict asked after
-it, whichever process answers. A worker hands learns to the writer over a private Unix socket and
-answers once the writer did.
+while it holds the fewest connections (:mod:`streamnb.mailserve.balance`). Each holds a copy of
+the models (:class:`~streamnb.mailserve.filters.MailFilters` with ``replica=True``) that follows
+the writer's journal before each verdict, so a learn the writer acknowledged is in every verdict
+asked after it, whichever process answers. A worker hands learns to the writer over a private
+Unix socket and answers once the writer did.
 
 A worker stops when the writer closes its standard input (the writer stopped, or was killed:
 the pipe closes either way); the writer starts a worker again if one dies. Every process answers

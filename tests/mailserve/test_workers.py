@@ -11,7 +11,10 @@ import signal
 import socket
 import time
 
+import pytest
+
 from streamnb.mailserve.filters import MailFilters
+from streamnb.mailserve.server import listening
 from tests.mailserve.daemon import HAM_WORDS, NEWS_WORDS, SPAM_WORDS, Daemon, corpus, message
 
 USERS = ["ann", "bob", "cyd", "dee", None]
@@ -164,3 +167,19 @@ def test_connections_opened_together_are_split_evenly(tmp_path):
         for conn in conns:
             conn.close()
         d.kill()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
+def test_listening_takes_ipv4_ipv6_and_host_names(host):
+    try:
+        probe = socket.create_server((host, 0), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as exc:  # no IPv6 loopback on this machine
+        pytest.skip(f"cannot listen on {host}: {exc}")
+    probe.close()
+    sock = listening((host, 0))
+    try:
+        assert sock.getblocking() is False
+        with socket.create_connection((host, sock.getsockname()[1]), timeout=5):
+            pass
+    finally:
+        sock.close()

@@ -52,10 +52,12 @@ from streamnb.keystore import DirectoryStore, KeyStore, key_digest, open_key_sto
 from streamnb.naive_bayes.values import check_event
 from streamnb.stats.index import decode_key, encode_key, is_saveable_key
 
-__all__ = ["DirectoryStore", "KeyStore", "PerKey", "key_digest", "open_key_store"]
+__all__ = ["ABSENT_KEYS", "DirectoryStore", "KeyStore", "PerKey", "key_digest", "open_key_store"]
 
 #: The capability a learner needs to be blended per key.
 BLEND = "predict_proba_blend"
+#: Keys remembered as having no learner in the store, at most (``PerKey(remember_absent=True)``).
+ABSENT_KEYS = 100_000
 
 
 class PerKey(base.Wrapper, base.Classifier):
@@ -101,12 +103,18 @@ class PerKey(base.Wrapper, base.Classifier):
         of a store another process writes (the mail daemon's check workers): the store is only
         read, an evicted key is dropped and read back (at the position it was written with)
         when needed.
+    remember_absent
+        Whether a key found without a learner in ``store`` is remembered as such (the last
+        :data:`ABSENT_KEYS` of them), so that answering it again reads nothing (a mail daemon
+        asked about users who never learned). Only for an owner that knows when the store
+        changes behind it: its only writer, or a replica that calls :meth:`forget_absent`
+        then. Creating a key's learner always reads the store.
     """
 
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
                  max_resident: int | None = None, store: str | None = None, key_model: Any = None,
-                 shared_positions: bool = True, sync_evictions: bool = True,
-                 write_back: bool = True) -> None:  # fmt: skip
+                 shared_positions: bool = True, sync_evictions: bool = True, write_back: bool = True,
+                 remember_absent: bool = False) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -123,7 +131,9 @@ class PerKey(base.Wrapper, base.Classifier):
         self.shared_positions = shared_positions
         self.sync_evictions = sync_evictions
         self.write_back = write_back
+        self.remember_absent = remember_absent
         self._store = None if store is None else open_key_store(store, read_only=not write_back)
+        self._absent: OrderedDict[Hashable, None] = OrderedDict()  # (remember_absent) least recent first
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
         self._positions: dict[Hashable, int] = {}  # resident keys; the shared model under None
         self._dirty: set[Hashable] = set()
@@ -164,14 +174,27 @@ class PerKey(base.Wrapper, base.Classifier):
         if user is not None:
             self._users.move_to_end(key)
             return user
+        if not create and key in self._absent:
+            self._absent.move_to_end(key)
+            return None
         loaded = None if self._store is None else self._store.load(key)
         if loaded is None and not create:
+            if self.remember_absent and self._store is not None:
+                self._absent[key] = None
+                if len(self._absent) > ABSENT_KEYS:
+                    self._absent.popitem(last=False)
             return None
+        self._absent.pop(key, None)
         user, position = loaded if loaded is not None else (self._fresh(), -1)
         self._users[key] = user
         self._positions[key] = position
         self._evict()
         return user
+
+    def forget_absent(self) -> None:
+        """Forget which keys had no learner in the store (``remember_absent``): another process
+        may have written some since."""
+        self._absent.clear()
 
     def _fresh(self) -> Any:
         return (self.model if self.key_model is None else self.key_model).clone()
@@ -236,6 +259,7 @@ class PerKey(base.Wrapper, base.Classifier):
         self._users.move_to_end(key)
         self._positions[key] = position
         self._dirty.add(key)
+        self._absent.pop(key, None)
         self._evict()
 
     def drop_key(self, key: Hashable) -> None:
@@ -400,3 +424,4 @@ class PerKey(base.Wrapper, base.Classifier):
             user.load_state(user_state)
             users[key], positions[key] = user, int(position)
         self.model, self._users, self._positions, self._dirty = shared, users, positions, set(users)
+        self._absent.clear()

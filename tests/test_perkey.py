@@ -108,6 +108,35 @@ def test_evicted_keys_come_back_from_the_store_unchanged(tmp_path):
         assert persistence.dumps(bounded.learner(user)) == persistence.dumps(free.learner(user))
 
 
+def test_a_key_without_a_learner_is_looked_up_in_the_store_once(tmp_path, monkeypatch):
+    """``remember_absent``: asking about a key that never learned reads the store once; a learn
+    (or :meth:`PerKey.forget_absent`, when another process may have written) makes it read again;
+    the answers are those of a learner that reads the store each time."""
+    data = stream(300, 6, seed=5)
+    remembering = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path / "a"), remember_absent=True)
+    reading = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path / "b"))
+    loads: list = []
+    store = remembering._store
+    load = store.load
+    monkeypatch.setattr(store, "load", lambda key: loads.append(key) or load(key))
+    for i, (x, y) in enumerate(data):
+        asked = {**x, "user": f"new{i % 3}"}  # keys that never learn: read once each
+        assert remembering.predict_proba_one(asked) == reading.predict_proba_one(asked)
+        assert remembering.predict_proba_one(x) == reading.predict_proba_one(x)
+        remembering.learn_one(x, y)
+        reading.learn_one(x, y)
+    assert loads.count("new0") == loads.count("new2") == 1
+    remembering.forget_absent()
+    assert remembering.learner("new1") is None and loads.count("new1") == 2
+    remembering.learn_one({**data[0][0], "user": "new1"}, "spam")  # created: the store read, no longer absent
+    assert remembering.learner("new1") is not None and loads.count("new1") == 3
+    for _ in range(7):  # evicted (max_resident 2) and read back from the store, not taken as absent
+        remembering.learner(f"u{_ % 6}")
+    assert remembering.learner("new1") is not None
+    assert remembering.learner("new0") is None and remembering.learner("new0") is None
+    assert loads.count("new0") == 2  # once before forget_absent, once after
+
+
 def test_positions_make_a_replay_learn_each_event_once(tmp_path):
     data = stream(120, 4, seed=4)
     model = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path))

@@ -110,7 +110,7 @@ class MailFilters:
         shared, position, seq, ledger = self._load_shared(cfg["max_ham_rate"])
         self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
                             max_resident=cfg["max_resident"], store=f"{self.path}.users", sync_evictions=False,
-                            write_back=not self.replica,
+                            write_back=not self.replica, remember_absent=True,
                             key_model=SpamFilter(max_tokens=cfg["user_max_tokens"], max_ham_rate=None,
                                                  max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
@@ -167,6 +167,7 @@ class MailFilters:
                 if int(record["start"]) > self.seq:
                     return self.reload()
                 self.recent.clear()
+                self.users.forget_absent()  # the writer snapshotted: users it evicted are on disk now
                 continue
             seq = int(record["seq"])
             if seq <= self.seq:

@@ -45,11 +45,12 @@ class Part:
     def learn(self, prepared: Any, k: int, w: float) -> None:
         raise NotImplementedError
 
-    #: The flat views of the scalar path, the per-event cells over them and the key they are
-    #: valid for (see :meth:`_scalar`); never copied or pickled.
+    #: The flat views of the scalar path, the per-event cells over them, and the class count and
+    #: sum of the statistics' generations they are valid for (see :meth:`_scalar`); never copied
+    #: or pickled.
     _views: tuple = ()
     _cells: Any = None
-    _views_key: tuple = ()
+    _views_key: tuple[int, int] = (-1, -1)
 
     def viewed(self) -> tuple[Statistic, ...]:
         """The statistics the scalar path reads through flat views (see :meth:`_scalar`)."""
@@ -68,12 +69,16 @@ class Part:
         taken again after a new class, a reallocation or compaction of a statistic (a drop of
         keys is followed by :meth:`BaseNB._changed`, which forgets them)."""
         stats = self.viewed()
-        if self._views_key != (len(self.classes.keys), *[stat.generation for stat in stats]):
+        generations = 0  # generations only grow: their sum moves when one does
+        for stat in stats:
+            generations += stat.generation
+        n_classes, seen = len(self.classes.keys), self._views_key
+        if n_classes != seen[0] or generations != seen[1]:
             for stat in stats:
                 stat.fit()
             self._views = self.take_views()
             self._cells = self.make_cells(self._views)
-            self._views_key = (len(self.classes.keys), *[stat.generation for stat in stats])
+            self._views_key = (n_classes, sum(stat.generation for stat in stats))
         return self._views
 
     def _event_cells(self) -> Any:
@@ -84,7 +89,7 @@ class Part:
     def forget_views(self) -> None:
         """Drop the cached flat views: they are taken again when next needed (keys may have
         been dropped)."""
-        self._views_key = ()
+        self._views_key = (-1, -1)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

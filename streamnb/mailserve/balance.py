@@ -12,8 +12,8 @@ connections makes their clients wait.
 
 Each process publishes its open connections, when it last accepted and a heartbeat in its slot
 of a small file shared by mapping (:class:`Load`). A process whose heartbeat is older than
-:data:`STALE` seconds (its event loop is stuck, or it died and is being started again) is left
-out, so the others never wait on it.
+:data:`STALE` seconds (its event loop is stuck, or it is starting) is left out, and so is one
+that died (the writer vacates its slot: :meth:`Load.vacate`), so the others never wait on it.
 """
 
 from __future__ import annotations
@@ -78,6 +78,11 @@ class Load:
         mine, cells, now = self.publish(), self._cells, time.monotonic()
         return all(mine <= (cells[i], cells[i + 1]) or now - cells[i + 2] > STALE
                    for i in range(0, len(cells), _SLOT) if i != self.slot * _SLOT)  # fmt: skip
+
+    def vacate(self, slot: int) -> None:
+        """Leave another process's slot out from now on (it died: the others need not wait
+        :data:`STALE` seconds for its heartbeat to age)."""
+        self._cells[slot * _SLOT + 2] = 0.0
 
     async def heartbeat(self) -> None:
         """Publish every ``STALE / 4`` seconds (while the event loop runs)."""

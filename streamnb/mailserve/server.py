@@ -131,7 +131,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
             socket_path = f"{private}/writer.sock"
             await web.UnixSite(runner, socket_path).start()
             details = spec(config, listeners, ports, socket_path, f"{private}/metrics", f"{private}/load")
-            workers = Workers(details, listeners.workers - 1, {name: sock.fileno() for name, sock in sockets.items()})
+            fds = {name: sock.fileno() for name, sock in sockets.items()}
+            workers = Workers(details, listeners.workers - 1, fds, gone=load.vacate)
             await workers.start()
         if ready is not None:
             ready(ports)

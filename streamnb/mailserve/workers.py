@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from streamnb.mailserve.metrics import process_gone
@@ -40,9 +41,12 @@ START_TIMEOUT = 120.0
 class Workers:
     """The writer's check workers: started, watched (restarted if one dies), stopped."""
 
-    def __init__(self, spec: dict[str, Any], count: int, fds: dict[str, int]) -> None:
+    def __init__(self, spec: dict[str, Any], count: int, fds: dict[str, int], gone: Callable[[int], None]) -> None:
+        """``count`` workers sharing the listening sockets ``fds``; ``gone(slot)`` is called
+        when the worker of a load slot died."""
         self.spec = {**spec, "fds": fds}
         self.count = count
+        self.gone = gone
         self.procs: list[asyncio.subprocess.Process] = []
         self._watch: list[asyncio.Task] = []
         self._stopping = False
@@ -74,6 +78,7 @@ class Workers:
             code = await self.procs[i].wait()
             if self._stopping:
                 return
+            self.gone(i + 1)
             log.error("check worker %d (pid %d) exited with code %s; starting it again", i, self.procs[i].pid, code)
             process_gone(self.procs[i].pid)
             try:

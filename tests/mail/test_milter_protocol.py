@@ -195,6 +195,22 @@ def test_a_command_in_the_wrong_state_closes_the_connection(milter: MilterThread
     mta.close()
 
 
+def test_the_timeout_is_per_wait_not_per_connection(milter: MilterThread) -> None:
+    """A connection that sends something every 0.6 s stays open past the 1 s timeout many
+    times over; once it stops, it is closed about 1 s after its last packet."""
+    mta = Mta(milter.port)
+    mta.negotiate()
+    started = time.monotonic()
+    while time.monotonic() - started < 3.0:
+        time.sleep(0.6)
+        mta.event(b"M", cstr(b"<bob@example.org>"))  # negotiated without reply: no answer
+        mta.send(b"A")  # abort the message: no answer either
+    last = time.monotonic()
+    assert mta.closed_by_server()
+    assert 0.9 < time.monotonic() - last < 4.0
+    mta.close()
+
+
 def test_an_idle_connection_is_closed_after_the_timeout(milter: MilterThread) -> None:
     mta = Mta(milter.port)
     mta.negotiate()

@@ -217,9 +217,6 @@ class _Connection:
         self.macros: dict[str, str] = {}
         self.message: _Message | None = None
         self.out = bytearray()  # the replies to one packet, sent in one write (no Nagle delay between them)
-        self.loop = asyncio.get_running_loop()
-        self.waiting_since: float | None = None  # when the current socket wait began (None: not waiting)
-        self.expired = False
 
     async def read_packet(self) -> tuple[int, bytes] | None:
         try:
@@ -250,28 +247,23 @@ class _Connection:
                 pass
 
     async def within_timeout(self, waiting: Awaitable[T]) -> T:
-        """Await socket I/O; past the timeout the connection is closed. One watchdog timer per
-        connection (:meth:`watch`) rather than one per read: a message is dozens of reads."""
-        self.waiting_since = self.loop.time()
+        """Await socket I/O; past the timeout the connection is closed (a timer, no task per read)."""
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            self.writer.transport.abort()
+
+        timer = asyncio.get_running_loop().call_later(self.server.timeout, expire)
         try:
             return await waiting
         except (asyncio.IncompleteReadError, ConnectionError):
-            if self.expired:
+            if expired:
                 raise TimeoutError(f"nothing from the MTA for {self.server.timeout} s") from None
             raise
         finally:
-            self.waiting_since = None
-
-    def watch(self) -> None:
-        """Close the connection if its current wait is older than the timeout; else look again
-        when it would be."""
-        timeout, since = self.server.timeout, self.waiting_since
-        left = timeout if since is None else since + timeout - self.loop.time()
-        if left <= 0:
-            self.expired = True
-            self.writer.transport.abort()
-        else:
-            self.watchdog = self.loop.call_later(left, self.watch)
+            timer.cancel()
 
     def reply(self, command: int, payload: bytes = b"") -> None:
         self.out += encode_packet(command, payload)
@@ -281,21 +273,17 @@ class _Connection:
             self.reply(REPLY_CONTINUE)
 
     async def run(self) -> None:
-        self.watchdog = self.loop.call_later(self.server.timeout, self.watch)
-        try:
-            while True:
-                packet = await self.read_packet()
-                if packet is None:
-                    return
-                command, payload = packet
-                if not await self.handle(command, payload):
-                    return
-                if self.out:
-                    self.writer.write(bytes(self.out))
-                    self.out.clear()
-                    await self.within_timeout(self.writer.drain())
-        finally:
-            self.watchdog.cancel()
+        while True:
+            packet = await self.read_packet()
+            if packet is None:
+                return
+            command, payload = packet
+            if not await self.handle(command, payload):
+                return
+            if self.out:
+                self.writer.write(bytes(self.out))
+                self.out.clear()
+                await self.within_timeout(self.writer.drain())
 
     async def handle(self, command: int, payload: bytes) -> bool:
         """Answer one packet; False when the MTA said goodbye."""

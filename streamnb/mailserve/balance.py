@@ -25,10 +25,13 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 
-__all__ = ["Load", "POLL", "STALE", "accept"]
+__all__ = ["Load", "POLL", "REFRESH", "STALE", "accept"]
 
 #: Seconds between two looks of a process that holds more connections than another one.
 POLL = 0.005
+#: Seconds between two heartbeats: a process waiting to accept publishes its connections this
+#: often (those that closed meanwhile), so the others do not take it for busier than it is.
+REFRESH = 0.01
 #: Seconds after which a process's slot no longer counts (no heartbeat since).
 STALE = 1.0
 _SLOT = 3  # doubles per slot: open connections, the time of the last accept, of the last heartbeat
@@ -85,10 +88,10 @@ class Load:
         self._cells[slot * _SLOT + 2] = 0.0
 
     async def heartbeat(self) -> None:
-        """Publish every ``STALE / 4`` seconds (while the event loop runs)."""
+        """Publish every :data:`REFRESH` seconds (while the event loop runs)."""
         while True:
             self.publish()
-            await asyncio.sleep(STALE / 4)
+            await asyncio.sleep(REFRESH)
 
     def close(self) -> None:
         self._cells.release()

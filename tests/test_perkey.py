@@ -113,7 +113,8 @@ def test_a_key_without_a_learner_is_looked_up_in_the_store_once(tmp_path, monkey
     (or :meth:`PerKey.forget_absent`, when another process may have written) makes it read again;
     the answers are those of a learner that reads the store each time."""
     data = stream(300, 6, seed=5)
-    remembering = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path / "a"), remember_absent=True)
+    remembering = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path / "a"),
+                         remember_absent=True)  # fmt: skip
     reading = PerKey(SpamFilter(), by="user", max_resident=2, store=str(tmp_path / "b"))
     loads: list = []
     store = remembering._store

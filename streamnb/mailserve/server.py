@@ -121,8 +121,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if listeners.milter is not None:
             from streamnb.mailserve.milter_bridge import milter_server
 
-            milter = milter_server(service, timeout=listeners.milter_timeout, max_connections=listeners.max_connections,
-                                   user=listeners.milter_user)  # fmt: skip
+            milter = milter_server(service, timeout=listeners.milter_timeout,
+                                   max_connections=listeners.max_connections, user=listeners.milter_user)
         load_path = f"{private}/load" if private is not None else None
         if load_path is not None:
             Load.create(load_path, listeners.workers)

@@ -41,7 +41,8 @@ START_TIMEOUT = 120.0
 class Workers:
     """The writer's check workers: started, watched (restarted if one dies), stopped."""
 
-    def __init__(self, spec: dict[str, Any], count: int, fds: dict[str, int], gone: Callable[[int], None]) -> None:
+    def __init__(self, spec: dict[str, Any], count: int, fds: dict[str, int],
+                 gone: Callable[[int], None]) -> None:  # fmt: skip
         """``count`` workers sharing the listening sockets ``fds``; ``gone(slot)`` is called
         when the worker of a load slot died."""
         self.spec = {**spec, "fds": fds}
@@ -102,7 +103,8 @@ class Workers:
             task.cancel()
 
 
-def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metrics: str, load: str) -> dict[str, Any]:
+def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metrics: str,
+         load: str) -> dict[str, Any]:  # fmt: skip
     """What a worker needs to know, as JSON: the settings, the bound ports, the writer's socket,
     the metrics' directory, the load file (:class:`~streamnb.mailserve.balance.Load`)."""
     out = dataclasses.asdict(listeners)
@@ -110,7 +112,8 @@ def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metric
         if out[name] is not None:
             out[name] = [out[name][0], ports[name]]
     out["workers"] = 1
-    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket, "metrics": metrics, "load": load}
+    return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket, "metrics": metrics,
+            "load": load}  # fmt: skip
 
 
 async def _run(data: dict[str, Any]) -> None:
@@ -146,8 +149,8 @@ async def _run(data: dict[str, Any]) -> None:
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
     milter = None
     if listeners.milter is not None:
-        milter = milter_server(service, timeout=listeners.milter_timeout, max_connections=listeners.max_connections,
-                               user=listeners.milter_user)  # fmt: skip
+        milter = milter_server(service, timeout=listeners.milter_timeout,
+                               max_connections=listeners.max_connections, user=listeners.milter_user)
     tasks: list[asyncio.Task] = []
     try:
         await runner.setup()

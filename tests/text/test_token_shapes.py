@@ -93,6 +93,6 @@ def test_token_counts_are_the_counted_tokens_in_order():
             expected = collections.Counter(oracle(text, lowercase, False))
             assert list(plaintext.token_counts(text, lowercase).items()) == list(expected.items()), text
             into = {"h:x": 2, "h:" + text[:3]: 1}
-            merged = dict(collections.Counter(into) + collections.Counter("h:" + t for t in expected.elements()))
+            merged = dict(collections.Counter(into) + collections.Counter(f"h:{t}" for t in expected.elements()))
             got = plaintext.token_counts(text, lowercase, "h:", into)
             assert got is into and list(got.items()) == list(merged.items()), text

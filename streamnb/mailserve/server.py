@@ -26,7 +26,7 @@ from streamnb.mailserve.workers import Workers, spec
 if TYPE_CHECKING:
     from streamnb.mailserve.milter import MilterServer
 
-__all__ = ["LISTEN_BACKLOG", "Listeners", "answering", "listening", "serve"]
+__all__ = ["LISTEN_BACKLOG", "Answering", "Listeners", "answer", "listening", "serve"]
 
 log = logging.getLogger("streamnb.mailserve")
 
@@ -58,12 +58,42 @@ def listening(address: tuple[str, int]) -> socket.socket:
     return sock
 
 
-def answering(sockets: dict[str, socket.socket], runner: web.BaseRunner, milter: MilterServer | None,
-              load_path: str | None, slot: int) -> tuple[Load, list[asyncio.Task]]:  # fmt: skip
-    """This process answering on ``sockets`` (``"http"``: ``runner``'s app; ``"milter"``:
-    ``milter``), accepting while it holds the fewest connections of the processes sharing
-    ``load_path`` (its slot ``slot``; None: this process alone): the load and the tasks to
-    cancel at the end."""
+@dataclass
+class Answering:
+    """A process answering on its listening sockets (:func:`answer`): the HTTP app's runner (the
+    writer also serves it on its private socket), the milter, the load it publishes and the tasks
+    that accept and beat."""
+
+    runner: web.AppRunner
+    milter: MilterServer | None
+    load: Load
+    tasks: list[asyncio.Task]
+
+    async def close(self) -> None:
+        """Stop accepting, close every connection, leave the load's file."""
+        for task in self.tasks:
+            task.cancel()
+        await self.runner.cleanup()
+        if self.milter is not None:
+            await self.milter.close()
+        self.load.close()
+
+
+async def answer(service: MailService, listeners: Listeners, sockets: dict[str, socket.socket],
+                 load_path: str | None, slot: int) -> Answering:  # fmt: skip
+    """This process answering with ``service`` on ``sockets`` (``"http"``: the HTTP app;
+    ``"milter"``: the milter), accepting while it holds the fewest connections of the processes
+    sharing ``load_path`` (its slot ``slot``; None: this process alone)."""
+    config = service.config
+    app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+    await runner.setup()
+    milter = None
+    if listeners.milter is not None:
+        from streamnb.mailserve.milter_bridge import milter_server
+
+        milter = milter_server(service, timeout=listeners.milter_timeout,
+                               max_connections=listeners.max_connections, user=listeners.milter_user)
     loop = asyncio.get_running_loop()
     server = runner.server
     assert server is not None  # set up
@@ -81,14 +111,13 @@ def answering(sockets: dict[str, socket.socket], runner: web.BaseRunner, milter:
         tasks.append(loop.create_task(accept(sockets["http"], load, http)))
     if "milter" in sockets and milter is not None:
         tasks.append(loop.create_task(accept(sockets["milter"], load, milter.serve_accepted)))
-    return load, tasks
+    return Answering(runner, milter, load, tasks)
 
 
 async def serve(config: ServeConfig, listeners: Listeners,
                 ready: Callable[[dict[str, int]], None] | None = None) -> None:  # fmt: skip
     """Serve until SIGTERM or SIGINT; ``ready`` is called with the bound ports."""
-    shared = listeners.workers > 1
-    private = tempfile.mkdtemp(prefix="streamnb-mail-") if shared else None
+    private = tempfile.mkdtemp(prefix="streamnb-mail-") if listeners.workers > 1 else None
     if private is not None:  # one set of metrics for all the processes
         os.mkdir(f"{private}/metrics")
         share_between_processes(f"{private}/metrics")
@@ -103,54 +132,37 @@ async def serve(config: ServeConfig, listeners: Listeners,
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     sockets: dict[str, socket.socket] = {}
-    runner = None
-    milter = None
+    answering = None
     workers = None
-    load = None
-    tasks: list[asyncio.Task] = []
     timer = loop.create_task(service.snapshot_timer())
     try:
-        app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
-        runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
-        await runner.setup()
         for name in ("http", "milter"):
             address = getattr(listeners, name)
             if address is not None:
                 sockets[name] = listening(address)
         ports = {name: int(sock.getsockname()[1]) for name, sock in sockets.items()}
-        if listeners.milter is not None:
-            from streamnb.mailserve.milter_bridge import milter_server
-
-            milter = milter_server(service, timeout=listeners.milter_timeout,
-                                   max_connections=listeners.max_connections, user=listeners.milter_user)
         load_path = f"{private}/load" if private is not None else None
         if load_path is not None:
             Load.create(load_path, listeners.workers)
-        load, tasks = answering(sockets, runner, milter, load_path, 0)
+        answering = await answer(service, listeners, sockets, load_path, 0)
         if private is not None:  # the workers' way to learn: the same app on a private socket
             socket_path = f"{private}/writer.sock"
-            await web.UnixSite(runner, socket_path).start()
+            await web.UnixSite(answering.runner, socket_path).start()
             details = spec(config, listeners, ports, socket_path, f"{private}/metrics", f"{private}/load")
             fds = {name: sock.fileno() for name, sock in sockets.items()}
-            workers = Workers(details, listeners.workers - 1, fds, gone=load.vacate)
+            workers = Workers(details, listeners.workers - 1, fds, gone=answering.load.vacate)
             await workers.start()
         if ready is not None:
             ready(ports)
         await stop.wait()
     finally:
         timer.cancel()
-        for task in tasks:
-            task.cancel()
-        for sock in sockets.values():
-            sock.close()
         if workers is not None:
             await workers.stop()
-        if runner is not None:
-            await runner.cleanup()
-        if milter is not None:
-            await milter.close()
-        if load is not None:
-            load.close()
+        if answering is not None:
+            await answering.close()
+        for sock in sockets.values():
+            sock.close()
         await service.close()
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)

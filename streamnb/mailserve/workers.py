@@ -117,13 +117,9 @@ def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metric
 
 
 async def _run(data: dict[str, Any]) -> None:
-    from aiohttp import web
-
     from streamnb.mailserve.forward import LearnForwarder
-    from streamnb.mailserve.http import make_app
     from streamnb.mailserve.metrics import share_between_processes
-    from streamnb.mailserve.milter_bridge import milter_server
-    from streamnb.mailserve.server import Listeners, answering
+    from streamnb.mailserve.server import Answering, Listeners, answer
     from streamnb.mailserve.service import MailService, ServeConfig
 
     share_between_processes(data["metrics"])
@@ -145,27 +141,17 @@ async def _run(data: dict[str, Any]) -> None:
         loop.call_soon_threadsafe(stop.set)
 
     threading.Thread(target=watch_stdin, daemon=True).start()
-    app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
-    milter = None
-    if listeners.milter is not None:
-        milter = milter_server(service, timeout=listeners.milter_timeout,
-                               max_connections=listeners.max_connections, user=listeners.milter_user)
-    tasks: list[asyncio.Task] = []
+    answering: Answering | None = None
     try:
-        await runner.setup()
-        _, tasks = answering(sockets, runner, milter, data["load"], data["slot"])
+        answering = await answer(service, listeners, sockets, data["load"], data["slot"])
         sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
         sys.stdout.flush()
         await stop.wait()
     finally:
-        for task in tasks:
-            task.cancel()
+        if answering is not None:
+            await answering.close()
         for sock in sockets.values():
             sock.close()
-        await runner.cleanup()
-        if milter is not None:
-            await milter.close()
         await service.close()
 
 

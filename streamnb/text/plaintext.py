@@ -125,8 +125,7 @@ def _shaped(tok: str, lowercase: bool) -> tuple[list[str], str | None]:
 
 
 def _kept(tok: str) -> str:
-    """``tok``, or its ``skip:`` token if it is longer than ``MAX_TOKEN_LENGTH`` (written out
-    where each word is read)."""
+    """``tok``, or its ``skip:`` token if it is longer than ``MAX_TOKEN_LENGTH``."""
     return tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}"
 
 
@@ -146,7 +145,7 @@ def tokens(text: str, lowercase: bool = True, bigrams: bool = False, prefix: str
     add, remember = out.append, plain.append
     for tok in _matches(_prepared(text, lowercase)):
         if tok.isalpha():  # a word (the usual token: letters only)
-            tok = tok if len(tok) <= MAX_TOKEN_LENGTH else f"skip:{tok[0]}:{len(tok) // 10}"
+            tok = _kept(tok)
             add(tok)
             remember(tok)
             continue
@@ -176,7 +175,7 @@ def token_counts(text: str, lowercase: bool = True, prefix: str = "",
     for chunk, n in Counter(_prepared(text, lowercase).split()).items():  # no token holds white space
         word = chunk.strip(_AROUND_WORDS)
         if word.isalpha() and word != "www":  # letters, separators around: one word ("www." may be a URL)
-            t = prefix + (word if len(word) <= MAX_TOKEN_LENGTH else f"skip:{word[0]}:{len(word) // 10}")
+            t = prefix + _kept(word)
             out[t] = get(t, 0) + n
             continue
         for tok in _matches(chunk):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from functools import partial
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from river import base
@@ -12,13 +12,6 @@ from river.base import tags
 from streamnb.exceptions import InvalidEventError
 from streamnb.text.mail import MAX_BODY_BYTES, decode_bytes, looks_like_mail, parse
 from streamnb.text.plaintext import token_counts, tokens
-
-Tokens = TypeVar("Tokens", list[str], dict[str, int])  # a message's tokens in order, or counted
-
-
-def _count(counts: dict[str, int], tokens: list[str]) -> None:
-    for t in tokens:
-        counts[t] = counts.get(t, 0) + 1
 
 __all__ = ["CHAR_GRAM_BYTES", "DEFAULT_HEADERS", "GRAM_PREFIX", "IGNORED_HEADERS", "Tokenizer"]
 
@@ -48,6 +41,14 @@ _IGNORED_PREFIXES = tuple(h[:-1] for h in IGNORED_HEADERS if h.endswith("*"))
 
 def _ignored(name: str) -> bool:
     return name in _IGNORED_NAMES or name.startswith(_IGNORED_PREFIXES)
+
+
+Tokens = TypeVar("Tokens", list[str], dict[str, int])  # a message's tokens in order, or counted
+
+
+def _count(counts: dict[str, int], tokens: list[str]) -> None:
+    for t in tokens:
+        counts[t] = counts.get(t, 0) + 1
 
 
 class Tokenizer(base.Transformer):

@@ -60,9 +60,8 @@ def listening(address: tuple[str, int]) -> socket.socket:
 
 @dataclass
 class Answering:
-    """A process answering on its listening sockets (:func:`answer`): the HTTP app's runner (the
-    writer also serves it on its private socket), the milter, the load it publishes and the tasks
-    that accept and beat."""
+    """A process answering on its listening sockets (:func:`answer`): the HTTP app's runner, the
+    milter, the load it publishes and the tasks that accept and beat."""
 
     runner: web.AppRunner
     milter: MilterServer | None
@@ -133,6 +132,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
         loop.add_signal_handler(sig, stop.set)
     sockets: dict[str, socket.socket] = {}
     answering = None
+    inner: web.AppRunner | None = None
     workers = None
     timer = loop.create_task(service.snapshot_timer())
     try:
@@ -145,9 +145,13 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if load_path is not None:
             Load.create(load_path, listeners.workers)
         answering = await answer(service, listeners, sockets, load_path, 0)
-        if private is not None:  # the workers' way to learn: the same app on a private socket
+        if private is not None:  # the workers' way to learn: the same app on a private socket, its
+            # own runner: the workers' connections to it are not load (they would hold the writer busy)
             socket_path = f"{private}/writer.sock"
-            await web.UnixSite(answering.runner, socket_path).start()
+            inner = web.AppRunner(make_app(service, config.max_bytes, listeners.max_body, listeners.timeout),
+                                  access_log=None, keepalive_timeout=listeners.timeout)  # fmt: skip
+            await inner.setup()
+            await web.UnixSite(inner, socket_path).start()
             details = spec(config, listeners, ports, socket_path, f"{private}/metrics", f"{private}/load")
             fds = {name: sock.fileno() for name, sock in sockets.items()}
             workers = Workers(details, listeners.workers - 1, fds, gone=answering.load.vacate)
@@ -161,6 +165,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
             await workers.stop()
         if answering is not None:
             await answering.close()
+        if inner is not None:
+            await inner.cleanup()
         for sock in sockets.values():
             sock.close()
         await service.close()

@@ -111,11 +111,20 @@ def test_every_process_answers_metrics_for_all_of_them(tmp_path):
         data = corpus(24, seed=5)
         for raw, label in data[:8]:  # learns through both processes: each counted once, by the writer
             d.learn(raw, label, "ann")
-        answered = set()
-        for raw, _ in data[8:]:
-            d.check(raw, "ann")
-            answered.add(d.request("GET", "/healthz")[1]["pid"])
-        assert len(answered) == 2  # fresh connections reached both processes
+        held = [http.client.HTTPConnection("127.0.0.1", d.port, timeout=30) for _ in range(2)]
+        try:  # two connections held open: one per process (least connections)
+            answered = set()
+            for conn in held:
+                conn.connect()
+                conn.request("GET", "/healthz")
+                answered.add(json.loads(conn.getresponse().read())["pid"])
+            assert answered == {d.proc.pid, *pids(d)} and len(answered) == 2
+            for i, (raw, _) in enumerate(data[8:]):
+                held[i % 2].request("POST", "/checkv2", body=raw, headers={"User": "ann"})
+                assert held[i % 2].getresponse().read()
+        finally:
+            for conn in held:
+                conn.close()
         spam = sum(label == "spam" for _, label in data[:8])
         for _ in range(20):  # whichever process answers /metrics, the same sums
             text = d.request("GET", "/metrics")[1]

@@ -8,7 +8,7 @@ Code lines only: no blank lines, comments or docstrings. The compiled sources ar
 and ``.pxd``) and ``streamnb/kernels.py``. The Python around them is every function that reads
 the compiled module (``kernels.native`` before, the ``*_ops`` modules after), plus the helpers
 that exist for that path by name (``*_fast``, ``_kernel_args``, ``_fast_views``, ``_scalar``,
-``_took``, ``_fresh``, ``_event_cells``, ``_pair_cells``, ``_sum_cells``, ``tree_cells``,
+``_took``, ``_fresh``, ``_event_cells``, ``_learn_cells``, ``_pair_cells``, ``_sum_cells``, ``tree_cells``,
 ``_add_compiled``, ``viewed``, ``take_views``, ``make_cells``). Each function is printed, so the
 choice can be checked.
 """
@@ -24,7 +24,7 @@ import tarfile
 from pathlib import Path
 
 CALLS = re.compile(r"kernels\.native|\bnative\.|\b(event_ops|moment_ops|word_ops)\b")
-HELPERS = re.compile(r"_fast$|^(_kernel_args|_fast_views|_scalar|_took|_event_cells|_pair_cells|_sum_cells"
+HELPERS = re.compile(r"_fast$|^(_kernel_args|_fast_views|_scalar|_took|_event_cells|_learn_cells|_pair_cells|_sum_cells"
                      r"|tree_cells|_add_compiled|viewed|take_views|make_cells)$|^_fresh$")  # fmt: skip
 C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 

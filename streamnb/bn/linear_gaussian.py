@@ -137,18 +137,11 @@ class LinearGaussianPart(CoMomentPart):
         return state
 
     # -- one raw event ---------------------------------------------------------------------
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        """:meth:`learn_one` of a raw event in one call (:meth:`~streamnb.stats.moment_cells.MomentCells.learn_moments`):
-        the Gaussian part's cells, then the co-moments."""
-        if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
-            return False
-        got = self._event_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
-                                                 self._excluded(), True, self.co_limit(), self._scales())
-        if got is None:
-            return False
-        self._top, self._top_id = got
-        self._derived = None
-        return True
+    def _learn_cells(self, x: dict, k: int, w: float) -> tuple[float | None, int] | None:
+        """The Gaussian part's cells, then the co-moments, in one call
+        (:meth:`~streamnb.stats.moment_cells.MomentCells.learn_moments`)."""
+        return self._event_cells().learn_moments(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
+                                                  self._excluded(), True, self.co_limit(), self._scales())
 
     def joint_fast(self, x: dict) -> list | None:
         """:meth:`joint_one` of a raw event when every observed feature's parent is observed."""

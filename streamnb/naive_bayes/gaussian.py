@@ -134,13 +134,19 @@ class GaussianPart(Part):
     def learn_fast(self, x: dict, k: int, w: float) -> bool:
         if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
-        got = self._event_cells().learn(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
-                                        self._fast_args()[0], True, -1)
+        got = self._learn_cells(x, k, w)
         if got is None:
             return False
         self._top, self._top_id = got
         self._derived = None
         return True
+
+    def _learn_cells(self, x: dict, k: int, w: float) -> tuple[float | None, int] | None:
+        """The raw event ``x`` learned into the cells
+        (:meth:`~streamnb.stats.cells.WelfordCells.learn`): the spread's maximum and where it is,
+        or None, having changed nothing, if ``x`` is not plain."""
+        return self._event_cells().learn(x, self.features.ids, k, w, self._spreads(), self._top, self._top_id,
+                                         self._fast_args()[0], True, -1)
 
     def joint_fast(self, x: dict) -> list | None:
         if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's

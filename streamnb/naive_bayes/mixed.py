@@ -196,29 +196,10 @@ class MixedNB(FeatureKinds, ComposedNB):
         >>> print(model._route({"temp": "warm"}))  # a string for a numeric feature: an error to raise
         None
         """
-        declared = self.kinds
-        if not declared:  # the split of every event: as short as it gets
-            categories, numbers = event_ops.split_strings(x)
-            gaussian, categorical = self._kind_parts
-            if numbers and categories:
-                if not gaussian.features.ids.keys().isdisjoint(categories):  # type: ignore[attr-defined]
-                    return None
-                return [(gaussian, numbers), (categorical, categories)]
-            return self._shares(numbers, categories)
-        numbers, categories = {}, {}
-        for f, v in x.items():
-            t = type(v)
-            kind = declared.get(f)
-            if kind == "categorical":
-                if t is not str and t is not int:  # a float, None, a bool...: the Python path
-                    return None
-                categories[f] = v
-            elif t is str:
-                if kind == "gaussian":
-                    return None
-                categories[f] = v
-            else:
-                numbers[f] = v
+        split = event_ops.split_strings(x, self.kinds or None)
+        if split is None:
+            return None
+        categories, numbers = split
         return self._shares(numbers, categories)
 
     def _shares(self, numbers: dict, categories: dict) -> list[tuple[Part, dict]] | None:

@@ -6,7 +6,7 @@ cdef double MAX_ABS, _LOG_2PI, _NAN, _MAX_FLOAT
 
 cpdef double number(object value)
 
-cpdef tuple split_strings(dict x)
+cpdef object split_strings(dict x, object kinds=*)
 
 @cython.locals(total=double, v=double, shift=double, top=double, m=double)
 cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)

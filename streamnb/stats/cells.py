@@ -49,17 +49,33 @@ def number(value: object) -> float:
     return x if abs(x) <= MAX_ABS else _NAN
 
 
-def split_strings(x: dict) -> tuple:
-    """``x`` as two events, in its order: its entries whose value is a ``str``, and the others.
+def split_strings(x: dict, kinds: dict | None = None) -> tuple | None:
+    """``x`` as two events, in its order: its categories and the others. A category is a
+    ``str`` value or, with ``kinds`` (feature: ``"categorical"`` or ``"gaussian"``), a value of
+    a feature declared categorical; None if that value is not a ``str`` or an ``int``, or a
+    ``str`` is of a feature declared gaussian (events for the caller's general path).
 
     >>> split_strings({"temp": 21.5, "sky": "sunny", "n": 3})
     ({'sky': 'sunny'}, {'temp': 21.5, 'n': 3})
+    >>> split_strings({"temp": 21.5, "zip": 75001}, {"zip": "categorical"})
+    ({'zip': 75001}, {'temp': 21.5})
     """
     strings: dict = {}
     others: dict = {}
     for key, value in x.items():
-        if type(value) is str:
+        t = type(value)
+        kind = kinds.get(key) if kinds is not None else None
+        if kind is None:  # not declared: a str is a category
+            if t is str:
+                strings[key] = value
+            else:
+                others[key] = value
+        elif kind == "categorical":
+            if t is not str and t is not int:
+                return None
             strings[key] = value
+        elif t is str:
+            return None
         else:
             others[key] = value
     return strings, others

@@ -86,6 +86,34 @@ def test_split_strings_keeps_each_entry_and_the_order(module):
         assert all(a is b for a, b in zip(strings.values(), (v for v in x.values() if type(v) is str)))
 
 
+def _split_by_kinds(x: dict, kinds: dict) -> tuple | None:
+    """The split MixedNB(kinds=...) wants, written out per rule (the oracle)."""
+    strings, others = {}, {}
+    for key, value in x.items():
+        declared = kinds.get(key)
+        if declared == "categorical" and type(value) not in (str, int):
+            return None  # a float, None, a bool of a categorical feature: the general path
+        if declared == "gaussian" and type(value) is str:
+            return None  # a string of a numeric feature: an error to raise there
+        (strings if declared == "categorical" or type(value) is str else others)[key] = value
+    return strings, others
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_split_strings_with_kinds_follows_the_declared_kinds(module):
+    values = ["a", StrSub("b"), 1, 2.5, True, None, float("nan"), 10**30]
+    rng = random.Random(7)
+    splits = refused = 0
+    for size in range(0, 8):
+        for _ in range(60):
+            kinds = {f"f{i}": rng.choice(["categorical", "gaussian"]) for i in range(8) if rng.random() < 0.4}
+            x = {f"f{i}": rng.choice(values) for i in rng.sample(range(8), size)}
+            want, got = _split_by_kinds(x, kinds), module.split_strings(x, kinds)
+            assert got == want and (got is None or [list(part) for part in got] == [list(part) for part in want])
+            splits, refused = splits + (got is not None), refused + (got is None)
+    assert splits > 50 and refused > 50  # both outcomes were tried
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_learning_equals_welford_update_ids_bit_for_bit(module):
     """The cells after a stream: what Welford.update_ids (numpy, the batch statistic's one-event

@@ -90,7 +90,7 @@ class BaseNB(base.MiniBatchClassifier):
             k, w = fast
             for whole in self._wholes:
                 if whole.learn_fast(x, k, w):  # the cells path
-                    self._counted_fast(whole, k, w)
+                    self._counted_fast(k, w, whole)
                     return
         if type(x) is not dict:
             check_event(x)
@@ -131,7 +131,7 @@ class BaseNB(base.MiniBatchClassifier):
                 values, learned = got
                 proba = self._proba(values)
                 if learned:
-                    self._counted_fast(whole, k, w)
+                    self._counted_fast(k, w, whole)
                 else:
                     self.learn_one(x, y, w)
                 return proba
@@ -149,13 +149,15 @@ class BaseNB(base.MiniBatchClassifier):
                 return k, float(w)
         return None
 
-    def _counted_fast(self, part: Part, k: int, w: float) -> None:
-        """What learning an event of class ``k`` and weight ``w`` does besides, once ``part``
-        learned it on the cells path: the class count, the caches, the cap."""
+    def _counted_fast(self, k: int, w: float, part: Part | None = None) -> None:
+        """What learning an event of class ``k`` and weight ``w`` does besides, once the parts
+        learned it on the cells path (``part``: it alone had features in it): the class count,
+        the caches, the cap."""
         counts, (step,) = self.class_view()
         counts[k * step] += w
         self._log_prior_cache = None
-        self._learned_fast(part)
+        if part is not None:
+            self._learned_fast(part)
         if getattr(self, "max_features", None) is not None:
             self._cap()
 

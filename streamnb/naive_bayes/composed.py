@@ -55,14 +55,6 @@ class ComposedNB(BaseNB):
             jll = got if jll is None else [*map(add, jll, got)]
         return jll
 
-    def _counted(self, k: int, w: float) -> None:
-        """The class count and what depends on it, once the parts learned an event."""
-        counts, (step,) = self.class_view()
-        counts[k * step] += w
-        self._log_prior_cache = None
-        if getattr(self, "max_features", None) is not None:
-            self._cap()
-
     #: Whether :meth:`_whole` is asked before :meth:`_route`: events of one kind come in runs,
     #: and a part's kernel reads such an event without the split; after an event of several
     #: kinds the route goes first. Only a matter of speed.
@@ -91,7 +83,7 @@ class ComposedNB(BaseNB):
         if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
             if self._whole_first and (whole := self._whole(x)) is not None and whole.learn_fast(x, k, v):
-                self._counted(k, v)
+                self._counted_fast(k, v, whole)
                 return
             shares = self._route(x)
             if shares is not None:
@@ -102,7 +94,7 @@ class ComposedNB(BaseNB):
                     for part, sub in rest:
                         if not part.learn_fast(sub, k, v):  # new keys: the part's Python path registers them
                             part.learn_one(part.prepare(sub), k, v)
-                    self._counted(k, v)
+                    self._counted_fast(k, v)
                     return
         super().learn_one(x, y, w)
 
@@ -115,7 +107,7 @@ class ComposedNB(BaseNB):
                     values, learned = got
                     proba = self._proba(values)
                     if learned:
-                        self._counted(k, v)
+                        self._counted_fast(k, v, whole)
                     else:
                         self.learn_one(x, y, w)
                     return proba
@@ -143,5 +135,5 @@ class ComposedNB(BaseNB):
                 part.learn_one(part.prepare(sub), k, w)
         if not learned:
             last.learn_one(last.prepare(last_sub), k, w)
-        self._counted(k, w)
+        self._counted_fast(k, w)
         return proba

@@ -26,7 +26,7 @@ from streamnb.mailserve.workers import Workers, spec
 if TYPE_CHECKING:
     from streamnb.mailserve.milter import MilterServer
 
-__all__ = ["LISTEN_BACKLOG", "Answering", "Listeners", "answer", "listening", "serve"]
+__all__ = ["LISTEN_BACKLOG", "Answering", "Listeners", "answer", "app_runner", "listening", "serve"]
 
 log = logging.getLogger("streamnb.mailserve")
 
@@ -78,15 +78,21 @@ class Answering:
         self.load.close()
 
 
+async def app_runner(service: MailService, listeners: Listeners) -> web.AppRunner:
+    """The HTTP app of ``service`` with the listeners' bounds, set up for a site to serve."""
+    app = make_app(service, service.config.max_bytes, listeners.max_body, listeners.timeout,
+                   listeners.max_connections)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+    await runner.setup()
+    return runner
+
+
 async def answer(service: MailService, listeners: Listeners, sockets: dict[str, socket.socket],
                  load_path: str | None, slot: int) -> Answering:  # fmt: skip
     """This process answering with ``service`` on ``sockets`` (``"http"``: the HTTP app;
     ``"milter"``: the milter), accepting while it holds the fewest connections of the processes
     sharing ``load_path`` (its slot ``slot``; None: this process alone)."""
-    config = service.config
-    app = make_app(service, config.max_bytes, listeners.max_body, listeners.timeout, listeners.max_connections)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
-    await runner.setup()
+    runner = await app_runner(service, listeners)
     milter = None
     if listeners.milter is not None:
         from streamnb.mailserve.milter_bridge import milter_server
@@ -148,9 +154,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if private is not None:  # the workers' way to learn: the same app on a private socket, its
             # own runner: the workers' connections to it are not load (they would hold the writer busy)
             socket_path = f"{private}/writer.sock"
-            inner = web.AppRunner(make_app(service, config.max_bytes, listeners.max_body, listeners.timeout),
-                                  access_log=None, keepalive_timeout=listeners.timeout)  # fmt: skip
-            await inner.setup()
+            inner = await app_runner(service, listeners)
             await web.UnixSite(inner, socket_path).start()
             details = spec(config, listeners, ports, socket_path, f"{private}/metrics", f"{private}/load")
             fds = {name: sock.fileno() for name, sock in sockets.items()}

@@ -9,16 +9,16 @@ headers) ``pip install`` goes on without it and streamnb runs the plain modules,
 at import. No fused multiply-add (``-ffp-contract=off``):
 compiled and plain Python give the same bits.
 
-The build compiles a copy that ends with the SHA-256 of the source and its declarations, which
-:mod:`streamnb.kernels` checks against the source beside it: a build of another checkout is
-never used. A module may take a cdef class from another one of them (``from
+A module is compiled when it has a ``.pxd`` beside it. The build compiles a copy that ends with
+the SHA-256 of every compiled module's source and declarations
+(:func:`streamnb.kernels.source_digest`), which :mod:`streamnb.kernels` checks against the
+sources beside it: a build of another checkout, or of an edited source, is never used. A module may take a cdef class from another one of them (``from
 streamnb.stats.cells cimport WelfordCells`` in its ``.pxd``, and the same names imported in its
 ``.py``): the copy takes them from that module's compiled build instead (its ``import`` line
-left out, its ``.pxd`` cimporting from ``<module>_compiled``), and its SHA-256 covers that
-module's source and declarations too.
+left out, its ``.pxd`` cimporting from ``<module>_compiled``).
 """
 
-import hashlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -26,27 +26,17 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
-COMPILED = ["streamnb/stats/cells", "streamnb/stats/category_cells", "streamnb/stats/pair_cells",
-            "streamnb/stats/moment_cells", "streamnb/text/words"]
+COMPILED = sorted(path.relative_to(HERE).with_suffix("").as_posix() for path in (HERE / "streamnb").rglob("*.pxd"))
 CIMPORT = re.compile(r"^from (streamnb(?:\.\w+)+) cimport ", re.MULTILINE)
 
 
-def sha256(*paths: str) -> str:
-    """The digest :func:`streamnb.kernels.source_digest` computes."""
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update((HERE / path).read_bytes())
-    return digest.hexdigest()
-
-
-def sources(stem: str) -> list[str]:
-    """The files a compiled module is built from (:func:`streamnb.kernels.sources`): its source,
-    its declarations, then those of each module they cimport from, in turn."""
-    pxd = (HERE / f"{stem}.pxd").read_text()
-    out = [f"{stem}.py", f"{stem}.pxd"]
-    for name in CIMPORT.findall(pxd):
-        out += [path for path in sources(name.replace(".", "/")) if path not in out]
-    return out
+def source_digest() -> str:
+    """:func:`streamnb.kernels.source_digest`, from the source tree (the package is not importable
+    before it is built)."""
+    spec = importlib.util.spec_from_file_location("streamnb_kernels", HERE / "streamnb" / "kernels.py")
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    return kernels.source_digest()
 
 
 def cython_modules() -> list:
@@ -55,6 +45,7 @@ def cython_modules() -> list:
     except ImportError:  # the build requires Cython; a build without it runs those modules as Python
         return []
     modules = []
+    digest = source_digest()
     for stem in COMPILED:
         copy = HERE / "build" / "cython" / f"{stem}_compiled"  # Cython finds the .pxd by the module's path
         copy.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +54,7 @@ def cython_modules() -> list:
         for name in CIMPORT.findall(pxd):  # the cdef classes of another compiled module: its build's
             source = re.sub(rf"^from {re.escape(name)} import .*$", "", source, flags=re.MULTILINE)
             pxd = pxd.replace(f"from {name} cimport ", f"from {name}_compiled cimport ")
-        copy.with_suffix(".py").write_text(f"{source}\nSOURCE_SHA256 = {sha256(*sources(stem))!r}\n")
+        copy.with_suffix(".py").write_text(f"{source}\nSOURCE_SHA256 = {digest!r}\n")
         copy.with_suffix(".pxd").write_text(pxd)
         name = f"{stem}_compiled".replace("/", ".")
         modules.append(Extension(name, [str(copy.with_suffix(".py").relative_to(HERE))], optional=True,

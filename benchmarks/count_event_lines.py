@@ -4,7 +4,7 @@ calls into them or marshals for them (issue: one source per statistic).
     python benchmarks/count_event_lines.py 0de05ab HEAD
 
 Code lines only: no blank lines, comments or docstrings. The compiled sources are
-``streamnb/_kernels.c`` where it exists, the modules in ``setup.py``'s ``COMPILED`` (their ``.py``
+``streamnb/_kernels.c`` where it exists, the modules ``setup.py`` compiles (their ``.py``
 and ``.pxd``) and ``streamnb/kernels.py``. The Python around them is every function that reads
 the compiled module (``kernels.native`` before, the ``*_ops`` modules after), plus the helpers
 that exist for that path by name (``*_fast``, ``_kernel_args``, ``_fast_views``, ``_scalar``,
@@ -65,7 +65,8 @@ def py_lines(text: str, start: int = 1, end: int | None = None, skip: set[int] |
 def count(rev: str, show: bool) -> int:
     tree = files(rev)
     setup = tree.get("setup.py", "")
-    stems = re.findall(r'"(streamnb/[\w/]+)"', m.group(1)) if (m := re.search(r"^COMPILED = \[(.*?)\]", setup, re.M | re.S)) else []
+    listed = re.search(r"^COMPILED = \[(.*?)\]", setup, re.M | re.S)  # before: a list; now: every .pxd's module
+    stems = re.findall(r'"(streamnb/[\w/]+)"', listed.group(1)) if listed else [p[:-4] for p in tree if p.endswith(".pxd")]
     compiled = [p for stem in stems for p in (f"{stem}.py", f"{stem}.pxd") if p in tree]
     compiled += [p for p in ("streamnb/_kernels.c", "streamnb/kernels.py") if p in tree]
     total = 0

@@ -15,11 +15,11 @@ the two; CI runs the test suite both ways).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
 import os
-import re
 from pathlib import Path
 from types import ModuleType
 from typing import TypeVar
@@ -27,29 +27,20 @@ from typing import TypeVar
 M = TypeVar("M", bound=ModuleType)
 _PURE = bool(os.environ.get("STREAMNB_PURE_PYTHON"))
 
-__all__ = ["compiled", "source_digest", "sources"]
+__all__ = ["compiled", "source_digest"]
 
 
-def source_digest(*paths: Path) -> str:
-    """The SHA-256 of the files ``paths`` read in order (what the build records in a compiled
-    module: see ``setup.py``)."""
+@functools.cache
+def source_digest() -> str:
+    """The SHA-256 of every compiled module's source and declarations: each ``.pxd`` in the
+    package and the ``.py`` beside it, in the order of their paths. The build records it in each
+    compiled module (see ``setup.py``), so an edit of any of them makes every build stale (a
+    module may take its base class from another's build)."""
     digest = hashlib.sha256()
-    for path in paths:
-        digest.update(path.read_bytes())
+    root = Path(__file__).parent
+    for declarations in sorted(root.rglob("*.pxd"), key=lambda p: p.relative_to(root).as_posix()):
+        digest.update(declarations.with_suffix(".py").read_bytes() + declarations.read_bytes())
     return digest.hexdigest()
-
-
-def sources(path: Path) -> list[Path]:
-    """The files the compiled build of the module at ``path`` is made from (as ``setup.py``
-    reads them): the source, its declarations (``.pxd``), then the sources of each streamnb
-    module those cimport from, and of the modules that one cimports from, in turn."""
-    declarations = path.with_suffix(".pxd")
-    root = Path(__file__).parent.parent
-    used = re.findall(r"^from (streamnb(?:\.\w+)+) cimport ", declarations.read_text(), re.MULTILINE)
-    out = [path, declarations]
-    for name in used:
-        out += [p for p in sources(root / f"{name.replace('.', '/')}.py") if p not in out]
-    return out
 
 
 _chosen: dict[str, ModuleType] = {}
@@ -75,11 +66,9 @@ def _choose(source: ModuleType) -> ModuleType:
     except ImportError:
         why = f"{source.__name__} is not compiled"
     else:
-        path = Path(str(source.__file__))
-        declarations = path.with_suffix(".pxd")
-        if Path(str(built.__file__)).parent != path.parent:
+        if Path(str(built.__file__)).parent != Path(str(source.__file__)).parent:
             why = f"the compiled {source.__name__} found ({built.__file__}) belongs to another installation"
-        elif declarations.exists() and getattr(built, "SOURCE_SHA256", None) != source_digest(*sources(path)):
+        elif getattr(built, "SOURCE_SHA256", None) != source_digest():
             why = f"the compiled {source.__name__} ({built.__file__}) was built from another source"
         else:
             return built

@@ -245,7 +245,7 @@ def test_the_compiled_module_is_used_only_when_built_from_this_source(case, tmp_
     fake.__file__ = str(path)
     built = types.ModuleType(f"{name}_compiled")
     built.__file__ = str(tmp_path / f"fake_{case}_compiled.so")
-    built.SOURCE_SHA256 = kernels.source_digest(path, declarations)  # type: ignore[attr-defined]
+    built.SOURCE_SHA256 = kernels.source_digest()  # type: ignore[attr-defined]
     if case == "edited":
         built.SOURCE_SHA256 = "another"  # type: ignore[attr-defined]
     if case == "elsewhere":

@@ -5,6 +5,8 @@ changes."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import math
 import random
 from pathlib import Path
@@ -32,12 +34,27 @@ def test_the_compiled_module_is_built_from_this_source():
     assert BUILT is not source, "streamnb.stats.pair_cells is not compiled from this source (pip install -e .)"
 
 
-def test_the_build_covers_the_modules_its_base_class_comes_from():
-    """PairCells extends category_cells.Categories, which extends cells.Event: an edit of any of
-    the three makes the build stale."""
-    path = Path(source.__file__)
-    stems = [path.with_suffix(""), path.parent / "category_cells", path.parent / "cells"]
-    assert kernels.sources(path) == [stem.with_suffix(ext) for stem in stems for ext in (".py", ".pxd")]
+def test_the_digest_covers_every_compiled_source(tmp_path, monkeypatch):
+    """PairCells extends category_cells.Categories, which extends cells.Event: the digest every
+    build records covers every module with declarations, so an edit of any makes them stale."""
+    root = Path(kernels.__file__).parent
+    compiled = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.pxd"))
+    assert {"stats/cells.pxd", "stats/category_cells.pxd", "stats/pair_cells.pxd"} <= set(compiled)
+    for stem in ("cells", "category_cells", "pair_cells"):
+        (tmp_path / "stats").mkdir(exist_ok=True)
+        for ext in (".py", ".pxd"):
+            (tmp_path / "stats" / f"{stem}{ext}").write_bytes((root / "stats" / f"{stem}{ext}").read_bytes())
+    fake = tmp_path / "kernels.py"
+    fake.write_bytes(Path(kernels.__file__).read_bytes())
+    digests = []
+    for edit in (None, "cells.py", "category_cells.pxd"):
+        if edit is not None:
+            (tmp_path / "stats" / edit).write_text((tmp_path / "stats" / edit).read_text() + "\n")
+        spec = importlib.util.spec_from_file_location(f"kernels_copy_{len(digests)}", fake)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        digests.append(module.source_digest())
+    assert len(set(digests)) == 3
 
 
 class Tree:

@@ -4,7 +4,6 @@ cimport cython
 from libc cimport math
 from streamnb.stats.cells cimport Event
 
-cdef double _MAX_FLOAT
 
 cdef class Categories(Event):
     cdef long long[::1] cats

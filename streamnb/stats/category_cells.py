@@ -20,7 +20,6 @@ from streamnb.stats.cells import Event
 
 __all__ = ["Categories", "CategoryCells"]
 
-_MAX_FLOAT = 1.7976931348623157e308
 
 
 class Categories(Event):
@@ -128,8 +127,6 @@ class CategoryCells(Categories):
         for f in range(self.size):
             if ev_ids[f] < 0 or ev_cats[f] < 0:
                 return False
-        if k < 0:
-            raise IndexError("streamnb: a class outside its cells")
         self.check(k + 1)
         cv, tv, kc, kt, c1, t1 = self.counts, self.totals, k * self.c0, k * self.t0, self.c1, self.t1
         for f in range(self.size):
@@ -141,7 +138,7 @@ class CategoryCells(Categories):
               strings_only: bool) -> bool:
         """Learn the event ``x`` with class ``k`` and weight ``w``; False, having changed nothing,
         if it is not plain or has a feature or category not known yet."""
-        if not (w > 0.0 and w <= _MAX_FLOAT) or not x:
+        if not (w > 0.0 and math.isfinite(w)) or not x:
             return False
         if not self.read_categories(x, cell_ids, feat_ids, exclude, strings_only):
             return False
@@ -169,5 +166,5 @@ class CategoryCells(Categories):
             return None
         if not 0 <= k < n_classes:
             raise IndexError("streamnb: a class outside its cells")
-        learned = w > 0.0 and w <= _MAX_FLOAT and self.size > 0 and self.add(k, w)
+        learned = w > 0.0 and math.isfinite(w) and self.size > 0 and self.add(k, w)
         return out, learned

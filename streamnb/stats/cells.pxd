@@ -2,7 +2,7 @@
 cimport cython
 from libc cimport math
 
-cdef double MAX_ABS, _LOG_2PI, _NAN, _MAX_FLOAT
+cdef double MAX_ABS, _LOG_2PI, _NAN
 
 cpdef double number(object value)
 

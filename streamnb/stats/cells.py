@@ -30,7 +30,6 @@ __all__ = ["MAX_ABS", "CountCells", "Event", "WelfordCells", "number", "posterio
 MAX_ABS = 1e100
 _LOG_2PI = 1.8378770664093453  # math.log(2 * math.pi)
 _NAN = float("nan")
-_MAX_FLOAT = 1.7976931348623157e308
 
 
 def number(value: object) -> float:
@@ -196,7 +195,7 @@ class WelfordCells(Event):
         ``spread`` and where it is (``top`` None: unknown), is kept current and returned: None
         when the feature holding it shrank and it must be counted again.
         """
-        if not (w > 0.0 and w <= _MAX_FLOAT) or not x or self.read(x, ids, exclude, raw, False) != 0:
+        if not (w > 0.0 and math.isfinite(w)) or not x or self.read(x, ids, exclude, raw, False) != 0:
             return None
         return self.update(k, w, spread, top, top_id, tracked)
 
@@ -308,7 +307,7 @@ class CountCells(Event):
             j = self.ids[f]
             if j < 0 or last < 0 or last + j * self.c1 >= n_cells:
                 raise IndexError("streamnb: a token outside its cells")
-        if (n_classes - 1) * self.t0 >= len(self.totals):
+        if n_classes < 1 or (n_classes - 1) * self.t0 >= len(self.totals):
             raise IndexError("streamnb: a class outside its totals")
 
     def score(self, n_classes: int, alpha: float, n_tokens: int) -> list:
@@ -347,10 +346,8 @@ class CountCells(Event):
     def learn(self, x: dict, ids: dict, k: int, w: float, raw: bool) -> bool:
         """Learn the event ``x`` with class ``k`` and weight ``w``; False, having changed
         nothing, if it is not plain or has a token ``ids`` does not know."""
-        if not (w > 0.0 and w <= _MAX_FLOAT) or not x or self.read(x, ids, None, raw, True) != 0:
+        if not (w > 0.0 and math.isfinite(w)) or not x or self.read(x, ids, None, raw, True) != 0:
             return False
-        if k < 0:
-            raise IndexError("streamnb: a class outside its cells")
         self.check(k + 1)
         self.add(k, w)
         return True
@@ -373,7 +370,7 @@ class CountCells(Event):
             return None
         if not 0 <= k < n_classes:
             raise IndexError("streamnb: a class outside its cells")
-        learn = self.unknown == 0 and self.size > 0 and w > 0.0 and w <= _MAX_FLOAT
+        learn = self.unknown == 0 and self.size > 0 and w > 0.0 and math.isfinite(w)
         if learn:
             self.add(k, w)
         return out, learn

@@ -4,7 +4,7 @@ cimport cython
 from libc cimport math
 from streamnb.stats.cells cimport WelfordCells
 
-cdef double PRIOR, TINY, LOG_2PI, MAX_FLOAT
+cdef double PRIOR, TINY, LOG_2PI
 
 cdef class MomentCells(WelfordCells):
     cdef double[::1] cn, cm, cs, cc, parx, jac

@@ -36,7 +36,6 @@ PRIOR = 1.0
 #: The smallest variance of a term (as :data:`streamnb.bn.gaussian_terms.TINY`).
 TINY = 1e-300
 LOG_2PI = 1.8378770664093453  # math.log(2 * math.pi)
-MAX_FLOAT = 1.7976931348623157e308
 
 
 class MomentCells(WelfordCells):
@@ -70,7 +69,7 @@ class MomentCells(WelfordCells):
         (:meth:`~streamnb.stats.cells.WelfordCells.update`, the features tracked in ``spread``,
         not their log slots), then the co-moments of every pair of them with id below
         ``limit``. ``(top, top_id)`` as ``update`` answers; None if it is not plain."""
-        if not (w > 0.0 and w <= MAX_FLOAT) or not x:
+        if not (w > 0.0 and math.isfinite(w)) or not x:
             return None
         if scales is not None and type(scales) is not bytearray:
             raise TypeError("streamnb: the scales are a bytearray")

@@ -3,7 +3,6 @@ cimport cython
 from libc cimport math
 from streamnb.stats.category_cells cimport Categories
 
-cdef double _MAX_FLOAT
 cdef double[::1] _TABLE
 
 @cython.locals(i=Py_ssize_t)

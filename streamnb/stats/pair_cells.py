@@ -30,7 +30,6 @@ from streamnb.stats.category_cells import Categories
 
 __all__ = ["PairCells", "SumCells", "xlogx"]
 
-_MAX_FLOAT = 1.7976931348623157e308
 
 
 #: ``log(i) * i`` for the whole numbers below its length (counts mostly are), by the same
@@ -211,7 +210,7 @@ class PairCells(Categories):
               w: float, sums: SumCells | None) -> bool:
         """Learn the event ``x`` with class ``k`` and weight ``w`` (:meth:`add`); False, having
         changed nothing, if it is not plain or has a cell not known yet."""
-        if not (w > 0.0 and w <= _MAX_FLOAT) or not x:
+        if not (w > 0.0 and math.isfinite(w)) or not x:
             return False
         if not self.read_cells(x, cell_ids, cf, exclude, strings_only):
             return False
@@ -221,7 +220,7 @@ class PairCells(Categories):
     def learn_ids(self, ids: list, fids: list, k: int, w: float, sums: SumCells | None) -> None:
         """Learn an event already read and registered: its cell ids and their feature ids
         (:meth:`take`, then :meth:`add`)."""
-        if not (w > 0.0 and w <= _MAX_FLOAT):
+        if not (w > 0.0 and math.isfinite(w)):
             raise ValueError("streamnb: expected a finite weight above 0")
         self.take(fids, ids)
         self.add(k, w, sums)

@@ -208,7 +208,7 @@ class TreePart(Part):
         if sums is not None:
             self.sums.counted()  # type: ignore[union-attr]
 
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+    def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
         """:meth:`learn_one` of an event of known categories (and no numbers) in one pass over
         the raw event: the pair cells, the normalizers and the kept entropy sums at once."""
         if self.fast_strings_only and type(next(iter(x.values()), "")) is not str:

@@ -128,7 +128,9 @@ class CategoricalPart(SmoothedPart):
         there (a learner deciding a feature's kind by its value) and ``x`` is not."""
         return self.fast_strings_only and type(next(iter(x.values()), "")) is not str
 
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+    def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
+        if read:  # the cells hold x, read by joint_fast
+            return self._cells.learn(None, None, None, k, w, None, False)  # type: ignore[no-any-return]
         if self._strings_only_refused(x):
             return False
         return self._event_cells().learn(x, self.cells.ids, self.features.ids, k, w, *self._fast_args())
@@ -143,13 +145,6 @@ class CategoricalPart(SmoothedPart):
         return self._event_cells().joint(x, self.cells.ids, self.features.ids, self._values_per_feature(),
                                          len(self.classes.keys), self.alpha, self.unseen == "smooth",
                                          *self._fast_args())
-
-    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
-        if not self._scored(x):
-            return None
-        return self._event_cells().step(x, self.cells.ids, self.features.ids, self._values_per_feature(),
-                                        len(self.classes.keys), self.alpha, self.unseen == "smooth",
-                                        *self._fast_args(), k, w)
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

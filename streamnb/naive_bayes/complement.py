@@ -62,16 +62,14 @@ class ComplementPart(MultinomialPart):
         super().learn_one(prepared, k, w)
         self.changed()
 
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        if not super().learn_fast(x, k, w):
+    def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
+        if not super().learn_fast(x, k, w, read):
             return False
         self.changed()
         return True
 
     def joint_fast(self, x: dict) -> list | None:
         return None  # the complement weights: the Python path
-
-    step_fast = Part.step_fast  # not the multinomial kernel's joint
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         """The scalar path: ``sum_t x_t w[c, t]`` from the event's tokens, the class totals and

@@ -131,7 +131,7 @@ class GaussianPart(Part):
         self._top, self._top_id = got
         self._derived = None
 
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+    def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
         if type(next(iter(x.values()), 0.0)) is str:  # categories: not this part's
             return False
         got = self._learn_cells(x, k, w)

@@ -88,8 +88,9 @@ class MultinomialPart(SmoothedPart):
         learned = self._event_cells().learn(dict(zip(keys, values)), ids, k, w, False)
         assert learned, "a prepared event is plain"
 
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
-        if not self._event_cells().learn(x, self.tokens.ids, k, w, True):
+    def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
+        cells = self._cells if read else self._event_cells()  # read: the cells hold x, read by joint_fast
+        if not cells.learn(None if read else x, self.tokens.ids, k, w, True):
             return False
         self._table = None
         return True
@@ -103,15 +104,6 @@ class MultinomialPart(SmoothedPart):
             return None
         return self._event_cells().joint(x, self.tokens.ids, len(self.classes.keys), self.alpha,
                                          len(self.tokens.keys), True)
-
-    def step_fast(self, x: dict, k: int, w: float) -> tuple[list, bool] | None:
-        if not self._scored():
-            return None
-        got = self._event_cells().step(x, self.tokens.ids, len(self.classes.keys), self.alpha,
-                                       len(self.tokens.keys), k, w)
-        if got is not None and got[1]:
-            self._table = None
-        return got
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         keys, values = prepared

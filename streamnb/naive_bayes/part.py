@@ -107,10 +107,12 @@ class Part:
         other = self.fast_exclude
         return (None if other is None else other.features.ids), self.fast_strings_only  # type: ignore[attr-defined]
 
-    def learn_fast(self, x: dict, k: int, w: float) -> bool:
+    def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
         """Learn the raw event ``x`` (a dict) of known class ``k`` through the cells path
         (:mod:`streamnb.kernels`), if this part has one and the event is plain; False, having
-        changed nothing, if the caller must take the Python path."""
+        changed nothing, if the caller must take the Python path. ``read``: :meth:`joint_fast`
+        has just read ``x`` (and answered), so cells that keep the event read may learn it
+        without reading it again."""
         return False
 
     def joint_fast(self, x: dict) -> list | None:
@@ -122,11 +124,11 @@ class Part:
         """Predict, then learn, on the cells path: :meth:`joint_fast` of ``x`` (before any
         change), then :meth:`learn_fast`; with whether it learned (if not, nothing changed
         and the caller learns through the Python path). None, having changed nothing, if
-        :meth:`joint_fast` is. Parts with a kernel doing both in one read override this."""
+        :meth:`joint_fast` is. The event is read once where the part's cells keep it."""
         jll = self.joint_fast(x)
         if jll is None:
             return None
-        return jll, self.learn_fast(x, k, w)
+        return jll, self.learn_fast(x, k, w, True)
 
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
         """Learn one prepared event: the scalar path, touching only the event's cells, and

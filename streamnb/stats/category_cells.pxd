@@ -18,10 +18,7 @@ cdef class CategoryCells(Categories):
     cpdef check(self, Py_ssize_t rows)
     cpdef object score(self, list nv, Py_ssize_t n_classes, double alpha, bint smooth)
     cpdef bint add(self, Py_ssize_t k, double w) except -1
-    cpdef bint learn(self, dict x, dict cell_ids, dict feat_ids, Py_ssize_t k, double w, object exclude,
+    cpdef bint learn(self, object x, dict cell_ids, dict feat_ids, Py_ssize_t k, double w, object exclude,
                      bint strings_only) except -1
     cpdef object joint(self, dict x, dict cell_ids, dict feat_ids, list nv, Py_ssize_t n_classes, double alpha,
                        bint smooth, object exclude, bint strings_only)
-    @cython.locals(learned=bint)
-    cpdef object step(self, dict x, dict cell_ids, dict feat_ids, list nv, Py_ssize_t n_classes, double alpha,
-                      bint smooth, object exclude, bint strings_only, Py_ssize_t k, double w)

@@ -46,7 +46,7 @@ class Categories(Event):
         to the caller."""
         self.grow(len(x))
         ev_ids, ev_cats = self.ids, self.cats
-        size = 0
+        size = self.size = 0  # (an event not plain leaves none read)
         for key, value in x.items():
             if type(key) is not str or not (type(value) is str or (type(value) is int and not strings_only)):
                 return False
@@ -134,15 +134,16 @@ class CategoryCells(Categories):
             tv[kt + ev_ids[f] * t1] += w
         return True
 
-    def learn(self, x: dict, cell_ids: dict, feat_ids: dict, k: int, w: float, exclude: dict | None,
+    def learn(self, x: dict | None, cell_ids: dict, feat_ids: dict, k: int, w: float, exclude: dict | None,
               strings_only: bool) -> bool:
-        """Learn the event ``x`` with class ``k`` and weight ``w``; False, having changed nothing,
-        if it is not plain or has a feature or category not known yet."""
-        if not (w > 0.0 and math.isfinite(w)) or not x:
+        """Learn the event ``x`` (None: the event last read, by :meth:`joint`) with class ``k``
+        and weight ``w``; False, having changed nothing, if it is not plain, is empty or has a
+        feature or category not known yet."""
+        if not (w > 0.0 and math.isfinite(w)):
             return False
-        if not self.read_categories(x, cell_ids, feat_ids, exclude, strings_only):
+        if x is not None and not self.read_categories(x, cell_ids, feat_ids, exclude, strings_only):
             return False
-        return self.add(k, w)
+        return self.size > 0 and self.add(k, w)
 
     def joint(self, x: dict, cell_ids: dict, feat_ids: dict, nv: list, n_classes: int, alpha: float,
               smooth: bool, exclude: dict | None, strings_only: bool) -> list | None:
@@ -154,17 +155,3 @@ class CategoryCells(Categories):
             return None
         self.check(n_classes)
         return self.score(nv, n_classes, alpha, smooth)
-
-    def step(self, x: dict, cell_ids: dict, feat_ids: dict, nv: list, n_classes: int, alpha: float,
-             smooth: bool, exclude: dict | None, strings_only: bool, k: int, w: float) -> tuple[list, bool] | None:
-        """:meth:`joint` of ``x``, then ``x`` learned with class ``k`` if every feature and
-        category is known (and ``x`` has one, and ``w`` is above 0): the log-likelihoods (of
-        the model before) and whether it learned. None, having changed nothing, where
-        :meth:`joint` is."""
-        out = self.joint(x, cell_ids, feat_ids, nv, n_classes, alpha, smooth, exclude, strings_only)
-        if out is None:
-            return None
-        if not 0 <= k < n_classes:
-            raise IndexError("streamnb: a class outside its cells")
-        learned = w > 0.0 and math.isfinite(w) and self.size > 0 and self.add(k, w)
-        return out, learned

@@ -35,8 +35,5 @@ cdef class CountCells(Event):
     cpdef check(self, Py_ssize_t n_classes)
     cpdef list score(self, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens)
     cpdef add(self, Py_ssize_t k, double w)
-    cpdef bint learn(self, dict x, dict ids, Py_ssize_t k, double w, bint raw) except -1
+    cpdef bint learn(self, object x, dict ids, Py_ssize_t k, double w, bint raw) except -1
     cpdef object joint(self, dict x, dict ids, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens, bint raw)
-    @cython.locals(learn=bint)
-    cpdef object step(self, dict x, dict ids, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens,
-                      Py_ssize_t k, double w)

@@ -156,8 +156,7 @@ class Event:
             self.ids = array("q", bytes(8 * len(x)))
             self.xs = array("d", bytes(8 * len(x)))
         out_ids, out_xs = self.ids, self.xs
-        size = 0
-        unknown = 0
+        size = unknown = self.size = 0  # (an event not plain leaves none read)
         for key, value in x.items():
             v = number(value)
             if v != v or (nonnegative and v < 0.0) or (raw and type(key) is not str):
@@ -343,10 +342,13 @@ class CountCells(Event):
             total += xv
         self.totals[k * self.t0] += w * total
 
-    def learn(self, x: dict, ids: dict, k: int, w: float, raw: bool) -> bool:
-        """Learn the event ``x`` with class ``k`` and weight ``w``; False, having changed
-        nothing, if it is not plain or has a token ``ids`` does not know."""
-        if not (w > 0.0 and math.isfinite(w)) or not x or self.read(x, ids, None, raw, True) != 0:
+    def learn(self, x: dict | None, ids: dict, k: int, w: float, raw: bool) -> bool:
+        """Learn the event ``x`` (None: the event last read, by :meth:`joint`) with class ``k``
+        and weight ``w``; False, having changed nothing, if it is not plain, is empty or has a
+        token ``ids`` does not know."""
+        if not (w > 0.0 and math.isfinite(w)) or (x is not None and self.read(x, ids, None, raw, True) < 0):
+            return False
+        if self.unknown != 0 or self.size == 0:
             return False
         self.check(k + 1)
         self.add(k, w)
@@ -359,18 +361,3 @@ class CountCells(Event):
             return None
         self.check(n_classes)
         return self.score(n_classes, alpha, n_tokens)
-
-    def step(self, x: dict, ids: dict, n_classes: int, alpha: float, n_tokens: int, k: int,
-             w: float) -> tuple[list, bool] | None:
-        """:meth:`joint` of ``x``, then, if every token is known (and ``x`` has one, and ``w`` is
-        above 0), ``x`` learned with class ``k``: the log-likelihoods (of the model before) and
-        whether it learned. None, having changed nothing, if ``x`` is not plain."""
-        out = self.joint(x, ids, n_classes, alpha, n_tokens, True)
-        if out is None:
-            return None
-        if not 0 <= k < n_classes:
-            raise IndexError("streamnb: a class outside its cells")
-        learn = self.unknown == 0 and self.size > 0 and w > 0.0 and math.isfinite(w)
-        if learn:
-            self.add(k, w)
-        return out, learn

@@ -71,7 +71,11 @@ class Table:
         return self.view().joint(x, self.cells.ids, self.features.ids, self.nv, 3, alpha, smooth, None, False)
 
     def step(self, x: dict, k: int, w: float = 1.0, alpha: float = 0.5):
-        return self.view().step(x, self.cells.ids, self.features.ids, self.nv, 3, alpha, False, None, False, k, w)
+        """Predict, then learn, on one read (as :meth:`Part.step_fast`): ``joint``, then
+        ``learn`` of the event read (None)."""
+        out = self.joint(x, alpha)
+        return None if out is None else (out, self.view().learn(None, self.cells.ids, self.features.ids, k, w, None,
+                                                                 False))
 
     def state(self) -> bytes:
         return self.counts.raw("n").tobytes() + self.totals.raw("n").tobytes()
@@ -130,6 +134,7 @@ def test_a_category_event_that_is_not_plain_changes_nothing(module):
         assert not cells.learn(bad, 0), bad
         assert cells.joint(bad) is None, bad
         assert cells.step(bad, 0) is None, bad
+        assert cells.view().learn(None, cells.cells.ids, cells.features.ids, 0, 1.0, None, False) is False
     assert cells.view().learn({"f0": 1}, cells.cells.ids, cells.features.ids, 0, 1.0, None, True) is False  # ints: numbers
     assert cells.view().learn({"f0": "x"}, cells.cells.ids, cells.features.ids, 0, 1.0, {"f0": 0}, False) is False
     assert not cells.learn({"f0": "x", "f1": "never"}, 0)  # a new category: the general path
@@ -139,5 +144,5 @@ def test_a_category_event_that_is_not_plain_changes_nothing(module):
     with pytest.raises(IndexError):
         cells.view().learn({"f0": "x"}, {("f0", "x"): 10**6}, cells.features.ids, 0, 1.0, None, False)
     with pytest.raises(IndexError):
-        cells.step({"f0": "x"}, 3)
+        cells.step({"f0": "x"}, 10**6)  # a class outside the cells
     assert cells.state() == before

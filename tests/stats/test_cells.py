@@ -283,6 +283,13 @@ class Tokens:
         return tokens
 
 
+def step(tokens: Tokens, x: dict, alpha: float, k: int, w: float) -> tuple | None:
+    """Predict, then learn, on one read (as :meth:`Part.step_fast`): ``joint``, then ``learn`` of
+    the event read (None)."""
+    out = tokens.cells.joint(x, tokens.ids, 3, alpha, 8, True)
+    return None if out is None else (out, tokens.cells.learn(None, tokens.ids, k, w, True))
+
+
 def documents(seed: int, count: int = 300, tokens: int = 8) -> list:
     rng = random.Random(seed)
     out = []
@@ -326,7 +333,7 @@ def test_count_cells_compiled_and_python_give_the_same_bits():
             x = {**x, f"new{i}": 1}  # an unknown token: scored without it, never learned
         assert fast.cells.joint(x, fast.ids, 3, 1.0, 8, True) == slow.cells.joint(x, slow.ids, 3, 1.0, 8, True)
         if i % 2:
-            assert fast.cells.step(x, fast.ids, 3, 0.1, 8, k, w) == slow.cells.step(x, slow.ids, 3, 0.1, 8, k, w)
+            assert step(fast, x, 0.1, k, w) == step(slow, x, 0.1, k, w)
         else:
             assert fast.cells.learn(x, fast.ids, k, w, True) == slow.cells.learn(x, slow.ids, k, w, True)
         assert fast.state() == slow.state()
@@ -339,18 +346,20 @@ def test_a_count_event_that_is_not_plain_changes_nothing(module):
     for bad in ({"t0": -1}, {"t0": 1, "t1": None}, {"t0": "x"}, {"t0": float("inf")}, {"t0": True}, {1: 2.0}):
         assert not cells.cells.learn(bad, cells.ids, 0, 1.0, True), bad
         assert cells.cells.joint(bad, cells.ids, 3, 1.0, 8, True) is None, bad
-        assert cells.cells.step(bad, cells.ids, 3, 1.0, 8, 0, 1.0) is None, bad
+        assert step(cells, bad, 1.0, 0, 1.0) is None, bad
+        assert not cells.cells.learn(None, cells.ids, 0, 1.0, True), bad  # nothing read
     assert not cells.cells.learn({"t0": 1, "new": 1}, cells.ids, 0, 1.0, True)  # unknown: the general path
     assert not cells.cells.learn({}, cells.ids, 0, 1.0, True)
     for w in (0.0, -1.0, float("inf")):
         assert not cells.cells.learn({"t0": 1}, cells.ids, 0, w, True)
-        assert cells.cells.step({"t0": 1}, cells.ids, 3, 1.0, 8, 0, w)[1] is False
-    assert cells.cells.step({"t0": 1, "new": 1}, cells.ids, 3, 1.0, 8, 0, 1.0)[1] is False
+        assert step(cells, {"t0": 1}, 1.0, 0, w)[1] is False  # type: ignore[index]
+    assert step(cells, {"t0": 1, "new": 1}, 1.0, 0, 1.0)[1] is False  # type: ignore[index]
+    assert step(cells, {}, 1.0, 0, 1.0)[1] is False  # type: ignore[index]
     assert cells.state() == before
     with pytest.raises(IndexError):
         cells.cells.learn({"t0": 1}, {"t0": 10**6}, 0, 1.0, True)
     with pytest.raises(IndexError):
-        cells.cells.step({"t0": 1}, cells.ids, 3, 1.0, 8, 3, 1.0)  # a class outside the cells
+        step(cells, {"t0": 1}, 1.0, 10**6, 1.0)  # a class outside the cells
     assert cells.state() == before
 
 

@@ -130,7 +130,7 @@ class CategoricalPart(SmoothedPart):
 
     def learn_fast(self, x: dict, k: int, w: float, read: bool = False) -> bool:
         if read:  # the cells hold x, read by joint_fast
-            return self._cells.learn(None, None, None, k, w, None, False)  # type: ignore[no-any-return]
+            return self._cells.learn(None, None, None, k, w, None, False)
         if self._strings_only_refused(x):
             return False
         return self._event_cells().learn(x, self.cells.ids, self.features.ids, k, w, *self._fast_args())

@@ -21,7 +21,6 @@ from streamnb.stats.cells import Event
 __all__ = ["Categories", "CategoryCells"]
 
 
-
 class Categories(Event):
     """An event of categories read: per entry, its feature id in :attr:`ids` and its category's
     cell id in :attr:`cats` (-1 where unknown), the first :attr:`size` entries of each; a

@@ -31,7 +31,6 @@ from streamnb.stats.category_cells import Categories
 __all__ = ["PairCells", "SumCells", "xlogx"]
 
 
-
 #: ``log(i) * i`` for the whole numbers below its length (counts mostly are), by the same
 #: expression as :func:`xlogx`'s.
 _TABLE = array("d", [0.0] + [math.log(i) * i for i in range(1, 1 << 16)])

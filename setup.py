@@ -12,10 +12,11 @@ compiled and plain Python give the same bits.
 A module is compiled when it has a ``.pxd`` beside it. The build compiles a copy that ends with
 the SHA-256 of every compiled module's source and declarations
 (:func:`streamnb.kernels.source_digest`), which :mod:`streamnb.kernels` checks against the
-sources beside it: a build of another checkout, or of an edited source, is never used. A module may take a cdef class from another one of them (``from
-streamnb.stats.cells cimport WelfordCells`` in its ``.pxd``, and the same names imported in its
-``.py``): the copy takes them from that module's compiled build instead (its ``import`` line
-left out, its ``.pxd`` cimporting from ``<module>_compiled``).
+sources beside it: a build of another checkout, or of an edited source, is never used. A module
+may take a cdef class from another one of them (``from streamnb.stats.cells cimport
+WelfordCells`` in its ``.pxd``, and the same names imported in its ``.py``): the copy takes them
+from that module's compiled build instead (its ``import`` line left out, its ``.pxd``
+cimporting from ``<module>_compiled``).
 """
 
 import importlib.util
@@ -26,7 +27,7 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
-COMPILED = sorted(path.relative_to(HERE).with_suffix("").as_posix() for path in (HERE / "streamnb").rglob("*.pxd"))
+COMPILED = sorted(p.relative_to(HERE).with_suffix("").as_posix() for p in (HERE / "streamnb").rglob("*.pxd"))
 CIMPORT = re.compile(r"^from (streamnb(?:\.\w+)+) cimport ", re.MULTILINE)
 
 

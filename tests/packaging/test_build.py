@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def plain_compiled() -> list:
     """The plain-Python modules that the build compiles: those with a ``.pxd`` beside them."""
-    found = sorted(path.relative_to(ROOT).with_suffix("").as_posix() for path in (ROOT / "streamnb").rglob("*.pxd"))
+    found = sorted(p.relative_to(ROOT).with_suffix("").as_posix() for p in (ROOT / "streamnb").rglob("*.pxd"))
     assert "streamnb/stats/cells" in found, found
     return found
 

@@ -27,7 +27,7 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 FLAGS = ["-O2", "-ffp-contract=off"]
-COMPILED = sorted(p.relative_to(HERE).with_suffix("").as_posix() for p in (HERE / "streamnb").rglob("*.pxd"))
+COMPILED = sorted(p.relative_to(HERE).with_suffix("").as_posix() for p in HERE.glob("streamnb/**/*.pxd"))
 CIMPORT = re.compile(r"^from (streamnb(?:\.\w+)+) cimport ", re.MULTILINE)
 
 

@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tree_numeric import EXTRA_MIXED_SETS, MIXED_SETS, NUMERIC_SETS, column_kinds  # noqa: E402
 
 from streamnb import CategoricalNB, GaussianNB, MixedNB, TANClassifier  # noqa: E402
+from streamnb.bn.tree_inference import MARGINAL_PRIOR, lid, smoothed  # noqa: E402
 
 DATA = Path(os.environ.get("STREAMNB_DATA", "/work/shared/data"))
 CATEGORICAL_SETS = ["car", "corral", "monk1", "monk2", "monk3", "tic_tac_toe", "breast_cancer", "led7", "flare",
@@ -193,14 +194,14 @@ def pair_gain(name: str, alpha: float = 1.0) -> None:
         print(f"  {a:>12} {b:>12}  {gain / len(df):+.5f}  G {g:7.1f}")
 
 
-def edge_evidence(name: str, orders: int = 8, prior: float = 5.0, alpha: float = 1.0) -> None:
+def edge_evidence(name: str, orders: int = 8, prior: float = MARGINAL_PRIOR, alpha: float = 1.0) -> None:
     """For each edge ``p -> c`` of plain TAN's tree (learned on the whole set) that the default's
     forest leaves out, ``c`` having no parent there: the prequential log-likelihood ratio of the
     class, the default's structure with that edge against without it, over ``orders`` random
     orders of the set. Each event is scored by the model learned from the events before it,
-    then learned (CPTs as the default smooths them: toward the class marginal with ``prior``
-    pseudo-events). A sequential test of the edge at level 0.001 (Ville's inequality) admits it
-    once the ratio exceeds ``log(1000)`` = 6.9 nats."""
+    then learned (CPTs as the default smooths them, :func:`~streamnb.bn.tree_inference.smoothed`:
+    toward the class marginal with ``prior`` pseudo-events). A sequential test of the edge at
+    level 0.001 (Ville's inequality) admits it once the ratio exceeds ``log(1000)`` = 6.9 nats."""
     df = pd.read_csv(DATA / "uci_pmlb" / f"{name}.tsv.gz", sep="\t").astype(str)
     names = [c for c in df.columns if c != "target"]
     learned = []
@@ -227,14 +228,14 @@ def edge_evidence(name: str, orders: int = 8, prior: float = 5.0, alpha: float =
             evidence, marks = 0.0, {}
             for t, (x, yt) in enumerate(order):
                 if t:
-                    def term(f: str, y: str, u: str | None) -> float:
-                        marg = (n_fy[f, x[f], y] + alpha) / (n_y[y] + alpha * nv[f])
+                    def term(f: str, y: str, u: str | None) -> float:  # log P(x_f | x_u, y), as TAN's
                         if u is None:
-                            return marg
-                        return (n_pair[f, x[f], u, x[u], y] + prior * marg) / (n_fy[u, x[u], y] + prior)
-                    base = [math.log(n_y[y] + 1) + sum(math.log(term(f, y, parent.get(f))) for f in names)
+                            return lid(n_fy[f, x[f], y], n_y[y], alpha, nv[f])
+                        return smoothed(n_pair[f, x[f], u, x[u], y], n_fy[u, x[u], y], n_fy[f, x[f], y],
+                                        n_y[y], alpha, nv[f], prior)
+                    base = [math.log(n_y[y] + 1) + sum(term(f, y, parent.get(f)) for f in names)
                             for y in classes]
-                    alt = [b + math.log(term(c, y, p) / term(c, y, None)) for y, b in zip(classes, base)]
+                    alt = [b + term(c, y, p) - term(c, y, None) for y, b in zip(classes, base)]
                     k = classes.index(yt)
                     evidence += (alt[k] - base[k]) - (logsumexp(alt) - logsumexp(base))
                 n_y[yt] += 1

@@ -123,20 +123,27 @@ class BaseNB(base.MiniBatchClassifier):
         The same results and errors as the two calls; on the cells path the event is read
         once (:meth:`Part.step_fast`)."""
         if self._wholes and type(x) is dict and (fast := self._fast_class(y, w)) is not None:
-            k, w = fast
             for whole in self._wholes:
-                got = whole.step_fast(x, k, w)
-                if got is None:
-                    continue
-                values, learned = got
-                proba = self._proba(values)
-                if learned:
-                    self._counted_fast(k, w, whole)
-                else:
-                    self.learn_one(x, y, w)
-                return proba
+                if (proba := self._step_whole(whole, x, y, *fast)) is not None:
+                    return proba
         proba = self.predict_proba_one(x)
         self.learn_one(x, y, w)
+        return proba
+
+    def _step_whole(self, whole: Part, x: dict, y: Hashable, k: int, w: float) -> dict | None:
+        """``predict_learn_one`` of ``x`` (of class id ``k``, weight ``w``) on the cells path of
+        ``whole``, the part that takes the whole event; None, having changed nothing, if that
+        path refuses it. An event scored there but not learned (a new key) is learned through
+        :meth:`learn_one`."""
+        got = whole.step_fast(x, k, w)
+        if got is None:
+            return None
+        values, learned = got
+        proba = self._proba(values)
+        if learned:
+            self._counted_fast(k, w, whole)
+        else:
+            self.learn_one(x, y, w)
         return proba
 
     def _fast_class(self, y: Any, w: Any) -> tuple[int, float] | None:

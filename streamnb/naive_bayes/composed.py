@@ -101,16 +101,9 @@ class ComposedNB(BaseNB):
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
         if type(x) is dict and (fast := self._fast_class(y, w)) is not None:
             k, v = fast
-            if self._whole_first and (whole := self._whole(x)) is not None:
-                got = whole.step_fast(x, k, v)
-                if got is not None:
-                    values, learned = got
-                    proba = self._proba(values)
-                    if learned:
-                        self._counted_fast(k, v, whole)
-                    else:
-                        self.learn_one(x, y, w)
-                    return proba
+            if (self._whole_first and (whole := self._whole(x)) is not None
+                    and (proba := self._step_whole(whole, x, y, k, v)) is not None):
+                return proba
             shares = self._route(x)
             if shares is not None:
                 self._whole_first = len(shares) == 1

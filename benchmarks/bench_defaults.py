@@ -4,25 +4,32 @@ UCI/PMLB set of the shared data: accuracy and log-loss, 5-fold, the same folds f
 Run: ``.venv/bin/python benchmarks/bench_defaults.py`` (all sets, several minutes on 2 cores:
 letter and shuttle are most of it), ``--sets car colic`` for some sets, ``--data DIR`` or
 ``STREAMNB_DATA`` for the shared data directory (default ``/work/shared/data``; sets are read
-from its ``uci_pmlb`` folder). Nothing is asserted: figures are printed, and a loss of the
+from its ``uci_pmlb`` folder, and vote from its ``bnclassify_car_voting`` folder), ``--tab FILE
+...`` for sets outside the shared data in Orange's ``.tab`` format (:func:`read_tab`; e.g. the
+sets the ``orange3`` package ships in ``Orange/datasets``), alone or beside ``--sets``.
+Nothing is asserted: figures are printed, and a loss of the
 default beyond 2 standard errors is flagged ``LOSS``. ``--led-resamples K`` instead scores the
 default against plain TAN on K fresh samples of led7's generator (:data:`LED_DIGITS`, whose
 features are independent given the class): how often that flag fires by chance alone;
-``--fold-seeds K --sets car`` scores the default against plain TAN with K splits into folds;
+``--fold-seeds K --sets car`` (or ``--tab FILE``) scores the default against plain TAN with K
+splits into folds;
 ``--pair-gain --sets car`` prints, per pair of features, what the pair says about the class
 beyond naive Bayes (:func:`pair_gain`); ``--edge-evidence --sets car``, for each edge of plain
 TAN that the default leaves out, the prequential evidence for it (:func:`edge_evidence`).
 
 Sets and kinds:
 
-- categorical sets (:data:`CATEGORICAL_SETS`, those of ``bench_structure.py``): every column
-  read as categories (strings); the naive Bayes counterpart is ``CategoricalNB``;
+- categorical sets (:data:`CATEGORICAL_SETS`, those of ``bench_structure.py``, and
+  :data:`OTHER_SETS`): every column read as categories (strings); the naive Bayes counterpart is
+  ``CategoricalNB``;
 - numeric sets (``bench_tree_numeric.NUMERIC_SETS`` and glass2, spambase, letter, shuttle):
   every column ``"gaussian"``; the counterpart is ``GaussianNB``;
 - mixed sets (``bench_tree_numeric``'s mixed and extra mixed sets): an integer column with at
   most 10 distinct values in the file is categorical, the rest numeric
   (``bench_tree_numeric.column_kinds``); the counterpart is the better of ``GaussianNB`` and
-  ``MixedNB(kinds=...)`` on that set and metric.
+  ``MixedNB(kinds=...)`` on that set and metric;
+- sets read with ``--tab``: the kinds of the file's header; the counterpart is ``CategoricalNB``,
+  ``GaussianNB``, or ``MixedNB(kinds=...)`` when both kinds occur.
 
 Models: ``NB`` (the counterpart), ``plain`` = ``TANClassifier(edge_penalty=None, swap_margin=0)``
 (Friedman's spanning tree; the default smoothing), ``TAN`` = ``TANClassifier()`` (defaults
@@ -64,24 +71,34 @@ from streamnb.bn.tree_inference import MARGINAL_PRIOR, lid, smoothed  # noqa: E4
 DATA = Path(os.environ.get("STREAMNB_DATA", "/work/shared/data"))
 CATEGORICAL_SETS = ["car", "corral", "monk1", "monk2", "monk3", "tic_tac_toe", "breast_cancer", "led7", "flare",
                     "mushroom", "nursery"]
+#: Sets of the shared data outside its ``uci_pmlb`` folder: file (under the data directory) and
+#: class column. Their columns are categories, ``NA`` a missing value (left out of the event).
+OTHER_SETS = {"vote": ("bnclassify_car_voting/voting.csv", "Class")}
 MIXED = MIXED_SETS + EXTRA_MIXED_SETS
 NUMERIC = NUMERIC_SETS + ["glass2", "spambase", "letter", "shuttle"]
-ALL_SETS = CATEGORICAL_SETS + MIXED + NUMERIC
+ALL_SETS = CATEGORICAL_SETS + list(OTHER_SETS) + MIXED + NUMERIC
 FLOOR = 1e-15
 Scores = dict[str, list[float]]
 
 
-def models(name: str, X: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
-    """The set's frame as learned, the makers of the models, and the kinds."""
-    if name in CATEGORICAL_SETS:
-        X = X.astype(str)
+def models(name: str, X: pd.DataFrame, kinds: dict | None = None) -> tuple[pd.DataFrame, dict, dict]:
+    """The set's frame as learned, the makers of the models, and the kinds (``kinds`` given: a
+    set read by :func:`read_tab`, whose counterpart is ``CategoricalNB``, ``GaussianNB`` or,
+    with both kinds, ``MixedNB``)."""
+    if kinds is None and name in CATEGORICAL_SETS:
         kinds = {c: "categorical" for c in X.columns}
-        nb = {"NB": CategoricalNB}
-    else:
+    if kinds is None:
         kinds = column_kinds(X, name in MIXED)
         nb = {"GaussNB": GaussianNB}
         if name in MIXED:
             nb["MixedNB"] = lambda: MixedNB(kinds=kinds)
+    elif set(kinds.values()) == {"categorical"}:
+        X = X.astype(str).where(X.notna())  # a missing value stays missing
+        nb = {"NB": CategoricalNB}
+    elif "categorical" in kinds.values():
+        nb = {"MixedNB": lambda: MixedNB(kinds=kinds)}
+    else:
+        nb = {"GaussNB": GaussianNB}
     makers = {
         **nb,
         "plain": lambda: TANClassifier(kinds=kinds, edge_penalty=None, swap_margin=0),
@@ -89,6 +106,51 @@ def models(name: str, X: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
         "TAN lid": lambda: TANClassifier(kinds=kinds, smoothing="lidstone"),
     }
     return X, makers, kinds
+
+
+def read_set(name: str) -> tuple[pd.DataFrame, pd.Series]:
+    """A set of the shared data: its features and its class."""
+    if name in OTHER_SETS:
+        file, target = OTHER_SETS[name]
+        df = pd.read_csv(DATA / file, dtype=str, na_values=["NA"], keep_default_na=False)
+    else:
+        df, target = pd.read_csv(DATA / "uci_pmlb" / f"{name}.tsv.gz", sep="\t"), "target"
+    return df.drop(columns=target), df[target]
+
+
+def load(name: str, tab: Path | None = None) -> tuple[pd.DataFrame, pd.Series, dict, dict] | None:
+    """A set as scored: features, class, makers of the models and kinds (``tab``: a file read by
+    :func:`read_tab`); None if the set's file is absent."""
+    if tab is not None:
+        X, y, kinds = read_tab(tab)
+    elif name in OTHER_SETS or (DATA / "uci_pmlb" / f"{name}.tsv.gz").exists():
+        X, y = read_set(name)
+        kinds = {c: "categorical" for c in X.columns} if name in OTHER_SETS else None
+    else:
+        return None
+    X, makers, kinds = models(name, X, kinds)
+    return X, y, makers, kinds
+
+
+def read_tab(path: Path) -> tuple[pd.DataFrame, pd.Series, dict]:
+    """A set in Orange's tab-separated format (names; types, ``c``/``continuous`` numeric and
+    any other categorical; flags, ``class`` the class and ``meta``/``i``/``ignore`` left out),
+    ``?`` or an empty field missing (a row without its class left out): its features, class
+    and kinds."""
+    lines = path.read_text().split("\n")
+    names, types, flags = (line.split("\t") for line in lines[:3])
+    flags += [""] * (len(names) - len(flags))
+    df = pd.read_csv(path, sep="\t", header=None, skiprows=3, names=names, dtype=str, na_values=["?", ""],
+                     keep_default_na=False)
+    target = next(n for n, f in zip(names, flags) if "class" in f.split())
+    df = df[df[target].notna()].reset_index(drop=True)
+    kinds = {n: "gaussian" if t.strip() in ("c", "continuous") else "categorical"
+             for n, t, f in zip(names, types, flags) if n != target and not f.strip()}
+    X = df[list(kinds)].copy()
+    for n, k in kinds.items():
+        if k == "gaussian":
+            X[n] = pd.to_numeric(X[n])
+    return X, df[target], kinds
 
 
 def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict, seed: int = 0) -> tuple[Scores, Scores]:
@@ -106,12 +168,10 @@ def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict, seed: int = 0) -> t
             proba = model.predict_proba_many(Xte).reindex(columns=labels, fill_value=0.0).to_numpy()
             p_true = proba[np.arange(len(yte)), [labels.index(v) for v in yte]]
             loss[m].append(float(-np.mean(np.log(np.maximum(p_true, FLOOR)))))
-    if "MixedNB" in makers:  # the better naive Bayes on this set and metric
+    counterparts = [m for m in ("GaussNB", "MixedNB") if m in makers]
+    if counterparts:  # the better naive Bayes on this set and metric
         for scores, better in ((acc, max), (loss, min)):
-            best = better(("GaussNB", "MixedNB"), key=lambda m: float(np.mean(scores[m])))
-            scores["NB"] = scores[best]
-    elif "GaussNB" in makers:
-        acc["NB"], loss["NB"] = acc["GaussNB"], loss["GaussNB"]
+            scores["NB"] = scores[better(counterparts, key=lambda m: float(np.mean(scores[m])))]
     return acc, loss
 
 
@@ -150,13 +210,17 @@ def led_resamples(k: int, rows: int = 3200, noise: float = 0.1) -> None:
               f"(sd {d.std(ddof=1):.4f}), TAN behind by more than 2 se on {flagged[metric]} of {k}")
 
 
-def fold_seeds(names: list[str], k: int) -> None:
-    """The default against plain TAN on each set with ``k`` different splits into folds
-    (``random_state`` 0 .. k - 1): how much a verdict depends on the split."""
-    for name in names:
-        df = pd.read_csv(DATA / "uci_pmlb" / f"{name}.tsv.gz", sep="\t")
-        X, makers, _ = models(name, df.drop(columns="target"))
-        runs = [fold_scores(X, df["target"], {m: makers[m] for m in ("plain", "TAN")}, seed) for seed in range(k)]
+def fold_seeds(sets: list[tuple[str, Path | None]], k: int) -> None:
+    """The default against plain TAN on each set (name, and file for a set in Orange's format)
+    with ``k`` different splits into folds (``random_state`` 0 .. k - 1): how much a verdict
+    depends on the split."""
+    for name, tab in sets:
+        found = load(name, tab)
+        if found is None:
+            print(f"skipped (file absent): {name}")
+            continue
+        X, y, makers, _ = found
+        runs = [fold_scores(X, y, {m: makers[m] for m in ("plain", "TAN")}, seed) for seed in range(k)]
         for metric, at, sign in (("accuracy", 0, 1.0), ("log-loss", 1, -1.0)):
             rows = [diff(run[at], "TAN", "plain", sign) for run in runs]
             mean = float(np.mean([d for d, _ in rows]))
@@ -256,6 +320,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", default=None, help="these sets only")
     parser.add_argument("--data", type=Path, default=None, help="shared data directory (holds uci_pmlb/)")
+    parser.add_argument("--tab", type=Path, nargs="+", default=[], metavar="FILE",
+                        help="also these sets, in Orange's .tab format (sets outside the shared data)")
     parser.add_argument("--led-resamples", type=int, default=0, metavar="K",
                         help="only: K fresh samples of the led7 generator, TAN against plain TAN")
     parser.add_argument("--fold-seeds", type=int, default=0, metavar="K",
@@ -265,6 +331,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--edge-evidence", action="store_true",
                         help="only: the evidence for plain TAN's edges the default leaves out, on --sets")
     args = parser.parse_args(argv)
+    if args.data is not None:
+        DATA = args.data
     if args.edge_evidence:
         for name in args.sets or CATEGORICAL_SETS:
             edge_evidence(name)
@@ -273,33 +341,31 @@ def main(argv: list[str]) -> int:
         for name in args.sets or CATEGORICAL_SETS:
             pair_gain(name)
         return 0
+    names = args.sets if args.sets is not None else [] if args.tab else ALL_SETS
+    sets = [(name, None) for name in names] + [(path.stem, path) for path in args.tab]
     if args.fold_seeds:
-        fold_seeds(args.sets or ALL_SETS, args.fold_seeds)
+        fold_seeds(sets, args.fold_seeds)
         return 0
     if args.led_resamples:
         led_resamples(args.led_resamples)
         return 0
-    if args.data is not None:
-        DATA = args.data
-    names = args.sets or ALL_SETS
     t_all = time.perf_counter()
     head = (f"{'dataset':<14}{'kind':<6}{'rows':>6}{'cls':>4}{'NB':>8}{'plain':>8}{'TAN':>8}{'TAN lid':>8}"
             f"{'d NB':>8}{'se':>7}{'d pl':>8}{'se':>7}{'vs best':>9}{'flag':>6}")
     tables: dict = {"accuracy": [], "log-loss": []}
     tally = {t: [0, 0] for t in tables}
     edges = []
-    for name in names:
-        path = DATA / "uci_pmlb" / f"{name}.tsv.gz"
-        if not path.exists():
+    for name, tab in sets:
+        t0 = time.perf_counter()
+        found = load(name, tab)
+        if found is None:
             print(f"skipped (file absent): {name}")
             continue
-        t0 = time.perf_counter()
-        df = pd.read_csv(path, sep="\t")
-        X, y = df.drop(columns="target"), df["target"]
-        X, makers, kinds = models(name, X)
+        X, y, makers, kinds = found
         acc, loss = fold_scores(X, y, makers)
-        kind = "cat" if name in CATEGORICAL_SETS else "mixed" if name in MIXED else "num"
-        lead = f"{name:<14}{kind:<6}{len(df):>6}{y.nunique():>4}"
+        values = set(kinds.values())
+        kind = "cat" if values == {"categorical"} else "mixed" if name in MIXED or len(values) > 1 else "num"
+        lead = f"{name:<14}{kind:<6}{len(y):>6}{y.nunique():>4}"
         for metric, scores, sign, fmt in (("accuracy", acc, 1.0, ".4f"), ("log-loss", loss, -1.0, ".3f")):
             mean = {m: float(np.mean(v)) for m, v in scores.items()}
             (d_nb, se_nb), (d_pl, se_pl) = diff(scores, "TAN", "NB", sign), diff(scores, "TAN", "plain", sign)

@@ -18,7 +18,9 @@ beyond naive Bayes (:func:`pair_gain`); ``--edge-evidence --sets car``, for each
 TAN that the default leaves out, the prequential evidence for it (:func:`edge_evidence`);
 ``--class-gates --sets car`` plain TAN's tree with each edge tested per class
 (:func:`class_gates`); ``--both-kinds --sets colic``, TAN with each declaration of the kinds
-that the mixed sets' two naive Bayes read (:func:`both_kinds`).
+that the mixed sets' two naive Bayes read (:func:`both_kinds`); ``--average``, the main
+table with the column ``TAN`` the mean of the default's and plain TAN's posteriors
+(:class:`Average`), a hedge between the two.
 
 Sets and kinds:
 
@@ -155,6 +157,29 @@ def read_tab(path: Path) -> tuple[pd.DataFrame, pd.Series, dict]:
         if k == "gaussian":
             X[n] = pd.to_numeric(X[n])
     return X, df[target], kinds
+
+
+class Average:
+    """The mean of the posteriors of ``models`` (``--average``: a hedge between two structures)."""
+
+    def __init__(self, *models: TANClassifier) -> None:
+        self.models = models
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series) -> None:
+        for m in self.models:
+            m.learn_many(X, y)
+
+    def relearn(self) -> None:
+        for m in self.models:
+            m.relearn()
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        frames = [m.predict_proba_many(X) for m in self.models]
+        columns = sorted(set().union(*(f.columns for f in frames)), key=str)
+        return sum(f.reindex(columns=columns, fill_value=0.0) for f in frames) / len(frames)
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        return self.predict_proba_many(X).idxmax(axis=1)
 
 
 def fold_scores(X: pd.DataFrame, y: pd.Series, makers: dict, seed: int = 0) -> tuple[Scores, Scores]:
@@ -439,6 +464,8 @@ def main(argv: list[str]) -> int:
                         help="only: plain TAN's tree with each edge tested per class, on categorical --sets")
     parser.add_argument("--both-kinds", action="store_true",
                         help="only: on mixed --sets, TAN with the set's kinds and with every column numeric")
+    parser.add_argument("--average", action="store_true",
+                        help="the table with TAN's posterior the mean of the default's and plain TAN's")
     args = parser.parse_args(argv)
     if args.data is not None:
         DATA = args.data
@@ -478,6 +505,9 @@ def main(argv: list[str]) -> int:
             print(f"skipped (file absent): {name}")
             continue
         X, y, makers, kinds = found
+        structures = {m: makers[m] for m in ("TAN", "plain")}
+        if args.average:
+            makers["TAN"] = lambda: Average(structures["TAN"](), structures["plain"]())
         acc, loss = fold_scores(X, y, makers)
         values = set(kinds.values())
         kind = "cat" if values == {"categorical"} else "mixed" if name in MIXED or len(values) > 1 else "num"
@@ -493,8 +523,8 @@ def main(argv: list[str]) -> int:
                 lead + "".join(f"{mean[m]:>8{fmt}}" for m in ("NB", "plain", "TAN", "TAN lid"))
                 + f"{d_nb:>+8{fmt}}{se_nb:>7{fmt}}{d_pl:>+8{fmt}}{se_pl:>7{fmt}}{best:>9}{'LOSS' if lost else '':>6}")
         whole = {}
-        for m in ("TAN", "plain"):
-            model = makers[m]()
+        for m, make in structures.items():
+            model = make()
             model.learn_many(X, y)
             model.relearn()
             whole[m] = len(model.structure().edges)

@@ -6,21 +6,19 @@ letter and shuttle are most of it), ``--sets car colic`` for some sets, ``--data
 ``STREAMNB_DATA`` for the shared data directory (default ``/work/shared/data``; sets are read
 from its ``uci_pmlb`` folder, and vote from its ``bnclassify_car_voting`` folder), ``--tab FILE
 ...`` for sets outside the shared data in Orange's ``.tab`` format (:func:`read_tab`; e.g. the
-sets the ``orange3`` package ships in ``Orange/datasets``), alone or beside ``--sets``.
-Nothing is asserted: figures are printed, and a loss of the
-default beyond 2 standard errors is flagged ``LOSS``. ``--led-resamples K`` instead scores the
-default against plain TAN on K fresh samples of led7's generator (:data:`LED_DIGITS`, whose
-features are independent given the class): how often that flag fires by chance alone;
-``--fold-seeds K --sets car`` (or ``--tab FILE``) scores the default against plain TAN with K
-splits into folds;
-``--pair-gain --sets car`` prints, per pair of features, what the pair says about the class
-beyond naive Bayes (:func:`pair_gain`); ``--edge-evidence --sets car``, for each edge of plain
-TAN that the default leaves out, the prequential evidence for it (:func:`edge_evidence`);
-``--class-gates --sets car`` plain TAN's tree with each edge tested per class
-(:func:`class_gates`); ``--both-kinds --sets colic``, TAN with each declaration of the kinds
-that the mixed sets' two naive Bayes read (:func:`both_kinds`); ``--average``, the main
-table with the column ``TAN`` the mean of the default's and plain TAN's posteriors
-(:class:`Average`), a hedge between the two.
+sets the ``orange3`` package ships in ``Orange/datasets``), alone or beside ``--sets``. Nothing
+is asserted: figures are printed, and a loss of the default beyond 2 standard errors is flagged
+``LOSS``. ``--led-resamples K`` instead scores the default against plain TAN on K fresh samples
+of led7's generator (:data:`LED_DIGITS`, whose features are independent given the class): how
+often that flag fires by chance alone; ``--fold-seeds K --sets car`` (or ``--tab FILE``) scores
+the default against plain TAN with K splits into folds; ``--pair-gain --sets car`` prints, per
+pair of features, what the pair says about the class beyond naive Bayes (:func:`pair_gain`);
+``--edge-evidence --sets car``, for each edge of plain TAN that the default leaves out, the
+prequential evidence for it (:func:`edge_evidence`); ``--class-gates --sets car`` plain TAN's
+tree with each edge tested per class (:func:`class_gates`); ``--both-kinds --sets colic``, TAN
+with each declaration of the kinds that the mixed sets' two naive Bayes read
+(:func:`both_kinds`); ``--average``, the main table with the column ``TAN`` the mean of the
+default's and plain TAN's posteriors (:class:`Average`), a hedge between the two.
 
 Sets and kinds:
 
@@ -379,8 +377,9 @@ def class_gates(name: str, levels: tuple[float, ...] = (0.01, 0.05), alpha: floa
         p_value = {}
         for c, p in parent.items():
             for k in classes:
-                table = pd.crosstab(*zip(*[(x[c], x[p]) for x, yt in events if yt == k and c in x and p in x]))
-                small = min(table.shape) < 2 if len(table) else True
+                pairs = [(x[c], x[p]) for x, yt in events if yt == k and c in x and p in x]
+                table = pd.crosstab(*zip(*pairs)) if pairs else pd.DataFrame()
+                small = min(table.shape) < 2
                 p_value[c, k] = 1.0 if small else chi2_contingency(table, correction=False,
                                                                      lambda_="log-likelihood")[1]
         opened.append(sum(frozenset((c, p)) not in kept and p_value[c, k] < levels[-1] / len(classes)

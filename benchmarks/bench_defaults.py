@@ -287,6 +287,36 @@ def pair_gain(name: str, alpha: float = 1.0) -> None:
         print(f"  {a:>12} {b:>12}  {gain / len(df):+.5f}  G {g:7.1f}")
 
 
+class Counts:
+    """Class, feature and pair counts of categorical events, and the CPT terms TAN's default
+    reads from them (:func:`~streamnb.bn.tree_inference.lid`, and
+    :func:`~streamnb.bn.tree_inference.smoothed` toward the class marginal with ``prior``
+    pseudo-events): the model of :func:`edge_evidence` and :func:`class_gates`."""
+
+    def __init__(self, nv: dict, alpha: float = 1.0, prior: float = MARGINAL_PRIOR) -> None:
+        self.nv, self.alpha, self.prior = nv, alpha, prior
+        self.n_y: Counter = Counter()
+        self.n_fy: Counter = Counter()
+        self.n_pair: Counter = Counter()
+
+    def learn(self, x: dict, y: str, pairs: list[tuple[str, str]]) -> None:
+        """Count ``x`` (feature to value, the observed ones) in class ``y``, and each
+        ``(child, parent)`` of ``pairs`` observed together."""
+        self.n_y[y] += 1
+        for f, v in x.items():
+            self.n_fy[f, v, y] += 1
+        for c, u in pairs:
+            if c in x and u in x:
+                self.n_pair[c, x[c], u, x[u], y] += 1
+
+    def term(self, x: dict, f: str, y: str, u: str | None) -> float:
+        """``log P(x_f | x_u, y)`` (``u`` None or unobserved: ``log P(x_f | y)``), as TAN's."""
+        if u is None or u not in x:
+            return lid(self.n_fy[f, x[f], y], self.n_y[y], self.alpha, self.nv[f])
+        return smoothed(self.n_pair[f, x[f], u, x[u], y], self.n_fy[u, x[u], y], self.n_fy[f, x[f], y],
+                        self.n_y[y], self.alpha, self.nv[f], self.prior)
+
+
 def edge_evidence(name: str, orders: int = 8, prior: float = MARGINAL_PRIOR, alpha: float = 1.0) -> None:
     """For each edge ``p -> c`` of plain TAN's tree (learned on the whole set) that the default's
     forest leaves out, ``c`` having no parent there: the prequential log-likelihood ratio of the
@@ -315,27 +345,17 @@ def edge_evidence(name: str, orders: int = 8, prior: float = MARGINAL_PRIOR, alp
         for seed in range(orders):
             order = rows[:]
             random.Random(seed).shuffle(order)
-            n_y: Counter = Counter()
-            n_fy: Counter = Counter()
-            n_pair: Counter = Counter()
+            counts = Counts(nv, alpha, prior)
             evidence, marks = 0.0, {}
             for t, (x, yt) in enumerate(order):
                 if t:
-                    def term(f: str, y: str, u: str | None) -> float:  # log P(x_f | x_u, y), as TAN's
-                        if u is None:
-                            return lid(n_fy[f, x[f], y], n_y[y], alpha, nv[f])
-                        return smoothed(n_pair[f, x[f], u, x[u], y], n_fy[u, x[u], y], n_fy[f, x[f], y],
-                                        n_y[y], alpha, nv[f], prior)
-                    base = [math.log(n_y[y] + 1) + sum(term(f, y, parent.get(f)) for f in names)
-                            for y in classes]
-                    alt = [b + term(c, y, p) - term(c, y, None) for y, b in zip(classes, base)]
+                    base = [math.log(counts.n_y[y] + 1)
+                            + sum(counts.term(x, f, y, parent.get(f)) for f in names) for y in classes]
+                    alt = [b + counts.term(x, c, y, p) - counts.term(x, c, y, None)
+                           for y, b in zip(classes, base)]
                     k = classes.index(yt)
                     evidence += (alt[k] - base[k]) - (logsumexp(alt) - logsumexp(base))
-                n_y[yt] += 1
-                for f in names:
-                    n_fy[f, x[f], yt] += 1
-                    for u in names:
-                        n_pair[f, x[f], u, x[u], yt] += 1
+                counts.learn(x, yt, [(c, p)] + [(f, u) for f, u in parent.items()])
                 if t + 1 == fold:
                     marks["fold"] = evidence
             ends.append((marks["fold"], evidence))
@@ -372,10 +392,9 @@ def class_gates(name: str, levels: tuple[float, ...] = (0.01, 0.05), alpha: floa
         parent = {c: p for p, c in structure["plain"]}
         events = [({f: v for f, v in zip(names, r) if isinstance(v, str)}, yt)
                   for *r, yt in zip(*(X[f].iloc[train] for f in names), y.iloc[train])]
-        n_y: Counter = Counter(yt for _, yt in events)
-        n_fy: Counter = Counter((f, v, yt) for x, yt in events for f, v in x.items())
-        n_pair: Counter = Counter((c, x[c], p, x[p], yt) for x, yt in events for c, p in parent.items()
-                                  if c in x and p in x)
+        counts = Counts(nv, alpha)
+        for x, yt in events:
+            counts.learn(x, yt, list(parent.items()))
         p_value = {}
         for c, p in parent.items():
             for k in classes:
@@ -394,11 +413,9 @@ def class_gates(name: str, levels: tuple[float, ...] = (0.01, 0.05), alpha: floa
         rows = [{f: v for f, v in zip(names, r) if isinstance(v, str)}
                 for r in zip(*(X[f].iloc[test] for f in names))]
         for v, gate in gates.items():
-            logs = np.array([[math.log(n_y[k] + 1) + sum(
-                smoothed(n_pair[f, x[f], parent[f], x[parent[f]], k], n_fy[parent[f], x[parent[f]], k],
-                         n_fy[f, x[f], k], n_y[k], alpha, nv[f], MARGINAL_PRIOR)
-                if parent.get(f) in x and gate(f, k) else lid(n_fy[f, x[f], k], n_y[k], alpha, nv[f])
-                for f in x) for k in classes] for x in rows])
+            logs = np.array([[math.log(counts.n_y[k] + 1) + sum(
+                counts.term(x, f, k, parent.get(f) if f in parent and gate(f, k) else None) for f in x)
+                for k in classes] for x in rows])
             proba = np.exp(logs - logsumexp(logs, axis=1, keepdims=True))
             acc[v].append(float(np.mean(proba.argmax(axis=1) == truth)))
             loss[v].append(float(-np.mean(np.log(np.maximum(proba[np.arange(len(truth)), truth], FLOOR)))))
@@ -438,8 +455,7 @@ def both_kinds(names: list[str], seed: int = 0) -> None:
         for metric, scores, sign in (("accuracy", acc, 1.0), ("log-loss", loss, -1.0)):
             parts = []
             for label in declared:
-                row = " ".join(f"{m.split()[0]} {np.mean(scores[f'{m.split()[0]} {label}']):.3f}"
-                               for m in ("NB", "TAN", "plain"))
+                row = " ".join(f"{m} {np.mean(scores[f'{m} {label}']):.3f}" for m in ("NB", "TAN", "plain"))
                 flags = [f"behind {ref} {d:+.3f} ({se:.3f})" for ref in ("NB", "plain")
                          for d, se in [diff(scores, f"TAN {label}", f"{ref} {label}", sign)] if d < -2 * se]
                 parts.append(f"{label}: {row}" + (" LOSS " + ", ".join(flags) if flags else ""))

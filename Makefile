@@ -13,7 +13,7 @@ DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
 DEV_STAMP  := $(VENV)/.installed-dev-$(HASH)
 BUILD_FILES := pyproject.toml setup.py $(COMPILED)
 
-.PHONY: setup demo test test-pure typecheck docs bench clean
+.PHONY: setup demo test test-fast test-slow test-pure fuzz typecheck docs bench clean
 
 setup: $(DEV_STAMP)
 
@@ -35,17 +35,38 @@ demo: $(DEMO_STAMP)
 	$(BIN)/streamnb demo
 
 # a run killed by a signal (a crash in an extension) names the test it was in, last
-PYTEST = $(BIN)/python -m pytest -q || { status=$$?; test ! -f .pytest-running || \
+pytest = $(BIN)/python -m pytest -q $(1) || { status=$$?; test ! -f .pytest-running || \
          echo "pytest died (status $$status) in: $$(cat .pytest-running)"; exit $$status; }
+
+# The tiers. FAST: the learners, statistics, structure, drift, text and spam (no broker, MTA,
+# packaging or docs), in parallel over the machine's cores; the rest (SLOW) talks to real
+# brokers, MTAs and builds, one test at a time. `make test` runs both; `make test-pure` runs FAST
+# again on the pure-Python path, the only code the compiled modules change.
+FAST := streamnb tests/naive_bayes tests/bn tests/stats tests/structure tests/drift tests/text \
+        tests/spam $(wildcard tests/fuzz) tests/test_perkey.py tests/test_perkey_users.py tests/test_persistence.py \
+        tests/test_persistence_migration.py tests/test_cli_evaluate.py
+SLOW := tests $(addprefix --ignore=,$(filter tests/%,$(FAST)))
+WORKERS ?= auto
 
 test: $(DEV_STAMP)
 	$(BIN)/python -m mypy
-	$(PYTEST)
+	$(MAKE) --no-print-directory test-fast test-slow
 
-# the same suite on the pure-Python path, as a machine without a C compiler runs it (the tests
-# that compare the compiled path with the Python one skip)
+test-fast: $(DEV_STAMP)
+	$(call pytest,-n $(WORKERS) $(FAST))
+
+test-slow: $(DEV_STAMP)
+	$(call pytest,-p no:xdist $(SLOW))
+
+# the learners' tiers on the pure-Python path, as a machine without a C compiler runs them (the
+# tests that compare the compiled path with the Python one skip)
 test-pure: $(DEV_STAMP)
-	STREAMNB_PURE_PYTHON=1 $(PYTEST)
+	STREAMNB_PURE_PYTHON=1 $(call pytest,-n $(WORKERS) $(FAST))
+
+# the stream fuzzer's long profile, compiled then pure Python (tests/fuzz)
+fuzz: $(DEV_STAMP)
+	STREAMNB_FUZZ=long $(call pytest,-n $(WORKERS) tests/fuzz)
+	STREAMNB_FUZZ=long STREAMNB_PURE_PYTHON=1 $(call pytest,-n $(WORKERS) tests/fuzz)
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/python -m mypy

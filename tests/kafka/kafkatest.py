@@ -17,15 +17,23 @@ from streamnb.kafka import Service, ServiceConfig, ensure_topics
 
 ROOT = Path(__file__).resolve().parents[2]
 
-def wait_until(cond, timeout: float, what: str, interval: float = 0.05):
-    """Poll ``cond`` until true or fail after ``timeout`` seconds."""
+def wait_until(cond, timeout: float, what: str, interval: float = 0.05, progress=None):
+    """Poll ``cond`` until true or fail after ``timeout`` seconds; with ``progress`` (a callable
+    returning a count that grows while the awaited work goes on), after ``timeout`` seconds with no
+    growth, so a busy machine that is still getting there is never taken for a stuck one."""
     deadline = time.monotonic() + timeout
+    seen = progress() if progress is not None else None
     while time.monotonic() < deadline:
         value = cond()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        if progress is not None:
+            now = progress()
+            if now != seen:
+                seen, deadline = now, time.monotonic() + timeout
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}"
+                         + (f" (no progress from {seen})" if progress is not None else ""))
 
 
 def create(bootstrap: str, topic: str, partitions: int = 1) -> None:

@@ -87,8 +87,14 @@ def test_a_restart_after_sigkill_continues_exactly_with_keys_evicted_ahead_of_th
     produce(bootstrap, names.topic, first)
     proc = cli(*run_args(bootstrap, names, state, "--exit-when-idle", "3600"))
     try:
-        wait_until(lambda: len(read_topic(bootstrap, names.output, 0, timeout=30)) >= len(first)
-                   or proc.poll() is not None, 120, "every event of the first part predicted", interval=0.5)
+        predicted = [0]
+
+        def done() -> bool:
+            predicted[0] = len(read_topic(bootstrap, names.output, 0, timeout=30))
+            return predicted[0] >= len(first) or proc.poll() is not None
+
+        wait_until(done, 120, "every event of the first part predicted", interval=0.5,
+                   progress=lambda: predicted[0])
         assert proc.poll() is None, proc.communicate()[0]
     finally:
         stop_process(proc, signal.SIGKILL)

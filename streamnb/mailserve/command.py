@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import sys
 
 import click
 
 from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.limits import MTA_ADDRESSES
 
 __all__ = ["serve"]
 
@@ -19,6 +21,20 @@ def _address(value: str | None, name: str) -> tuple[str, int] | None:
     if not sep or not port.isdigit():
         raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint=name)
     return (host or "127.0.0.1").strip("[]"), int(port)
+
+
+def _addresses(value: str) -> tuple[str, ...]:
+    out = []
+    for part in value.split(","):
+        part = part.strip().strip("[]")
+        if not part:
+            continue
+        try:
+            ipaddress.ip_address(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r}: expected an IP address", param_hint="--mta-address") from None
+        out.append(part)
+    return tuple(out)
 
 
 def _fraction(value: float | None, name: str) -> float | None:
@@ -59,6 +75,16 @@ def _fraction(value: float | None, name: str) -> float | None:
                    "its smtpd_timeout is 300 s).")
 @click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1),
               help="Requests (HTTP) and connections (milter) served at once by each process; more are turned away.")
+@click.option("--max-clients", default=1024, show_default=True, type=click.IntRange(min=2),
+              help="Connections each listener of each process holds at once; more are closed at once (lowered "
+                   "to fit the open files limit).")
+@click.option("--per-client", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Connections one address outside --mta-address may hold on each listener.")
+@click.option("--reserved", default=128, show_default=True, type=click.IntRange(min=0),
+              help="Connections of each listener kept for the --mta-address addresses alone.")
+@click.option("--mta-address", "mta_address", default=",".join(MTA_ADDRESSES), show_default=True,
+              help="Comma-separated addresses of the MTA (Postfix, Exim): free of --per-client, and alone allowed "
+                   "the --reserved connections.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Processes answering on the same ports (about one per core); the first alone learns and "
                    "writes, the others follow its journal.")
@@ -68,7 +94,8 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Seconds between snapshots when something was learned.")
 def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
-          timeout: float, milter_timeout: float, max_connections: int, workers: int, snapshot_every: int,
+          timeout: float, milter_timeout: float, max_connections: int, max_clients: int, per_client: int,
+          reserved: int, mta_address: str, workers: int, snapshot_every: int,
           snapshot_seconds: float) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
 
@@ -99,7 +126,11 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
                          snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
-                          max_connections, milter_user=milter_user, workers=workers)
+                          max_connections, milter_user=milter_user, workers=workers, max_clients=max_clients,
+                          per_client=per_client, reserved=reserved, mta=_addresses(mta_address))
+    if reserved >= max_clients:
+        raise click.BadParameter(f"{reserved}: expected fewer than --max-clients ({max_clients})",
+                                 param_hint="--reserved")
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -21,6 +21,7 @@ Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from streamnb.exceptions import StreamnbError
+from streamnb.exceptions import InvalidEventError, StreamnbError
 from streamnb.mailserve.forward import WriterError
 from streamnb.mailserve.service import MailService
 
@@ -39,6 +40,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover  (aiohttp brings async-timeout on 3.10)
     from async_timeout import timeout as _timeout
 
+log = logging.getLogger("streamnb.mailserve")
+
 SERVICE: web.AppKey[MailService] = web.AppKey("service", MailService)
 LIMITS: web.AppKey[dict] = web.AppKey("limits", dict)
 
@@ -47,10 +50,23 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+def header(request: web.Request, name: str) -> str:
+    """A request header's value, stripped ("" if missing); :class:`InvalidEventError` if it is
+    not UTF-8 text on one line (aiohttp keeps undecodable bytes as surrogates)."""
+    value = request.headers.get(name, "").strip()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidEventError(f"the {name} header is not UTF-8") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidEventError(f"the {name} header holds control characters")
+    return value
+
+
 def user_of(request: web.Request) -> str | None:
     """The user key: the ``User`` header, else ``Deliver-To``; None (the shared filter) if neither."""
     for name in ("User", "Deliver-To"):
-        value = request.headers.get(name, "").strip()
+        value = header(request, name)
         if value:
             return value.lower()
     return None
@@ -98,6 +114,10 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except StreamnbError as exc:
         service.metrics.errors.labels("invalid").inc()
         return _error(400, str(exc))
+    except Exception:  # a defect: an error reply, logged, never a plain-text page
+        log.exception("%s %s failed", request.method, request.path)
+        service.metrics.errors.labels("internal").inc()
+        return _error(500, "internal error (logged)")
     finally:
         limits["inflight"] -= 1
 

@@ -5,6 +5,8 @@ on SIGTERM or SIGINT (a last snapshot)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import errno
 import logging
 import os
 import shutil
@@ -17,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from streamnb.mailserve.balance import Load, accept
+from streamnb.mailserve.balance import Load, Serve, accept
 from streamnb.mailserve.http import make_app
+from streamnb.mailserve.limits import MTA_ADDRESSES, Gate, notify, raise_open_files, watchdog_interval
 from streamnb.mailserve.metrics import share_between_processes
 from streamnb.mailserve.service import MailService, ServeConfig
 from streamnb.mailserve.workers import Workers, spec
@@ -26,7 +29,8 @@ from streamnb.mailserve.workers import Workers, spec
 if TYPE_CHECKING:
     from streamnb.mailserve.milter import MilterServer
 
-__all__ = ["LISTEN_BACKLOG", "Answering", "Listeners", "answer", "app_runner", "listening", "serve"]
+__all__ = ["LISTEN_BACKLOG", "SPARE_FILES", "Answering", "Listeners", "answer", "app_runner", "fit_open_files",
+           "listening", "serve"]
 
 log = logging.getLogger("streamnb.mailserve")
 
@@ -46,6 +50,14 @@ class Listeners:
     max_body: int = 64 << 20
     milter_user: str = "first-recipient"  # see milter_bridge.user_key
     workers: int = 1  # processes answering; the first one alone learns
+    max_clients: int = 1024  # connections per listener and process (see limits.Gate)
+    per_client: int = 32  # of them from one address outside ``mta``
+    reserved: int = 128  # of them only for ``mta``
+    mta: tuple[str, ...] = MTA_ADDRESSES
+
+    def gate(self) -> Gate:
+        """The connection slots of one listener."""
+        return Gate(self.max_clients, self.per_client, self.reserved, self.mta)
 
 
 def listening(address: tuple[str, int]) -> socket.socket:
@@ -98,7 +110,7 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
         from streamnb.mailserve.milter_bridge import milter_server
 
         milter = milter_server(service, timeout=listeners.milter_timeout,
-                               max_connections=listeners.max_connections, user=listeners.milter_user)
+                               max_connections=listeners.max_clients, user=listeners.milter_user)
     loop = asyncio.get_running_loop()
     server = runner.server
     assert server is not None  # set up
@@ -106,22 +118,88 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
     def count() -> int:
         return len(server.connections) + (milter.connections if milter is not None else 0)
 
-    async def http(conn: socket.socket) -> None:
-        await loop.connect_accepted_socket(server, conn)
+    async def http(conn: socket.socket, done: Callable[[], None]) -> None:
+        await loop.connect_accepted_socket(lambda: _Released(server(), done), conn)
+
+    metrics = service.metrics
+
+    def accepting(name: str, serve: Serve) -> asyncio.Task:
+        def failed(exc: OSError) -> None:
+            metrics.accept_errors.labels(name, errno.errorcode.get(exc.errno or 0, type(exc).__name__)).inc()
+
+        def refused() -> None:
+            metrics.refused.labels(name).inc()
+
+        return loop.create_task(accept(sockets[name], load, serve, listeners.gate(), failed, refused))
 
     load = Load(load_path, slot, count)
     load.publish()  # counted by the others from now on
     tasks = [loop.create_task(load.heartbeat())]
     if "http" in sockets:
-        tasks.append(loop.create_task(accept(sockets["http"], load, http)))
+        tasks.append(accepting("http", http))
     if "milter" in sockets and milter is not None:
-        tasks.append(loop.create_task(accept(sockets["milter"], load, milter.serve_accepted)))
+        tasks.append(accepting("milter", milter.serve_accepted))
     return Answering(runner, milter, load, tasks)
+
+
+class _Released(asyncio.Protocol):
+    """An HTTP connection's protocol that says when the connection ends (to free its slot)."""
+
+    def __init__(self, inner: asyncio.Protocol, done: Callable[[], None]) -> None:
+        self.inner = inner
+        self.done = done
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self.inner.connection_lost(exc)
+        finally:
+            self.done()
+
+
+#: File descriptors a process keeps for other things than connections (model files, journal,
+#: listening sockets, the workers' pipes).
+SPARE_FILES = 64
+
+
+def fit_open_files(listeners: Listeners, limit: int) -> Listeners:
+    """``listeners`` with ``max_clients`` lowered (and ``reserved`` with it) so that every
+    listener's connections fit under the open files ``limit``: the accept loops then never
+    meet ``EMFILE`` in the first place."""
+    n = int(listeners.http is not None) + int(listeners.milter is not None)
+    room = max(2, (limit - SPARE_FILES) // max(1, n))
+    if listeners.max_clients <= room:
+        return listeners
+    log.warning("open files limit %d: at most %d connections per listener (not %d); raise LimitNOFILE",
+                limit, room, listeners.max_clients)
+    return dataclasses.replace(listeners, max_clients=room, reserved=min(listeners.reserved, room // 2))
+
+
+async def _watchdog(every: float) -> None:
+    """Tell systemd's watchdog the event loop is alive, every ``every`` seconds."""
+    while True:
+        notify("WATCHDOG=1")
+        await asyncio.sleep(every)
 
 
 async def serve(config: ServeConfig, listeners: Listeners,
                 ready: Callable[[dict[str, int]], None] | None = None) -> None:  # fmt: skip
     """Serve until SIGTERM or SIGINT; ``ready`` is called with the bound ports."""
+    listeners = fit_open_files(listeners, raise_open_files())
     private = tempfile.mkdtemp(prefix="streamnb-mail-") if listeners.workers > 1 else None
     if private is not None:  # one set of metrics for all the processes
         os.mkdir(f"{private}/metrics")
@@ -141,6 +219,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
     inner: web.AppRunner | None = None
     workers = None
     timer = loop.create_task(service.snapshot_timer())
+    tasks: list[asyncio.Task] = []
     try:
         for name in ("http", "milter"):
             address = getattr(listeners, name)
@@ -162,8 +241,15 @@ async def serve(config: ServeConfig, listeners: Listeners,
             await workers.start()
         if ready is not None:
             ready(ports)
+        notify("READY=1")
+        every = watchdog_interval()
+        if every is not None:
+            tasks.append(loop.create_task(_watchdog(every)))
         await stop.wait()
     finally:
+        notify("STOPPING=1")
+        for task in tasks:
+            task.cancel()
         timer.cancel()
         if workers is not None:
             await workers.stop()

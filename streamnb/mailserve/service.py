@@ -142,9 +142,8 @@ class MailService:
             self.filters.catch_up()
             self.metrics.users.set(self.filters.users.n_resident())
             return learned
-        learned, record = self.filters.learn(self.filters.tokens(raw), user, label)
-        if record is not None:
-            await self.filters.append(record)
+        learned = await self.filters.learn(self.filters.tokens(raw), user, label)
+        if not learned.already:
             self.metrics.learns.labels(label).inc()
         self.metrics.learn_seconds.observe(time.perf_counter() - start)
         self.metrics.users.set(self.filters.users.n_resident())

@@ -141,3 +141,17 @@ def test_systemd_is_told_ready_and_stopping(tmp_path):
             assert daemon.stop() == 0
             while b"STOPPING=1" not in seen:
                 seen.add(sock.recv(64))
+
+
+
+def test_connections_that_send_nothing_or_half_a_request_are_closed(tmp_path):
+    with Daemon(tmp_path / "model.snb", "--timeout", "0.5") as daemon:
+        for start in (b"", b"POST /checkv2 HTTP/1.1\r\nHost: x\r\n", b"POST /checkv2 HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nab"):
+            with socket.create_connection(("127.0.0.1", daemon.port), timeout=60) as slow:
+                slow.sendall(start)
+                data, chunk = b"", b"-"
+                while chunk:  # until the daemon closes it
+                    chunk = slow.recv(65536)
+                    data += chunk
+                assert data == b"" or b" 408 " in data.split(b"\r\n")[0], data
+        assert daemon.request("GET", "/healthz")[0] == 200

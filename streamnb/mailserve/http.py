@@ -7,7 +7,9 @@
                           spamicity, threshold, tokens, user, the ``X-Spam`` header line)
 ``POST /learnspam``       learn the body as spam (``/learnham``: ham) for ``User``; a
                           message learned before as the other class moves; answered once
-                          the learn is durable: ``{"success": true, ...}``
+                          the learn is durable: ``{"success": true, ...}``; 403 without
+                          the ``Password`` or from outside ``--secure-ip``
+                          (:mod:`streamnb.mailserve.auth`)
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
 ``GET /healthz``          ``{"status": "ok", "pid": N}`` (N: the process that answered)
 ``GET /metrics``          Prometheus text
@@ -21,8 +23,10 @@ Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the 
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
+import time
 import sys
 from typing import Any
 
@@ -30,10 +34,12 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from streamnb.exceptions import InvalidEventError, StreamnbError
+from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.forward import WriterError
+from streamnb.mailserve.headers import message_id, recipient_user
 from streamnb.mailserve.service import MailService
 
-__all__ = ["make_app"]
+__all__ = ["answer_check", "make_app", "user_of"]
 
 if sys.version_info >= (3, 11):
     from asyncio import timeout as _timeout
@@ -64,17 +70,41 @@ def header(request: web.Request, name: str) -> str:
 
 
 def user_of(request: web.Request) -> str | None:
-    """The user key: the ``User`` header, else ``Deliver-To``; None (the shared filter) if neither."""
-    for name in ("User", "Deliver-To"):
-        value = header(request, name)
-        if value:
-            return value.lower()
-    return None
+    """Whose filter answers (:func:`~streamnb.mailserve.headers.recipient_user`): ``Deliver-To``,
+    else the first ``Rcpt``, else ``User``."""
+    rcpts = request.headers.getall("Rcpt", [])
+    if rcpts:
+        header(request, "Rcpt")  # the same checks as any header
+    return recipient_user(header(request, "Deliver-To"), rcpts, header(request, "User"))
+
+
+def _decompress(data: bytes, keep: int, how: str) -> bytes:
+    """The first ``keep`` bytes of a body sent compressed (``Compression: zstd``, what
+    ``rspamc -z`` sends), never more however much it expands."""
+    if how.lower() != "zstd":
+        raise web.HTTPUnsupportedMediaType(reason=f"compression {how!r} is not supported (zstd is)")
+    try:
+        import zstandard
+    except ImportError:
+        raise web.HTTPUnsupportedMediaType(reason="zstd bodies need the zstandard package") from None
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+            out = bytearray()
+            while len(out) < keep:
+                chunk = reader.read(min(1 << 16, keep - len(out)))
+                if not chunk:
+                    break
+                out += chunk
+    except zstandard.ZstdError as exc:
+        if not out:  # (a stream cut at max_bytes ends in an error after its output)
+            raise InvalidEventError(f"the body is not zstd: {exc}") from None
+    return bytes(out)
 
 
 async def _body(request: web.Request) -> bytes:
     limits = request.app[LIMITS]
     keep, cap = limits["max_bytes"], limits["max_body"]
+    compression = header(request, "Compression")
     if request.content_length is not None and request.content_length > cap:
         raise web.HTTPRequestEntityTooLarge(max_size=cap, actual_size=request.content_length)
     chunks, kept, seen = [], 0, 0
@@ -88,7 +118,8 @@ async def _body(request: web.Request) -> bytes:
         if kept < keep:
             chunks.append(chunk[: keep - kept])
             kept += len(chunks[-1])
-    return b"".join(chunks)
+    raw = b"".join(chunks)
+    return _decompress(raw, keep, compression) if compression else raw
 
 
 @web.middleware
@@ -122,14 +153,39 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
         limits["inflight"] -= 1
 
 
+def answer_check(service: MailService, raw: bytes, user: str | None, queue_id: str) -> dict[str, Any]:
+    """``/checkv2``'s answer to a message (logged): rspamd's fields and streamnb's."""
+    start = time.perf_counter()
+    check = service.check(raw, user)
+    reply = check.rspamd()
+    mid = message_id(raw)
+    if mid is not None:
+        reply["message-id"] = mid
+    reply["time_real"] = round(time.perf_counter() - start, 6)
+    service.log_check(check, raw, queue_id, reply["time_real"])
+    return reply
+
+
 async def checkv2(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     raw = await _body(request)
-    return web.json_response(service.check(raw, user_of(request)).rspamd())
+    return web.json_response(answer_check(service, raw, user_of(request), header(request, "Queue-Id")))
+
+
+async def ping(request: web.Request) -> web.Response:
+    return web.Response(text="pong\r\n")
 
 
 async def _learn(request: web.Request, label: str) -> web.Response:
     service = request.app[SERVICE]
+    limits = request.app[LIMITS]
+    if not limits["learn"]:
+        service.metrics.errors.labels("forbidden").inc()
+        return _error(403, "learning is on the controller listener (--controller)")
+    authority: Authority | None = limits["authority"]
+    if authority is not None and not await authority.allows(request.remote, header(request, "Password") or None):
+        service.metrics.errors.labels("forbidden").inc()
+        return _error(403, "learning needs the password (Password header) or an address of --secure-ip")
     raw = await _body(request)
     if not raw.strip():
         return _error(400, "empty message")
@@ -155,7 +211,7 @@ async def learnham(request: web.Request) -> web.Response:
 
 async def stat(request: web.Request) -> web.Response:
     user = request.query.get("user")
-    return web.json_response(request.app[SERVICE].filters.stat(user.lower() if user else None))
+    return web.json_response(request.app[SERVICE].stat(user.lower() if user else None))
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -168,16 +224,20 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, timeout: float = 30.0,
-             max_connections: int = 256) -> web.Application:  # fmt: skip
-    """The aiohttp application of the HTTP listener."""
+             max_connections: int = 256, authority: Authority | None = None,
+             learn: bool = True) -> web.Application:  # fmt: skip
+    """The aiohttp application of the HTTP listener: learns are allowed as ``authority`` says
+    (None: every learn, for the daemon's private socket), none at all unless ``learn``."""
     app = web.Application(middlewares=[_guard], client_max_size=max_body)
     app[SERVICE] = service
     app[LIMITS] = {"max_bytes": max_bytes, "max_body": max_body, "timeout": timeout,
-                   "max_connections": max_connections, "inflight": 0}  # fmt: skip
+                   "max_connections": max_connections, "inflight": 0, "authority": authority,
+                   "learn": learn}  # fmt: skip
     app.router.add_post("/checkv2", checkv2)
     app.router.add_post("/learnspam", learnspam)
     app.router.add_post("/learnham", learnham)
     app.router.add_get("/stat", stat)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/ping", ping)
     app.router.add_get("/metrics", metrics)
     return app

@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,12 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from streamnb.mailserve.balance import Load, Serve, accept
-from streamnb.mailserve.http import make_app
+from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.http import answer_check, make_app
+from streamnb.mailserve.legacy import LegacyRequest, is_legacy
+from streamnb.mailserve.legacy import error as legacy_error
+from streamnb.mailserve.legacy import reply as legacy_reply
+from streamnb.mailserve.auth import LOOPBACK, Authority, read_password_file
 from streamnb.mailserve.limits import MTA_ADDRESSES, Gate, notify, raise_open_files, watchdog_interval
 from streamnb.mailserve.metrics import share_between_processes
 from streamnb.mailserve.service import MailService, ServeConfig
@@ -54,6 +60,15 @@ class Listeners:
     per_client: int = 32  # of them from one address outside ``mta``
     reserved: int = 128  # of them only for ``mta``
     mta: tuple[str, ...] = MTA_ADDRESSES
+    password_file: str | None = None  # see auth
+    secure_ip: tuple[str, ...] | None = None  # None: loopback without a password file, else none
+    controller: str | None = None  # HOST:PORT or unix:PATH: learns there only
+
+    def authority(self) -> Authority:
+        """Who may learn (read the password file)."""
+        hashed = read_password_file(self.password_file) if self.password_file is not None else None
+        secure = self.secure_ip if self.secure_ip is not None else (() if hashed is not None else LOOPBACK)
+        return Authority(hashed, secure)
 
     def gate(self) -> Gate:
         """The connection slots of one listener."""
@@ -90,10 +105,12 @@ class Answering:
         self.load.close()
 
 
-async def app_runner(service: MailService, listeners: Listeners) -> web.AppRunner:
-    """The HTTP app of ``service`` with the listeners' bounds, set up for a site to serve."""
+async def app_runner(service: MailService, listeners: Listeners, authority: Authority | None,
+                     learn: bool = True) -> web.AppRunner:  # fmt: skip
+    """The HTTP app of ``service`` with the listeners' bounds, set up for a site to serve;
+    learns allowed as ``authority`` says (None: all), none unless ``learn``."""
     app = make_app(service, service.config.max_bytes, listeners.max_body, listeners.timeout,
-                   listeners.max_connections)
+                   listeners.max_connections, authority, learn)
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
     await runner.setup()
     return runner
@@ -104,7 +121,7 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
     """This process answering with ``service`` on ``sockets`` (``"http"``: the HTTP app;
     ``"milter"``: the milter), accepting while it holds the fewest connections of the processes
     sharing ``load_path`` (its slot ``slot``; None: this process alone)."""
-    runner = await app_runner(service, listeners)
+    runner = await app_runner(service, listeners, listeners.authority(), learn=listeners.controller is None)
     milter = None
     if listeners.milter is not None:
         from streamnb.mailserve.milter_bridge import milter_server
@@ -119,7 +136,7 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
         return len(server.connections) + (milter.connections if milter is not None else 0)
 
     async def http(conn: socket.socket, done: Callable[[], None]) -> None:
-        await loop.connect_accepted_socket(lambda: _Released(server(), done), conn)
+        await loop.connect_accepted_socket(lambda: _Released(server(), done, service, listeners), conn)
 
     metrics = service.metrics
 
@@ -143,19 +160,73 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
 
 
 class _Released(asyncio.Protocol):
-    """An HTTP connection's protocol that says when the connection ends (to free its slot)."""
+    """An HTTP connection's protocol: says when the connection ends (to free its slot), and
+    answers a legacy ``RSPAMC/1.3`` request itself (:mod:`streamnb.mailserve.legacy`, what
+    Exim sends), handing anything else to aiohttp's ``inner`` protocol."""
 
-    def __init__(self, inner: asyncio.Protocol, done: Callable[[], None]) -> None:
+    def __init__(self, inner: asyncio.Protocol, done: Callable[[], None], service: MailService,
+                 listeners: Listeners) -> None:  # fmt: skip
         self.inner = inner
         self.done = done
+        self.service = service
+        self.listeners = listeners
+        self.start = b""
+        self.legacy: LegacyRequest | None = None
+        self.decided = False
+        self.transport: asyncio.Transport | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
         self.inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        self.inner.data_received(data)
+        if not self.decided:
+            self.start += data
+            legacy = is_legacy(self.start)
+            if legacy is None:
+                return
+            self.decided = True
+            data, self.start = self.start, b""
+            if legacy:
+                self.legacy = LegacyRequest(self.service.config.max_bytes, self.listeners.max_body)
+                self.timer = asyncio.get_running_loop().call_later(self.listeners.timeout, self._expire)
+        if self.legacy is None:
+            self.inner.data_received(data)
+            return
+        self._legacy(data)
+
+    def _legacy(self, data: bytes) -> None:
+        request, service = self.legacy, self.service
+        assert request is not None and self.transport is not None
+        if request.complete:
+            return
+        try:
+            request.feed(data)
+            if not request.complete:
+                return
+            queue_id = request.get("queue-id") or ""
+            answer = legacy_reply(request, lambda raw, user: answer_check(service, raw, user, queue_id))
+        except StreamnbError as exc:
+            self.service.metrics.errors.labels("invalid").inc()
+            answer = legacy_error(str(exc))
+        except Exception:  # a defect: an error reply, logged
+            log.exception("a legacy request failed")
+            self.service.metrics.errors.labels("internal").inc()
+            answer = legacy_error("internal error (logged)")
+        request.complete = True
+        self.transport.write(answer)
+        self.transport.close()
+
+    def _expire(self) -> None:
+        if self.transport is not None and self.legacy is not None and not self.legacy.complete:
+            self.service.metrics.errors.labels("timeout").inc()
+            self.transport.abort()
 
     def eof_received(self) -> bool | None:
+        if self.legacy is not None:
+            return None
         return self.inner.eof_received()
 
     def pause_writing(self) -> None:
@@ -165,6 +236,8 @@ class _Released(asyncio.Protocol):
         self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         try:
             self.inner.connection_lost(exc)
         finally:
@@ -187,6 +260,28 @@ def fit_open_files(listeners: Listeners, limit: int) -> Listeners:
     log.warning("open files limit %d: at most %d connections per listener (not %d); raise LimitNOFILE",
                 limit, room, listeners.max_clients)
     return dataclasses.replace(listeners, max_clients=room, reserved=min(listeners.reserved, room // 2))
+
+
+async def _controller(service: MailService, listeners: Listeners) -> web.AppRunner:
+    """The learn listener of ``--controller``: ``unix:PATH`` (a socket only its owner and group
+    may use: there, learns need no password) or ``HOST:PORT`` (learns as on the HTTP listener)."""
+    where = listeners.controller
+    assert where is not None
+    if where.startswith("unix:"):
+        path = where[len("unix:"):]
+        runner = await app_runner(service, listeners, None)
+        old = os.umask(0o117)  # the socket is made 0660
+        try:
+            if os.path.exists(path) and stat.S_ISSOCK(os.stat(path).st_mode):
+                os.unlink(path)  # left by a killed daemon
+            await web.UnixSite(runner, path).start()
+        finally:
+            os.umask(old)
+        return runner
+    host, _, port = where.rpartition(":")
+    runner = await app_runner(service, listeners, listeners.authority())
+    await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port), backlog=LISTEN_BACKLOG).start()
+    return runner
 
 
 async def _watchdog(every: float) -> None:
@@ -217,6 +312,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
     sockets: dict[str, socket.socket] = {}
     answering = None
     inner: web.AppRunner | None = None
+    controller: web.AppRunner | None = None
     workers = None
     timer = loop.create_task(service.snapshot_timer())
     tasks: list[asyncio.Task] = []
@@ -233,12 +329,18 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if private is not None:  # the workers' way to learn: the same app on a private socket, its
             # own runner: the workers' connections to it are not load (they would hold the writer busy)
             socket_path = f"{private}/writer.sock"
-            inner = await app_runner(service, listeners)
+            inner = await app_runner(service, listeners, None)  # a private directory's socket
             await web.UnixSite(inner, socket_path).start()
             details = spec(config, listeners, ports, socket_path, f"{private}/metrics", f"{private}/load")
             fds = {name: sock.fileno() for name, sock in sockets.items()}
             workers = Workers(details, listeners.workers - 1, fds, gone=answering.load.vacate)
             await workers.start()
+        if listeners.controller is not None:
+            controller = await _controller(service, listeners)
+        log.info(listeners.authority().describe())
+        if listeners.password_file is None:
+            log.warning("no --password-file: anyone on %s may teach the filter",
+                        ", ".join(listeners.secure_ip if listeners.secure_ip is not None else LOOPBACK) or "no address")
         if ready is not None:
             ready(ports)
         notify("READY=1")
@@ -257,6 +359,8 @@ async def serve(config: ServeConfig, listeners: Listeners,
             await answering.close()
         if inner is not None:
             await inner.cleanup()
+        if controller is not None:
+            await controller.cleanup()
         for sock in sockets.values():
             sock.close()
         await service.close()

@@ -34,12 +34,12 @@ import base64
 import getpass
 import hashlib
 import hmac
-import ipaddress
 import os
 import sys
 from dataclasses import dataclass
 
 from streamnb.exceptions import StateError
+from streamnb.mailserve.limits import normal_address
 
 __all__ = ["Authority", "LOOPBACK", "PasswordHash", "read_password_file", "write_password_file"]
 
@@ -100,28 +100,18 @@ def write_password_file(path: str, password: str, cost: int = 2**14) -> None:
         f.write(PasswordHash(cost, 8, 1, salt, digest).line() + "\n")
 
 
-def _normal(address: str) -> str:
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ip)
-
-
 class Authority:
     """Whether a learn is allowed (see the module): ``hashed`` the password's hash (None: no
     password), ``secure`` the addresses that need none."""
 
     def __init__(self, hashed: PasswordHash | None, secure: tuple[str, ...]) -> None:
         self.hashed = hashed
-        self.secure = frozenset(_normal(a) for a in secure)
+        self.secure = frozenset(normal_address(a) for a in secure)
         self._good: bytes | None = None
         self._lock = asyncio.Lock()
 
     async def allows(self, address: str | None, password: str | None) -> bool:
-        if address is not None and _normal(address) in self.secure:
+        if address is not None and normal_address(address) in self.secure:
             return True
         if self.hashed is None or not password:
             return False

@@ -26,8 +26,9 @@ import asyncio
 import io
 import logging
 import os
-import time
 import sys
+import time
+from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +38,7 @@ from streamnb.exceptions import InvalidEventError, StreamnbError
 from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.forward import WriterError
 from streamnb.mailserve.headers import message_id, recipient_user
+from streamnb.mailserve.limits import normal_address
 from streamnb.mailserve.service import MailService
 
 __all__ = ["answer_check", "make_app", "user_of"]
@@ -127,7 +129,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     """Bounded concurrency and time; every failure a JSON error, never a stopped daemon."""
     limits = request.app[LIMITS]
     service = request.app[SERVICE]
-    if limits["inflight"] >= limits["max_connections"]:
+    if limits["inflight"] >= limits["max_connections"] and normal_address(request.remote or "") not in limits["mta"]:
         service.metrics.errors.labels("busy").inc()
         return _error(503, "too many requests in progress")
     limits["inflight"] += 1
@@ -224,15 +226,18 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, timeout: float = 30.0,
-             max_connections: int = 256, authority: Authority | None = None,
-             learn: bool = True) -> web.Application:  # fmt: skip
+             max_connections: int = 256, authority: Authority | None = None, learn: bool = True,
+             mta: Iterable[str] = ()) -> web.Application:  # fmt: skip
     """The aiohttp application of the HTTP listener: learns are allowed as ``authority`` says
-    (None: every learn, for the daemon's private socket), none at all unless ``learn``."""
+    (None: every learn, for the daemon's private socket), none at all unless ``learn``; the
+    ``mta`` addresses are served beyond ``max_connections`` requests in progress (their
+    connections are bounded by the listener's slots), so slow clients elsewhere cannot hold
+    every request slot the MTA needs."""
     app = web.Application(middlewares=[_guard], client_max_size=max_body)
     app[SERVICE] = service
     app[LIMITS] = {"max_bytes": max_bytes, "max_body": max_body, "timeout": timeout,
                    "max_connections": max_connections, "inflight": 0, "authority": authority,
-                   "learn": learn}  # fmt: skip
+                   "learn": learn, "mta": frozenset(normal_address(a) for a in mta)}  # fmt: skip
     app.router.add_post("/checkv2", checkv2)
     app.router.add_post("/learnspam", learnspam)
     app.router.add_post("/learnham", learnham)

@@ -29,7 +29,7 @@ import socket
 from collections import Counter
 from collections.abc import Iterable
 
-__all__ = ["Gate", "MTA_ADDRESSES", "notify", "raise_open_files", "watchdog_interval"]
+__all__ = ["Gate", "MTA_ADDRESSES", "normal_address", "notify", "raise_open_files", "watchdog_interval"]
 
 log = logging.getLogger("streamnb.mailserve")
 
@@ -37,7 +37,7 @@ log = logging.getLogger("streamnb.mailserve")
 MTA_ADDRESSES = ("127.0.0.1", "::1")
 
 
-def _normal(address: str) -> str:
+def normal_address(address: str) -> str:
     """An address as one spelling (an IPv4-mapped IPv6 address as IPv4)."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
@@ -57,7 +57,7 @@ class Gate:
         self.max_connections = max_connections
         self.per_client = per_client
         self.reserved = reserved
-        self.mta = frozenset(_normal(a) for a in mta)
+        self.mta = frozenset(normal_address(a) for a in mta)
         self.held: Counter[str] = Counter()
         self.total = 0
         self.others = 0  # held by addresses outside ``mta``
@@ -65,7 +65,7 @@ class Gate:
     def admit(self, address: str) -> bool:
         """Whether a connection from ``address`` may be served now (if so it holds a slot until
         :meth:`release`)."""
-        address = _normal(address)
+        address = normal_address(address)
         if self.total >= self.max_connections:
             return False
         if address not in self.mta:
@@ -77,7 +77,7 @@ class Gate:
         return True
 
     def release(self, address: str) -> None:
-        address = _normal(address)
+        address = normal_address(address)
         if self.held[address] <= 0:
             return
         self.held[address] -= 1

@@ -110,7 +110,7 @@ async def app_runner(service: MailService, listeners: Listeners, authority: Auth
     """The HTTP app of ``service`` with the listeners' bounds, set up for a site to serve;
     learns allowed as ``authority`` says (None: all), none unless ``learn``."""
     app = make_app(service, service.config.max_bytes, listeners.max_body, listeners.timeout,
-                   listeners.max_connections, authority, learn)
+                   listeners.max_connections, authority, learn, listeners.mta)
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
     await runner.setup()
     return runner

@@ -166,6 +166,12 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    events = logging.getLogger("streamnb.mailserve.events")  # lines of JSON as they are
+    events.propagate = False
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
 
     def ready(ports: dict[str, int]) -> None:
         click.echo(json.dumps({"ready": ports}), err=True)

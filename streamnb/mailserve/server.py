@@ -29,7 +29,7 @@ from streamnb.mailserve.legacy import reply as legacy_reply
 from streamnb.mailserve.auth import LOOPBACK, Authority, read_password_file
 from streamnb.mailserve.limits import MTA_ADDRESSES, Gate, notify, raise_open_files, watchdog_interval
 from streamnb.mailserve.metrics import share_between_processes
-from streamnb.mailserve.service import MailService, ServeConfig
+from streamnb.mailserve.service import MailService, ServeConfig, event
 from streamnb.mailserve.workers import Workers, spec
 
 if TYPE_CHECKING:
@@ -294,7 +294,8 @@ async def _watchdog(every: float) -> None:
 async def serve(config: ServeConfig, listeners: Listeners,
                 ready: Callable[[dict[str, int]], None] | None = None) -> None:  # fmt: skip
     """Serve until SIGTERM or SIGINT; ``ready`` is called with the bound ports."""
-    listeners = fit_open_files(listeners, raise_open_files())
+    files = raise_open_files()
+    listeners = fit_open_files(listeners, files)
     private = tempfile.mkdtemp(prefix="streamnb-mail-") if listeners.workers > 1 else None
     if private is not None:  # one set of metrics for all the processes
         os.mkdir(f"{private}/metrics")
@@ -337,12 +338,15 @@ async def serve(config: ServeConfig, listeners: Listeners,
             await workers.start()
         if listeners.controller is not None:
             controller = await _controller(service, listeners)
-        log.info(listeners.authority().describe())
+        authority = listeners.authority()
+        log.info(authority.describe())
         if listeners.password_file is None:
             log.warning("no --password-file: anyone on %s may teach the filter",
                         ", ".join(listeners.secure_ip if listeners.secure_ip is not None else LOOPBACK) or "no address")
         if ready is not None:
             ready(ports)
+        event({"event": "start", "model": config.model, "ports": ports, "workers": listeners.workers,
+               "open_files": files, "max_clients": listeners.max_clients, "learning": authority.describe()})
         notify("READY=1")
         every = watchdog_interval()
         if every is not None:
@@ -363,6 +367,7 @@ async def serve(config: ServeConfig, listeners: Listeners,
             await controller.cleanup()
         for sock in sockets.values():
             sock.close()
-        await service.close()
+        await service.close()  # the last snapshot
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
+        event({"event": "stop", "journal_seq": service.filters.seq})

@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,16 @@ from streamnb.mailserve.forward import LearnForwarder
 from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
-__all__ = ["Check", "MailService", "ServeConfig"]
+__all__ = ["Check", "MailService", "ServeConfig", "event", "events"]
 
 log = logging.getLogger("streamnb.mailserve")
+#: One JSON object per line: a message checked, a learn, the daemon's start and stop.
+events = logging.getLogger("streamnb.mailserve.events")
+
+
+def event(fields: dict[str, Any]) -> None:
+    """Log ``fields`` as a line of JSON (with the time and the process) on :data:`events`."""
+    events.info(json.dumps({"time": round(time.time(), 3), "pid": os.getpid(), **fields}, ensure_ascii=True))
 
 #: rspamd's action names.
 NO_ACTION, ADD_HEADER, REJECT = "no action", "add header", "reject"
@@ -175,10 +183,10 @@ class MailService:
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
         """The JSON log line of a message checked."""
         v = check.verdict
-        log.info(json.dumps({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw),
+        event({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw),
                              "user": check.user, "label": v.label, "score": _clip(v.logit),
                              "spamicity": round(v.score, 6), "action": check.action, "tokens": v.n_tokens,
-                             "ms": round(seconds * 1000, 3)}, ensure_ascii=True))  # fmt: skip
+                             "ms": round(seconds * 1000, 3)})  # fmt: skip
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
@@ -193,9 +201,9 @@ class MailService:
         learned = await self.filters.learn(self.filters.tokens(raw), user, label)
         if not learned.already:
             self.metrics.learns.labels(label).inc()
-        log.info(json.dumps({"event": "learn", "message_id": message_id(raw), "user": user, "class": label,
+        event({"event": "learn", "message_id": message_id(raw), "user": user, "class": label,
                              "moved_from": learned.moved_from, "already": learned.already,
-                             "ms": round((time.perf_counter() - start) * 1000, 3)}, ensure_ascii=True))  # fmt: skip
+                             "ms": round((time.perf_counter() - start) * 1000, 3)})  # fmt: skip
         self.metrics.learn_seconds.observe(time.perf_counter() - start)
         self.metrics.users.set(self.filters.users.n_resident())
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:

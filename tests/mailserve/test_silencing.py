@@ -155,3 +155,24 @@ def test_connections_that_send_nothing_or_half_a_request_are_closed(tmp_path):
                     data += chunk
                 assert data == b"" or b" 408 " in data.split(b"\r\n")[0], data
         assert daemon.request("GET", "/healthz")[0] == 200
+
+
+def test_json_lines_at_start_per_check_and_learn_and_at_stop(tmp_path):
+    daemon = Daemon(tmp_path / "model.snb").start()
+    from tests.mailserve.daemon import SPAM_WORDS, message
+
+    try:
+        daemon.learn(message(SPAM_WORDS[:5], 1), "spam", user="ann@mail.test")
+        daemon.request("POST", "/checkv2", message(SPAM_WORDS[:5], 2), {"Rcpt": "<ann@mail.test>", "Queue-Id": "Q1"})
+        assert daemon.stop() == 0
+    finally:
+        daemon.kill()
+    events = [json.loads(line) for line in daemon.log if line.startswith('{"time"')]
+    kinds = [e["event"] for e in events]
+    assert kinds == ["start", "learn", "check", "stop"], kinds
+    start, learn, check, stop = events
+    assert start["ports"] == daemon.ports and "learning allowed only from" in start["learning"]
+    assert (learn["user"], learn["class"], learn["message_id"]) == ("ann@mail.test", "spam", "1@example.org")
+    assert (check["queue_id"], check["user"], check["message_id"]) == ("Q1", "ann@mail.test", "2@example.org")
+    assert check["label"] in ("spam", "unsure", "ham") and check["action"] and check["ms"] >= 0
+    assert stop["journal_seq"] == 0

@@ -132,12 +132,13 @@ def test_a_slow_client_times_out_and_busy_requests_are_turned_away(daemon):
     held = []
     try:
         for _ in range(8):  # --max-connections 8 requests in progress, each waiting for its body
-            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10, source_address=("127.0.0.2", 0))
             s.sendall(b"POST /checkv2 HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
             held.append(s)
         time.sleep(0.3)
-        status, doc = daemon.request("GET", "/healthz")
+        status, doc = daemon.request("GET", "/healthz", source="127.0.0.3")
         assert status == 503 and "too many" in doc["error"]
+        assert daemon.request("GET", "/healthz")[0] == 200  # the MTA's address (127.0.0.1) is served still
     finally:
         for s in held:
             s.close()

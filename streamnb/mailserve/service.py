@@ -183,10 +183,9 @@ class MailService:
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
         """The JSON log line of a message checked."""
         v = check.verdict
-        event({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw),
-                             "user": check.user, "label": v.label, "score": _clip(v.logit),
-                             "spamicity": round(v.score, 6), "action": check.action, "tokens": v.n_tokens,
-                             "ms": round(seconds * 1000, 3)})  # fmt: skip
+        event({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw), "user": check.user,
+               "label": v.label, "score": _clip(v.logit), "spamicity": round(v.score, 6), "action": check.action,
+               "tokens": v.n_tokens, "ms": round(seconds * 1000, 3)})  # fmt: skip
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
@@ -202,8 +201,8 @@ class MailService:
         if not learned.already:
             self.metrics.learns.labels(label).inc()
         event({"event": "learn", "message_id": message_id(raw), "user": user, "class": label,
-                             "moved_from": learned.moved_from, "already": learned.already,
-                             "ms": round((time.perf_counter() - start) * 1000, 3)})  # fmt: skip
+               "moved_from": learned.moved_from, "already": learned.already,
+               "ms": round((time.perf_counter() - start) * 1000, 3)})  # fmt: skip
         self.metrics.learn_seconds.observe(time.perf_counter() - start)
         self.metrics.users.set(self.filters.users.n_resident())
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:

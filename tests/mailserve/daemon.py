@@ -44,10 +44,11 @@ def corpus(n: int, seed: int = 0) -> list[tuple[bytes, str]]:
 class Daemon:
     """``streamnb mail serve --model MODEL --http 127.0.0.1:0 ARGS`` in a subprocess."""
 
-    def __init__(self, model: Path, *args: str, open_files: int | None = None, env: dict | None = None) -> None:
+    def __init__(self, model: Path, *args: str, open_files: int | tuple[int, int] | None = None,
+                 env: dict | None = None) -> None:  # fmt: skip
         self.model = model
         self.args = args
-        self.open_files = open_files  # the daemon's soft and hard limit of open files (None: as ours)
+        self.open_files = open_files  # the daemon's (soft and) hard limit of open files (None: as ours)
         self.env = env or {}
         self.proc: subprocess.Popen | None = None
         self.ports: dict[str, int] = {}
@@ -59,7 +60,7 @@ class Daemon:
 
         def limited() -> None:
             if limit is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+                resource.setrlimit(resource.RLIMIT_NOFILE, limit if isinstance(limit, tuple) else (limit, limit))
 
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=limited,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})  # fmt: skip

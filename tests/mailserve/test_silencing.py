@@ -176,3 +176,37 @@ def test_json_lines_at_start_per_check_and_learn_and_at_stop(tmp_path):
     assert (check["queue_id"], check["user"], check["message_id"]) == ("Q1", "ann@mail.test", "2@example.org")
     assert check["label"] in ("spam", "unsure", "ham") and check["action"] and check["ms"] >= 0
     assert stop["journal_seq"] == 0
+
+
+def test_1100_idle_connections_at_systemds_default_limit_do_not_silence_it_for_good(tmp_path):
+    """The issue's case: systemd's soft limit of 1,024 open files, 1,100 idle connections from
+    the host itself. The daemon raises its soft limit to the hard one (4,096 here), so it never
+    runs out of descriptors; the connections past its --max-clients (1,024) are closed at once;
+    once the idle ones close, the MTA is answered again (on the old code the accept loop died on
+    EMFILE and nothing was answered again)."""
+    held = []
+    with Daemon(tmp_path / "model.snb", open_files=(1024, 4096)) as daemon:
+        try:
+            for _ in range(1100):
+                sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=30)
+                sock.setblocking(False)
+                held.append(sock)
+            deadline = time.monotonic() + 60
+            while sum(_closed_by_peer(sock) for sock in held) < 76 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert sum(_closed_by_peer(sock) for sock in held) == 76  # 1,100 - 1,024
+        finally:
+            for sock in held:
+                sock.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # their slots come back as they close
+            try:
+                if daemon.request("GET", "/healthz", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("not answered again")
+        status, text = daemon.request("GET", "/metrics")
+        assert 'streamnb_mail_connections_refused_total{listener="http"} 76.0' in text
+        assert "accept_errors_total{" not in text  # never out of descriptors

@@ -178,3 +178,35 @@ def test_concurrent_learns_of_one_message_are_taken_in_turn(tmp_path):
     results, counts = asyncio.run(main())
     assert results == [("spam", None, False), ("ham", "spam", False), ("spam", "ham", False)]
     assert counts == {"spam": 1.0, "ham": 0.0}
+
+
+def test_the_daemon_answers_a_learn_it_cannot_write_with_a_500_and_the_retry_learns_it(small_fs):
+    from tests.mailserve.daemon import Daemon
+
+    data = corpus(40, seed=9)
+    with Daemon(small_fs / "model.snb", "--snapshot-every", "100000") as daemon:
+        filler = small_fs / "filler"
+        with open(filler, "wb", buffering=0) as f:  # the disk full, but for the journal's last page
+            try:
+                while True:
+                    f.write(b"\0" * 4096)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+        failed, acknowledged = [], 0
+        for raw, label in data:
+            status, doc = daemon.request("POST", f"/learn{label}", raw)
+            if status == 200:
+                acknowledged += 1
+            else:
+                assert status == 500 and "could not write the journal" in doc["error"], (status, doc)
+                failed.append((raw, label))
+        assert len(failed) >= 5
+        assert sum(daemon.request("GET", "/stat")[1]["learned"].values()) == acknowledged
+        filler.unlink()
+        for raw, label in failed:  # the retries: learned now, not "already"
+            status, doc = daemon.request("POST", f"/learn{label}", raw)
+            assert status == 200 and doc["already"] is False
+        assert sum(daemon.request("GET", "/stat")[1]["learned"].values()) == len(data)
+        daemon.kill()  # no last snapshot: the journal alone holds them
+    with Daemon(small_fs / "model.snb") as again:
+        assert sum(again.request("GET", "/stat")[1]["learned"].values()) == len(data)

@@ -89,3 +89,18 @@ def test_a_controller_socket_takes_the_learns_and_the_http_listener_none(tmp_pat
         assert resp.status == 200 and json.loads(resp.read())["success"] is True
         conn.close()
         assert _learned(d) == {"spam": 1.0, "ham": 0.0}
+
+
+def test_a_tcp_controller_needs_the_password_like_the_http_port(tmp_path, password_file):
+    from tests.mail.postfix import free_port
+
+    port = free_port()
+    with Daemon(tmp_path / "m.snb", "--password-file", str(password_file), "--controller", f"127.0.0.1:{port}") as d:
+        raw = message(SPAM_WORDS[:5], 5)
+        assert d.request("POST", "/learnspam", raw, {"Password": "s3cret pass"})[0] == 403  # not on the HTTP port
+        for headers, want in (({}, 403), ({"Password": "s3cret pass"}, 200)):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/learnspam", body=raw, headers=headers)
+            assert conn.getresponse().status == want
+            conn.close()
+        assert _learned(d) == {"spam": 1.0, "ham": 0.0}

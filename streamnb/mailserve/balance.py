@@ -19,13 +19,18 @@ that died (the writer vacates its slot: :meth:`Load.vacate`), so the others neve
 from __future__ import annotations
 
 import asyncio
+import logging
 import mmap
 import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
 
-__all__ = ["Load", "POLL", "REFRESH", "STALE", "accept"]
+from streamnb.mailserve.limits import Gate
+
+__all__ = ["BACKOFF", "BACKOFF_MAX", "Load", "POLL", "REFRESH", "STALE", "Serve", "accept"]
+
+log = logging.getLogger("streamnb.mailserve")
 
 #: Seconds between two looks of a process that holds more connections than another one.
 POLL = 0.005
@@ -98,27 +103,86 @@ class Load:
         self._map.close()
 
 
-async def accept(sock: socket.socket, load: Load, serve: Callable[[socket.socket], Awaitable[None]]) -> None:
+#: Seconds an accept loop waits after a failed accept (out of file descriptors, of memory...),
+#: doubled at each failure in a row up to :data:`BACKOFF_MAX`.
+BACKOFF = 0.01
+BACKOFF_MAX = 1.0
+
+Serve = Callable[[socket.socket, Callable[[], None]], Awaitable[None]]
+
+
+async def accept(sock: socket.socket, load: Load, serve: Serve, gate: Gate | None = None,
+                 failed: Callable[[OSError], None] | None = None, refused: Callable[[], None] | None = None) -> None:  # fmt: skip
     """Accept connections on the listening ``sock`` while ``load`` says this process is the
-    one to, each handed to ``serve`` (which starts serving it and returns) in a task of its own,
-    so that connections queued together are accepted together; until cancelled."""
+    one to, each handed to ``serve(conn, done)`` (which starts serving it and returns; ``done``
+    is called once the connection ends) in a task of its own, so that connections queued
+    together are accepted together; until cancelled.
+
+    A connection ``gate`` has no slot for is closed at once (``refused()``). A failed accept
+    (``EMFILE`` when every file descriptor is taken, ``ENOBUFS``, ...) never ends the loop: it
+    is logged when a run of failures starts, counted (``failed(exc)``) and retried after a
+    growing pause, so the daemon answers again as soon as connections close."""
     loop = asyncio.get_running_loop()
     starting: set[asyncio.Task] = set()  # held until done (the loop keeps only weak references)
+    pause = 0.0
     while True:
         while not load.least():
             await asyncio.sleep(POLL)
-        conn, _ = await loop.sock_accept(sock)
+        try:
+            conn, peer = await loop.sock_accept(sock)
+        except OSError as exc:
+            if failed is not None:
+                failed(exc)
+            if not pause:
+                log.error("accept on %s failed, retrying: %s", _name(sock), exc)
+            pause = min(BACKOFF_MAX, max(BACKOFF, 2 * pause))
+            await asyncio.sleep(pause)
+            continue
+        if pause:
+            log.warning("accept on %s works again", _name(sock))
+            pause = 0.0
+        address = peer[0] if isinstance(peer, tuple) else ""
+        if gate is not None and not gate.admit(address):
+            conn.close()
+            if refused is not None:
+                refused()
+            continue
         load.starting += 1
         load.publish(accepted=True)
-        task = loop.create_task(_start(conn, load, serve))
+        done = _once(gate.release, address) if gate is not None else _nothing
+        task = loop.create_task(_start(conn, load, serve, done))
         starting.add(task)
         task.add_done_callback(starting.discard)
 
 
-async def _start(conn: socket.socket, load: Load, serve: Callable[[socket.socket], Awaitable[None]]) -> None:
+def _name(sock: socket.socket) -> str:
     try:
-        await serve(conn)
+        return str(sock.getsockname())
+    except OSError:
+        return "a closed socket"
+
+
+def _nothing() -> None:
+    pass
+
+
+def _once(release: Callable[[str], None], address: str) -> Callable[[], None]:
+    called = False
+
+    def done() -> None:
+        nonlocal called
+        if not called:
+            called = True
+            release(address)
+
+    return done
+
+
+async def _start(conn: socket.socket, load: Load, serve: Serve, done: Callable[[], None]) -> None:
+    try:
+        await serve(conn, done)
     except OSError:  # the client went away before it was served
         conn.close()
+        done()
     finally:
         load.starting -= 1

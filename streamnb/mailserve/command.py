@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import sys
 
 import click
 
 from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.headers import HEADER_STYLES
+from streamnb.mailserve.limits import MTA_ADDRESSES
 
 __all__ = ["serve"]
 
@@ -19,6 +22,31 @@ def _address(value: str | None, name: str) -> tuple[str, int] | None:
     if not sep or not port.isdigit():
         raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint=name)
     return (host or "127.0.0.1").strip("[]"), int(port)
+
+
+def _controller(value: str | None) -> str | None:
+    if value is None or value.startswith("unix:"):
+        if value == "unix:":
+            raise click.BadParameter("unix: needs a path", param_hint="--controller")
+        return value
+    address = _address(value, "--controller")
+    if address is None:
+        return None
+    return f"{address[0]}:{address[1]}" if ":" not in address[0] else f"[{address[0]}]:{address[1]}"
+
+
+def _addresses(value: str, name: str) -> tuple[str, ...]:
+    out = []
+    for part in value.split(","):
+        part = part.strip().strip("[]")
+        if not part:
+            continue
+        try:
+            ipaddress.ip_address(part)
+        except ValueError:
+            raise click.BadParameter(f"{part!r}: expected an IP address", param_hint=name) from None
+        out.append(part)
+    return tuple(out)
 
 
 def _fraction(value: float | None, name: str) -> float | None:
@@ -53,12 +81,34 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Reject spam at or above this spamicity (milter: 5xx; HTTP: action 'reject'). Default: tag only.")
 @click.option("--quarantine-above", type=float, default=None,
               help="Milter: put spam at or above this spamicity on hold in the MTA's queue.")
+@click.option("--headers", "headers", type=click.Choice(HEADER_STYLES), default="streamnb", show_default=True,
+              help="Header lines added (milter; /checkv2's 'milter' field): streamnb's X-Spam and X-Spam-Score "
+                   "(spamicity), SpamAssassin's X-Spam-Flag, X-Spam-Status and X-Spam-Score (points), or both.")
 @click.option("--timeout", default=30.0, show_default=True, type=float, help="Seconds a request or connection may take.")
 @click.option("--milter-timeout", default=300.0, show_default=True, type=float,
               help="Seconds a milter connection may stay silent (Postfix keeps one per SMTP session; "
                    "its smtpd_timeout is 300 s).")
 @click.option("--max-connections", default=256, show_default=True, type=click.IntRange(min=1),
               help="Requests (HTTP) and connections (milter) served at once by each process; more are turned away.")
+@click.option("--max-clients", default=1024, show_default=True, type=click.IntRange(min=2),
+              help="Connections each listener of each process holds at once; more are closed at once (lowered "
+                   "to fit the open files limit).")
+@click.option("--per-client", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Connections one address outside --mta-address may hold on each listener.")
+@click.option("--reserved", default=128, show_default=True, type=click.IntRange(min=0),
+              help="Connections of each listener kept for the --mta-address addresses alone.")
+@click.option("--mta-address", "mta_address", default=",".join(MTA_ADDRESSES), show_default=True,
+              help="Comma-separated addresses of the MTA (Postfix, Exim): free of --per-client, and alone allowed "
+                   "the --reserved connections.")
+@click.option("--password-file", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A file holding the learn password hashed (write it with `python -m streamnb.mailserve.auth FILE`); "
+                   "learns then need it in the Password header (rspamc -P), except from --secure-ip.")
+@click.option("--secure-ip", default=None, metavar="ADDR,...",
+              help="Addresses that may learn without the password. Default: the loopback addresses without "
+                   "--password-file, none with it.")
+@click.option("--controller", default=None, metavar="HOST:PORT|unix:PATH",
+              help="A listener of its own for learns (the HTTP listener then only checks); on a Unix socket "
+                   "(mode 0660) learns need no password.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Processes answering on the same ports (about one per core); the first alone learns and "
                    "writes, the others follow its journal.")
@@ -68,7 +118,9 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Seconds between snapshots when something was learned.")
 def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
-          timeout: float, milter_timeout: float, max_connections: int, workers: int, snapshot_every: int,
+          headers: str, timeout: float, milter_timeout: float, max_connections: int, max_clients: int, per_client: int,
+          reserved: int, mta_address: str, password_file: str | None, secure_ip: str | None,
+          controller: str | None, workers: int, snapshot_every: int,
           snapshot_seconds: float) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
 
@@ -97,12 +149,29 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
-                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
+                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds, headers=headers)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
-                          max_connections, milter_user=milter_user, workers=workers)
+                          max_connections, milter_user=milter_user, workers=workers, max_clients=max_clients,
+                          per_client=per_client, reserved=reserved, mta=_addresses(mta_address, "--mta-address"),
+                          password_file=password_file,
+                          secure_ip=_addresses(secure_ip, "--secure-ip") if secure_ip is not None else None,
+                          controller=_controller(controller))
+    try:
+        listeners.authority()
+    except StreamnbError as exc:
+        raise click.BadParameter(str(exc), param_hint="--password-file") from None
+    if reserved >= max_clients:
+        raise click.BadParameter(f"{reserved}: expected fewer than --max-clients ({max_clients})",
+                                 param_hint="--reserved")
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    events = logging.getLogger("streamnb.mailserve.events")  # lines of JSON as they are
+    events.propagate = False
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
 
     def ready(ports: dict[str, int]) -> None:
         click.echo(json.dumps({"ready": ports}), err=True)

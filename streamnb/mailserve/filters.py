@@ -9,7 +9,8 @@ Files, beside the shared model ``MODEL`` (a file :command:`streamnb mail train` 
 
 One process writes these; check workers (``replica=True``) follow the journal to stay current.
 
-A learn is applied in memory, appended to the journal and answered once the journal is on disk.
+A learn is appended to the journal, and applied in memory and answered only once the journal is
+on disk: a learn that could not be written (disk full, an I/O error) changes nothing.
 Every learner's snapshot carries the position (journal sequence number) of the last learn it
 holds, so on a restart the journal is replayed over the snapshots and each learn lands in each
 learner exactly once, whatever moment the process was killed at. The *ledger* remembers which
@@ -21,9 +22,12 @@ spam`` does; one reported again as the class it has is not learned twice.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +86,14 @@ class MailFilters:
         (:meth:`catch_up`), so a learn acknowledged by the writer is in every verdict asked
         after it. Users evicted from its memory are read back from their snapshots plus the
         learns journaled since (every user's, kept until the journal is next emptied).
+    fsync
+        What makes the journal durable (``os.fsync``; see :class:`~streamnb.mailserve.journal.Journal`).
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
                  learn_shared: bool = True, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
-                 ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False) -> None:  # fmt: skip
+                 ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False,
+                 fsync: Callable[[int], None] = os.fsync) -> None:  # fmt: skip
         self.path = Path(model)
         self.max_bytes = max_bytes
         self.ledger_size = ledger_size
@@ -102,7 +109,11 @@ class MailFilters:
         else:
             self._load()
             self._replay()
-            self.journal = Journal(f"{self.path}.journal")
+            self.journal = Journal(f"{self.path}.journal", seq=self.seq, fsync=fsync)
+        self._learning = asyncio.Condition()  # learns under way, snapshots, messages being learned
+        self._inflight = 0
+        self._snapshotting = False
+        self._pending: set[str] = set()
 
     def _load(self) -> None:
         """The shared filter, the ledger and the position from the snapshot; no user resident."""
@@ -216,21 +227,39 @@ class MailFilters:
         return self.shared.classify_explained(tokens, learner, weight)
 
     # -- learning --------------------------------------------------------------------------
-    def learn(self, tokens: dict, user: str | None, label: str) -> tuple[Learned, dict | None]:
-        """Apply a learn in memory; the journal record to append before answering (None if
-        nothing changed)."""
+    async def learn(self, tokens: dict, user: str | None, label: str) -> Learned:
+        """Learn a message as ``label`` for ``user``: its journal record is written first, and
+        only once it is on disk does the learn change the models and the ledger; if it cannot
+        be written (``OSError``), nothing changed and a retry starts afresh. Learns of the same
+        message for the same user are taken one after the other (the second sees the first's
+        class); none runs while a snapshot is written."""
         if label not in CLASSES:
             raise InvalidEventError(f"can only learn spam or ham, not {label!r}")
+        assert self.journal is not None, "a replica does not learn"
         key = self._ledger_key(user, tokens)
-        before = self.ledger.get(key)
-        if before == label:
-            return Learned(label, user, already=True), None
-        record = {"seq": self.seq + 1, "user": user, "label": label, "moved_from": before,
-                  "key": key, "tokens": tokens}  # fmt: skip
+        async with self._learning:
+            while self._snapshotting or key in self._pending:
+                await self._learning.wait()
+            self._inflight += 1
+            self._pending.add(key)
+        try:
+            before = self.ledger.get(key)
+            if before == label:
+                return Learned(label, user, already=True)
+            record = {"seq": None, "user": user, "label": label, "moved_from": before, "key": key, "tokens": tokens}
+            await self.journal.append(record, self._commit)
+            return Learned(label, user, moved_from=before)
+        finally:
+            async with self._learning:
+                self._inflight -= 1
+                self._pending.discard(key)
+                self._learning.notify_all()
+
+    def _commit(self, record: dict) -> None:
+        """A learn on disk: into the models (called by the journal, in the journal's order)."""
         self._apply(record)
-        self.seq += 1
+        self.seq = int(record["seq"])
         self.learns_since_snapshot += 1
-        return Learned(label, user, moved_from=before), record
 
     @staticmethod
     def _ledger_key(user: str | None, tokens: dict) -> str:
@@ -249,20 +278,27 @@ class MailFilters:
             self.ledger.popitem(last=False)
 
     # -- snapshots -------------------------------------------------------------------------
-    async def append(self, record: dict) -> None:
-        assert self.journal is not None, "a replica does not learn"
-        await self.journal.append(record)
-
     async def snapshot(self) -> None:
         """Write every changed learner and the shared filter with its position and ledger, then
-        empty the journal (the records appended meanwhile are kept)."""
-        self.users.flush()
-        extra = {"position": self.users.position(None), "seq": self.seq,
-                 "ledger": [list(e) for e in self.ledger.items()]}  # fmt: skip
-        persistence.save(self.shared, self.path, extra=extra)
-        self.learns_since_snapshot = 0
+        empty the journal; learns wait meanwhile (those under way are finished first)."""
         assert self.journal is not None, "a replica does not snapshot"
-        await self.journal.truncate(self.seq)
+        async with self._learning:
+            while self._snapshotting:
+                await self._learning.wait()
+            self._snapshotting = True
+            while self._inflight:
+                await self._learning.wait()
+        try:
+            self.users.flush()
+            extra = {"position": self.users.position(None), "seq": self.seq,
+                     "ledger": [list(e) for e in self.ledger.items()]}  # fmt: skip
+            persistence.save(self.shared, self.path, extra=extra)
+            self.learns_since_snapshot = 0
+            await self.journal.truncate(self.seq)
+        finally:
+            async with self._learning:
+                self._snapshotting = False
+                self._learning.notify_all()
 
     async def close(self) -> None:
         if self.journal is not None:

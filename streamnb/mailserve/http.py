@@ -7,7 +7,9 @@
                           spamicity, threshold, tokens, user, the ``X-Spam`` header line)
 ``POST /learnspam``       learn the body as spam (``/learnham``: ham) for ``User``; a
                           message learned before as the other class moves; answered once
-                          the learn is durable: ``{"success": true, ...}``
+                          the learn is durable: ``{"success": true, ...}``; 403 without
+                          the ``Password`` or from outside ``--secure-ip``
+                          (:mod:`streamnb.mailserve.auth`)
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
 ``GET /healthz``          ``{"status": "ok", "pid": N}`` (N: the process that answered)
 ``GET /metrics``          Prometheus text
@@ -21,23 +23,32 @@ Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the 
 from __future__ import annotations
 
 import asyncio
+import io
+import logging
 import os
 import sys
+import time
+from collections.abc import Iterable
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from streamnb.exceptions import StreamnbError
+from streamnb.exceptions import InvalidEventError, StreamnbError
+from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.forward import WriterError
+from streamnb.mailserve.headers import message_id, recipient_user
+from streamnb.mailserve.limits import normal_address
 from streamnb.mailserve.service import MailService
 
-__all__ = ["make_app"]
+__all__ = ["answer_check", "make_app", "user_of"]
 
 if sys.version_info >= (3, 11):
     from asyncio import timeout as _timeout
 else:  # pragma: no cover  (aiohttp brings async-timeout on 3.10)
     from async_timeout import timeout as _timeout
+
+log = logging.getLogger("streamnb.mailserve")
 
 SERVICE: web.AppKey[MailService] = web.AppKey("service", MailService)
 LIMITS: web.AppKey[dict] = web.AppKey("limits", dict)
@@ -47,18 +58,55 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+def header(request: web.Request, name: str) -> str:
+    """A request header's value, stripped ("" if missing); :class:`InvalidEventError` if it is
+    not UTF-8 text on one line (aiohttp keeps undecodable bytes as surrogates)."""
+    value = request.headers.get(name, "").strip()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidEventError(f"the {name} header is not UTF-8") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidEventError(f"the {name} header holds control characters")
+    return value
+
+
 def user_of(request: web.Request) -> str | None:
-    """The user key: the ``User`` header, else ``Deliver-To``; None (the shared filter) if neither."""
-    for name in ("User", "Deliver-To"):
-        value = request.headers.get(name, "").strip()
-        if value:
-            return value.lower()
-    return None
+    """Whose filter answers (:func:`~streamnb.mailserve.headers.recipient_user`): ``Deliver-To``,
+    else the first ``Rcpt``, else ``User``."""
+    rcpts = request.headers.getall("Rcpt", [])
+    if rcpts:
+        header(request, "Rcpt")  # the same checks as any header
+    return recipient_user(header(request, "Deliver-To"), rcpts, header(request, "User"))
+
+
+def _decompress(data: bytes, keep: int, how: str) -> bytes:
+    """The first ``keep`` bytes of a body sent compressed (``Compression: zstd``, what
+    ``rspamc -z`` sends), never more however much it expands."""
+    if how.lower() != "zstd":
+        raise web.HTTPUnsupportedMediaType(reason=f"compression {how!r} is not supported (zstd is)")
+    try:
+        import zstandard
+    except ImportError:
+        raise web.HTTPUnsupportedMediaType(reason="zstd bodies need the zstandard package") from None
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+            out = bytearray()
+            while len(out) < keep:
+                chunk = reader.read(min(1 << 16, keep - len(out)))
+                if not chunk:
+                    break
+                out += chunk
+    except zstandard.ZstdError as exc:
+        if not out:  # (a stream cut at max_bytes ends in an error after its output)
+            raise InvalidEventError(f"the body is not zstd: {exc}") from None
+    return bytes(out)
 
 
 async def _body(request: web.Request) -> bytes:
     limits = request.app[LIMITS]
     keep, cap = limits["max_bytes"], limits["max_body"]
+    compression = header(request, "Compression")
     if request.content_length is not None and request.content_length > cap:
         raise web.HTTPRequestEntityTooLarge(max_size=cap, actual_size=request.content_length)
     chunks, kept, seen = [], 0, 0
@@ -72,7 +120,8 @@ async def _body(request: web.Request) -> bytes:
         if kept < keep:
             chunks.append(chunk[: keep - kept])
             kept += len(chunks[-1])
-    return b"".join(chunks)
+    raw = b"".join(chunks)
+    return _decompress(raw, keep, compression) if compression else raw
 
 
 @web.middleware
@@ -80,7 +129,7 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     """Bounded concurrency and time; every failure a JSON error, never a stopped daemon."""
     limits = request.app[LIMITS]
     service = request.app[SERVICE]
-    if limits["inflight"] >= limits["max_connections"]:
+    if limits["inflight"] >= limits["max_connections"] and normal_address(request.remote or "") not in limits["mta"]:
         service.metrics.errors.labels("busy").inc()
         return _error(503, "too many requests in progress")
     limits["inflight"] += 1
@@ -98,18 +147,47 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except StreamnbError as exc:
         service.metrics.errors.labels("invalid").inc()
         return _error(400, str(exc))
+    except Exception:  # a defect: an error reply, logged, never a plain-text page
+        log.exception("%s %s failed", request.method, request.path)
+        service.metrics.errors.labels("internal").inc()
+        return _error(500, "internal error (logged)")
     finally:
         limits["inflight"] -= 1
+
+
+def answer_check(service: MailService, raw: bytes, user: str | None, queue_id: str) -> dict[str, Any]:
+    """``/checkv2``'s answer to a message (logged): rspamd's fields and streamnb's."""
+    start = time.perf_counter()
+    check = service.check(raw, user)
+    reply = check.rspamd()
+    mid = message_id(raw)
+    if mid is not None:
+        reply["message-id"] = mid
+    reply["time_real"] = round(time.perf_counter() - start, 6)
+    service.log_check(check, raw, queue_id, reply["time_real"])
+    return reply
 
 
 async def checkv2(request: web.Request) -> web.Response:
     service = request.app[SERVICE]
     raw = await _body(request)
-    return web.json_response(service.check(raw, user_of(request)).rspamd())
+    return web.json_response(answer_check(service, raw, user_of(request), header(request, "Queue-Id")))
+
+
+async def ping(request: web.Request) -> web.Response:
+    return web.Response(text="pong\r\n")
 
 
 async def _learn(request: web.Request, label: str) -> web.Response:
     service = request.app[SERVICE]
+    limits = request.app[LIMITS]
+    if not limits["learn"]:
+        service.metrics.errors.labels("forbidden").inc()
+        return _error(403, "learning is on the controller listener (--controller)")
+    authority: Authority | None = limits["authority"]
+    if authority is not None and not await authority.allows(request.remote, header(request, "Password") or None):
+        service.metrics.errors.labels("forbidden").inc()
+        return _error(403, "learning needs the password (Password header) or an address of --secure-ip")
     raw = await _body(request)
     if not raw.strip():
         return _error(400, "empty message")
@@ -135,7 +213,7 @@ async def learnham(request: web.Request) -> web.Response:
 
 async def stat(request: web.Request) -> web.Response:
     user = request.query.get("user")
-    return web.json_response(request.app[SERVICE].filters.stat(user.lower() if user else None))
+    return web.json_response(request.app[SERVICE].stat(user.lower() if user else None))
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -148,16 +226,23 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, timeout: float = 30.0,
-             max_connections: int = 256) -> web.Application:  # fmt: skip
-    """The aiohttp application of the HTTP listener."""
+             max_connections: int = 256, authority: Authority | None = None, learn: bool = True,
+             mta: Iterable[str] = ()) -> web.Application:  # fmt: skip
+    """The aiohttp application of the HTTP listener: learns are allowed as ``authority`` says
+    (None: every learn, for the daemon's private socket), none at all unless ``learn``; the
+    ``mta`` addresses are served beyond ``max_connections`` requests in progress (their
+    connections are bounded by the listener's slots), so slow clients elsewhere cannot hold
+    every request slot the MTA needs."""
     app = web.Application(middlewares=[_guard], client_max_size=max_body)
     app[SERVICE] = service
     app[LIMITS] = {"max_bytes": max_bytes, "max_body": max_body, "timeout": timeout,
-                   "max_connections": max_connections, "inflight": 0}  # fmt: skip
+                   "max_connections": max_connections, "inflight": 0, "authority": authority,
+                   "learn": learn, "mta": frozenset(normal_address(a) for a in mta)}  # fmt: skip
     app.router.add_post("/checkv2", checkv2)
     app.router.add_post("/learnspam", learnspam)
     app.router.add_post("/learnham", learnham)
     app.router.add_get("/stat", stat)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/ping", ping)
     app.router.add_get("/metrics", metrics)
     return app

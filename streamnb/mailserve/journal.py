@@ -30,7 +30,7 @@ import asyncio
 import json
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,29 +87,44 @@ def read(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
 
 
 class Journal:
-    """Appends records to ``path`` durably (see the module)."""
+    """Appends records to ``path`` durably (see the module).
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    A record whose ``"seq"`` is None is numbered when it is written: one more than the last
+    record written (``seq``, the number the journal starts after). A write that fails (disk
+    full, an I/O error, a failed fsync) fails every record of its batch, takes the file back to
+    its length before the batch and gives their numbers back, so the journal never holds a
+    record that was not acknowledged nor skips a number; the next append tries again. If even
+    that cannot be done, every append fails until it can. ``fsync`` is the call that makes a
+    file durable (``os.fsync``; a test may pass one that fails)."""
+
+    def __init__(self, path: str | os.PathLike, seq: int = -1,
+                 fsync: Callable[[int], None] = os.fsync) -> None:  # fmt: skip
         self.path = Path(path)
-        self._file = open(self.path, "ab")
+        self.seq = seq
+        self._fsync = fsync
+        self._file = open(self.path, "ab", buffering=0)  # unbuffered: nothing of a failed write lingers
         self._cut_torn_tail()
-        self._queue: list[tuple[Any, asyncio.Future]] = []
+        self._good = os.fstat(self._file.fileno()).st_size  # the length of what is acknowledged
+        self._damaged = False
+        self._queue: list[tuple[Any, Callable[[dict], None] | None, asyncio.Future]] = []
         self._writing = False
         self.records = 0  # records in the file since it was last emptied
         self.fsyncs = 0
 
-    async def append(self, record: dict[str, Any]) -> None:
-        """Return once ``record`` is on disk (raises ``OSError`` if it could not be written)."""
-        await self._submit(_line(record))
+    async def append(self, record: dict[str, Any], written: Callable[[dict], None] | None = None) -> None:
+        """Return once ``record`` is on disk (raises ``OSError`` if it could not be written).
+        ``written(record)`` is called once it is, in the order of the records in the journal,
+        before any later record is written (with its number, if the journal gave it one)."""
+        await self._submit(record, written)
 
     async def truncate(self, start: int = -1) -> None:
         """Empty the journal, after every record appended before this call is written; the new
         file's first line says that a snapshot holds every record up to ``start``."""
-        await self._submit(_Replace(start))
+        await self._submit(_Replace(start), None)
 
-    async def _submit(self, item: Any) -> None:
+    async def _submit(self, item: Any, written: Callable[[dict], None] | None) -> None:
         future = asyncio.get_running_loop().create_future()
-        self._queue.append((item, future))
+        self._queue.append((item, written, future))
         if not self._writing:
             self._writing = True
             asyncio.get_running_loop().create_task(self._drain())
@@ -119,39 +134,81 @@ class Journal:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
+                first = self.seq
+                units: list[Any] = []  # lines and marks, in order
+                for item, _, _ in batch:
+                    if isinstance(item, _Replace):
+                        units.append(item)
+                        continue
+                    if item.get("seq") is None:
+                        self.seq += 1
+                        item["seq"] = self.seq
+                    else:
+                        self.seq = max(self.seq, int(item["seq"]))
+                    units.append(_line(item))
                 try:
-                    await asyncio.to_thread(self._write, [item for item, _ in batch])
+                    await asyncio.to_thread(self._write, units)
                 except OSError as exc:
-                    for _, future in batch:
+                    self.seq = first  # the numbers of records never written are given back
+                    for item, _, future in batch:
+                        if not isinstance(item, _Replace) and item.get("seq") is not None and item["seq"] > first:
+                            item["seq"] = None
                         if not future.done():
                             future.set_exception(exc)
                     continue
-                for _, future in batch:
-                    if not future.done():
+                for item, written, future in batch:
+                    if future.done():
+                        continue
+                    try:
+                        if written is not None:
+                            written(item)
+                    except Exception as exc:  # noqa: BLE001  (the caller sees it)
+                        future.set_exception(exc)
+                    else:
                         future.set_result(None)
         finally:
             self._writing = False
 
-    def _write(self, items: list[Any]) -> None:
-        """Write a batch in order; a truncation mark drops the file and the records before it
-        (a snapshot on disk holds them)."""
-        last = max((i for i, item in enumerate(items) if isinstance(item, _Replace)), default=-1)
-        if last >= 0:
-            self._file.write(b"".join(item for item in items[:last] if not isinstance(item, _Replace)))
-            self._file.flush()  # a tail reads the old file to its end; the snapshot holds these
-            self._replace(items[last].start)
-            self.records = 0
-        lines = [item for item in items[last + 1:] if not isinstance(item, _Replace)]
-        self._file.write(b"".join(lines))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+    def _write(self, units: list[Any]) -> None:
+        """Write a batch in order, all or nothing; a truncation mark drops the file and the
+        records before it (a snapshot on disk holds them)."""
+        self._repair()
+        last = max((i for i, unit in enumerate(units) if isinstance(unit, _Replace)), default=-1)
+        try:
+            if last >= 0:
+                self._write_all(b"".join(u for u in units[:last] if not isinstance(u, _Replace)))
+                self._replace(units[last].start)  # a tail reads the old file to its end; the snapshot holds these
+                self.records = 0
+            lines = [unit for unit in units[last + 1:] if not isinstance(unit, _Replace)]
+            self._write_all(b"".join(lines))
+            self._fsync(self._file.fileno())
+        except OSError:
+            self._damaged = True
+            self._repair()
+            raise
+        self._good = os.fstat(self._file.fileno()).st_size
         self.records += len(lines)
         self.fsyncs += 1
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self._file.write(view):]
+
+    def _repair(self) -> None:
+        """After a failed write: the file back to its acknowledged length, durably (raises
+        ``OSError`` while that cannot be done)."""
+        if not self._damaged:
+            return
+        fd = self._file.fileno()
+        os.ftruncate(fd, self._good)
+        self._fsync(fd)
+        self._damaged = False
 
     def _cut_torn_tail(self) -> None:
         """Drop a last line a crash cut short (never acknowledged), so the next record starts
         on a line of its own."""
-        size = self._file.seek(0, os.SEEK_END)
+        size = os.fstat(self._file.fileno()).st_size
         if size == 0:
             return
         with open(self.path, "rb") as f:
@@ -162,9 +219,8 @@ class Journal:
         cut = tail.rfind(b"\n")
         if cut < 0 and size > len(tail):  # a last line over 64 KiB: find its start the long way
             cut = self.path.read_bytes().rfind(b"\n") - (size - len(tail))
-        self._file.truncate(size - len(tail) + cut + 1)
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        os.ftruncate(self._file.fileno(), size - len(tail) + cut + 1)
+        self._fsync(self._file.fileno())
 
     def _replace(self, start: int) -> None:
         """A new file in the journal's place, durably (the old one's records are in a snapshot),
@@ -173,15 +229,16 @@ class Journal:
         with open(fresh, "wb") as f:
             f.write(_line({"start": start}))
             f.flush()
-            os.fsync(f.fileno())
+            self._fsync(f.fileno())
         os.replace(fresh, self.path)
+        self._file.close()  # from here on, whatever fails, appends go to the file in place
+        self._file = open(self.path, "ab", buffering=0)
+        self._good = os.fstat(self._file.fileno()).st_size
         directory = os.open(self.path.parent, os.O_RDONLY)
         try:
-            os.fsync(directory)
+            self._fsync(directory)
         finally:
             os.close(directory)
-        self._file.close()
-        self._file = open(self.path, "ab")
 
     async def close(self) -> None:
         while self._writing or self._queue:

@@ -43,7 +43,8 @@ def process_gone(pid: int) -> None:
 
 
 class Metrics:
-    """Checks by verdict, learns by class, errors by kind, latency by request, users in memory."""
+    """Checks by verdict, learns by class, errors by kind, latency by request, users in memory,
+    failed accepts and connections turned away."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -57,6 +58,11 @@ class Metrics:
                                  registry=reg)  # fmt: skip
         self.users = Gauge("streamnb_mail_users_resident", "Users' filters in memory (per process)",
                            registry=reg, multiprocess_mode="liveall")  # fmt: skip
+        self.accept_errors = Counter("streamnb_mail_accept_errors", "Failed accepts (e.g. EMFILE), by listener and error",
+                                     ["listener", "error"], registry=reg)  # fmt: skip
+        self.refused = Counter("streamnb_mail_connections_refused",
+                               "Connections closed at once for want of a slot, by listener", ["listener"],
+                               registry=reg)  # fmt: skip
         self.check_seconds = self.latency.labels("check")
         self.learn_seconds = self.latency.labels("learn")
         self.checked = {label: self.checks.labels(label) for label in ("ham", "unsure", "spam")}

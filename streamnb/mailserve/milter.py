@@ -25,7 +25,7 @@ Postfix (tests/mail).
 
 Bounds: a read timeout per packet and for ``decide``, at most ``max_connections`` connections
 (one more is closed at once, so the MTA applies its ``milter_default_action``), packets of at most
-64 MiB, at most ``max_message_bytes`` of each message kept. A malformed packet closes that
+:data:`MAX_PACKET_BYTES` (1 MiB and a little), at most ``max_message_bytes`` of each message kept. A malformed packet closes that
 connection (logged); it never stops the server. ``decide`` raising answers TEMPFAIL.
 """
 
@@ -35,7 +35,7 @@ import asyncio
 import logging
 import socket
 import struct
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from streamnb.exceptions import StreamnbError
@@ -151,11 +151,13 @@ class MilterServer:
             raise StreamnbError("milter server already started")
         self._server = await asyncio.start_server(self._serve, host, port)
 
-    async def serve_accepted(self, conn: socket.socket) -> None:
+    async def serve_accepted(self, conn: socket.socket, done: Callable[[], None] | None = None) -> None:
         """Serve ``conn``, an MTA connection the caller accepted, in a task of its own (counted
-        in :attr:`connections` on return)."""
+        in :attr:`connections` on return); ``done()`` is called when the connection ends."""
         reader, writer = await asyncio.open_connection(sock=conn)
-        asyncio.get_running_loop().create_task(self._serve(reader, writer))
+        task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
+        if done is not None:
+            task.add_done_callback(lambda _: done())
         await asyncio.sleep(0)  # the task's first step: it counts itself
 
     @property

@@ -1,13 +1,15 @@
 """The milter listener's decisions: the daemon's verdict as headers and an MTA action.
 
 Every message gets ``X-Spam`` (the line ``streamnb mail classify`` prints) and ``X-Spam-Score``
-(the spamicity); spam at or above ``--reject-above`` is rejected, at or above
+(the spamicity), or SpamAssassin's ``X-Spam-Flag``, ``X-Spam-Status`` and ``X-Spam-Score`` with
+``--headers spamassassin`` (:meth:`~streamnb.mailserve.service.Check.headers`); spam at or above ``--reject-above`` is rejected, at or above
 ``--quarantine-above`` put on hold; the rest is accepted. Whose filter answers is
 ``--milter-user`` (see :func:`user_key`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from email.parser import BytesHeaderParser
 from email.policy import compat32
@@ -15,6 +17,7 @@ from email.utils import getaddresses
 
 from streamnb.exceptions import StreamnbError
 from streamnb.mailserve.milter import Decision, Envelope, MilterServer
+from streamnb.mailserve.headers import remove_headers
 from streamnb.mailserve.service import REJECT, MailService
 
 __all__ = ["MILTER_USERS", "UserKey", "start_milter", "user_key", "user_of"]
@@ -92,8 +95,10 @@ def milter_server(service: MailService, timeout: float, max_connections: int,
     key = user_key(user)
 
     async def decide(raw: bytes, envelope: Envelope) -> Decision:
+        start = time.perf_counter()
         check = service.check(raw, key(raw, envelope))
-        headers = (("X-Spam", check.header), ("X-Spam-Score", check.score_header))
+        headers = check.headers()
+        service.log_check(check, raw, envelope.queue_id, time.perf_counter() - start)
         if check.action == REJECT:
             return Decision(headers, "reject", "message refused as spam")
         if check.quarantine:
@@ -101,4 +106,5 @@ def milter_server(service: MailService, timeout: float, max_connections: int,
         return Decision(headers, "accept")
 
     return MilterServer(decide, max_message_bytes=service.config.max_bytes, timeout=timeout,
-                        max_connections=max_connections)  # fmt: skip
+                        max_connections=max_connections,
+                        remove_headers=remove_headers(service.config.headers))  # fmt: skip

@@ -59,8 +59,11 @@ __all__ = [
     "as_text",
 ]
 
-MAX_PACKET_BYTES = 64 << 20
-"""The longest packet accepted; Postfix's body chunks are at most 64 KiB (1 MiB with MDS_1M)."""
+MAX_PACKET_BYTES = (1 << 20) + 1024
+"""The longest packet accepted: a command and 1 MiB of data (the most any MTA sends: Postfix's
+body chunks are at most 64 KiB, Sendmail's at most 1 MiB with ``MDS_1M``), plus a little. A
+longer length closes the connection before anything of it is read, so a connection holds at most
+about this much of a packet in memory."""
 
 PROTOCOL_VERSION = 6
 

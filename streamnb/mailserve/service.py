@@ -4,20 +4,30 @@ snapshots and metrics, one place for the HTTP and the milter side."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from streamnb.mailserve.filters import Learned, MailFilters
+from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder
 from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
-__all__ = ["Check", "MailService", "ServeConfig"]
+__all__ = ["Check", "MailService", "ServeConfig", "event", "events"]
 
 log = logging.getLogger("streamnb.mailserve")
+#: One JSON object per line: a message checked, a learn, the daemon's start and stop.
+events = logging.getLogger("streamnb.mailserve.events")
+
+
+def event(fields: dict[str, Any]) -> None:
+    """Log ``fields`` as a line of JSON (with the time and the process) on :data:`events`."""
+    events.info(json.dumps({"time": round(time.time(), 3), "pid": os.getpid(), **fields}, ensure_ascii=True))
 
 #: rspamd's action names.
 NO_ACTION, ADD_HEADER, REJECT = "no action", "add header", "reject"
@@ -37,6 +47,7 @@ class ServeConfig:
     snapshot_seconds: float = 60.0
     ledger_size: int = 100_000
     max_ham_rate: float = 0.002
+    headers: str = "streamnb"  # one of HEADER_STYLES
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,8 @@ class Check:
     action: str
     evidence: list[TokenScore]
     quarantine: bool
+    reject_logit: float | None = None  # --reject-above on the score's scale
+    headers_style: str = "streamnb"
 
     @property
     def threshold(self) -> float:
@@ -63,6 +76,25 @@ class Check:
     def score_header(self) -> str:
         return f"{self.verdict.score:.6f}"
 
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        """The header lines added to the message (``--headers``): ``streamnb``: ``X-Spam`` and
+        ``X-Spam-Score`` (the spamicity); ``spamassassin``: ``X-Spam-Flag``, ``X-Spam-Status``
+        and ``X-Spam-Score`` in points (the score and required score of ``/checkv2``), as
+        SpamAssassin writes them, for the rules that read those; ``both``: the two sets, with
+        SpamAssassin's ``X-Spam-Score``."""
+        v = self.verdict
+        spam = v.label == "spam"
+        sa = (("X-Spam-Flag", "YES" if spam else "NO"),
+              ("X-Spam-Status", f"{'Yes' if spam else 'No'}, score={_clip(v.logit):.1f} required={_clip(v.threshold):.1f} "
+                                f"tests=STREAMNB_{v.label.upper()}"),
+              ("X-Spam-Score", f"{_clip(v.logit):.1f}"))  # fmt: skip
+        own = (("X-Spam", self.header), ("X-Spam-Score", self.score_header))
+        if self.headers_style == "spamassassin":
+            return sa
+        if self.headers_style == "both":
+            return (own[0], *sa)
+        return own
+
     def rspamd(self) -> dict[str, Any]:
         """The ``/checkv2`` answer: rspamd's fields (score and required score on the logit of
         the spamicity) and streamnb's own under ``"streamnb"``."""
@@ -76,12 +108,19 @@ class Check:
                 sym = f"STREAMNB_{side}_TOKENS"
                 symbols[sym] = {"name": sym, "score": round(sum(t.log_odds for t in tokens), 3),
                                 "options": [f"{t.token}({t.log_odds:.2f})" for t in tokens]}  # fmt: skip
+        thresholds = {ADD_HEADER: _clip(v.threshold)}
+        if self.reject_logit is not None:
+            thresholds[REJECT] = _clip(self.reject_logit)
+        added = self.headers()
         return {
             "is_skipped": False,
             "score": _clip(v.logit),
             "required_score": _clip(v.threshold),
             "action": self.action,
+            "thresholds": thresholds,
             "symbols": symbols,
+            "milter": {"add_headers": {name: {"value": value, "order": 0} for name, value in added},
+                       "remove_headers": {name: 0 for name in remove_headers(self.headers_style)}},
             "streamnb": {"label": v.label, "spamicity": v.score, "threshold": self.threshold, "tokens": v.n_tokens,
                          "user": self.user, "header": f"X-Spam: {self.header}"},
         }  # fmt: skip
@@ -93,6 +132,12 @@ def _p(logit: float) -> float:
     if logit < -700:
         return 0.0
     return 1.0 / (1.0 + math.exp(-logit))
+
+
+def _logit(p: float) -> float:
+    if p >= 1.0:
+        return 100.0
+    return math.log(p / (1.0 - p))
 
 
 def _clip(logit: float) -> float:
@@ -111,6 +156,7 @@ class MailService:
                                    max_ham_rate=config.max_ham_rate, replica=writer is not None)  # fmt: skip
         self.metrics = Metrics()
         self.metrics.users.set(self.filters.users.n_resident())
+        self.scanned: dict[str, int] = {}  # checks by action, of this process
         self._snapshot_lock = asyncio.Lock()
         self._last_snapshot = time.monotonic()
 
@@ -127,10 +173,19 @@ class MailService:
         quarantine = (cfg.quarantine_above is not None and verdict.label == "spam"
                       and verdict.score >= cfg.quarantine_above)  # fmt: skip
         metrics = self.metrics
+        self.scanned[action] = self.scanned.get(action, 0) + 1
         metrics.checked[verdict.label].inc()
         metrics.check_seconds.observe(time.perf_counter() - start)
         metrics.users.set(self.filters.users.n_resident())
-        return Check(verdict, user, action, evidence, quarantine)
+        reject = None if cfg.reject_above is None else _logit(cfg.reject_above)
+        return Check(verdict, user, action, evidence, quarantine, reject, cfg.headers)
+
+    def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
+        """The JSON log line of a message checked."""
+        v = check.verdict
+        event({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw), "user": check.user,
+               "label": v.label, "score": _clip(v.logit), "spamicity": round(v.score, 6), "action": check.action,
+               "tokens": v.n_tokens, "ms": round(seconds * 1000, 3)})  # fmt: skip
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
@@ -142,15 +197,34 @@ class MailService:
             self.filters.catch_up()
             self.metrics.users.set(self.filters.users.n_resident())
             return learned
-        learned, record = self.filters.learn(self.filters.tokens(raw), user, label)
-        if record is not None:
-            await self.filters.append(record)
+        learned = await self.filters.learn(self.filters.tokens(raw), user, label)
+        if not learned.already:
             self.metrics.learns.labels(label).inc()
+        event({"event": "learn", "message_id": message_id(raw), "user": user, "class": label,
+               "moved_from": learned.moved_from, "already": learned.already,
+               "ms": round((time.perf_counter() - start) * 1000, 3)})  # fmt: skip
         self.metrics.learn_seconds.observe(time.perf_counter() - start)
         self.metrics.users.set(self.filters.users.n_resident())
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:
             await self.snapshot()
         return learned
+
+    def stat(self, user: str | None) -> dict[str, Any]:
+        """``/stat``: rspamd's layout (what ``rspamc stat`` prints: ``scanned``, ``actions``,
+        ``spam_count``, ``ham_count``, ``total_learns`` and a ``statfiles`` entry per class whose
+        ``revision`` and ``learned`` are the messages the shared filter learned as it), the
+        counts of checks being this process's; then the daemon's own fields
+        (:meth:`~streamnb.mailserve.filters.MailFilters.stat`), ``learned`` among them."""
+        own = self.filters.stat(user)
+        learned = own["learned"]
+        actions = {name: self.scanned.get(name, 0) for name in (REJECT, ADD_HEADER, NO_ACTION)}
+        statfiles = [{"symbol": f"STREAMNB_{label.upper()}", "type": "streamnb", "revision": int(learned[label]),
+                      "learned": int(learned[label]), "used": own["tokens"], "total": own["tokens"], "size": 0,
+                      "languages": 0, "users": own["users_resident"]} for label in ("spam", "ham")]  # fmt: skip
+        rspamd = {"read_only": False, "scanned": sum(actions.values()), "actions": actions,
+                  "spam_count": actions[REJECT] + actions[ADD_HEADER], "ham_count": actions[NO_ACTION],
+                  "total_learns": int(learned["spam"] + learned["ham"]), "statfiles": statfiles}  # fmt: skip
+        return {**rspamd, **own}
 
     async def snapshot(self) -> None:
         async with self._snapshot_lock:

@@ -126,7 +126,9 @@ async def _run(data: dict[str, Any]) -> None:
     config = ServeConfig(**data["config"])
     lst = data["listeners"]
     listeners = Listeners(**{**lst, "http": tuple(lst["http"]) if lst["http"] else None,
-                             "milter": tuple(lst["milter"]) if lst["milter"] else None})  # fmt: skip
+                             "milter": tuple(lst["milter"]) if lst["milter"] else None,
+                             "mta": tuple(lst["mta"]),
+                             "secure_ip": tuple(lst["secure_ip"]) if lst["secure_ip"] is not None else None})  # fmt: skip
     sockets = {name: socket.socket(fileno=fd) for name, fd in data["fds"].items()}  # the writer's
     for sock in sockets.values():
         sock.setblocking(False)

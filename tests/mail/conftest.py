@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.mail.exim import EximUnavailable, exim_version, install_exim
 from tests.mail.postfix import (PostfixUnavailable, PrivatePostfix, install_postfix, postfix_version,
                                 running_postfix)
 from tests.mail.sendmail import (PrivateSendmail, SendmailUnavailable, install_sendmail, running_sendmail,
@@ -68,3 +69,22 @@ def sendmail(sendmail_install: Path, milter_port: int) -> Iterator[PrivateSendma
     waits while the filter is down), as docs/mail.md configures it."""
     with running_sendmail(sendmail_install, milter_port) as instance:
         yield instance
+
+
+@pytest.fixture(scope="session")
+def exim_install() -> Path:
+    """Debian's exim4-daemon-heavy unpacked into a cache directory (not installed: it conflicts
+    with Postfix), fetching it first if needed.
+
+    Where it cannot be fetched (not root, no apt-get, apt fails) the tests skip, except in CI
+    (``CI=true``), where they fail: CI must run them.
+    """
+    try:
+        root, seconds = install_exim()
+    except EximUnavailable as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the Exim tests: {err}")
+        pytest.skip(str(err))
+    if seconds:
+        print(f"Exim {exim_version(root)} ready in {seconds:.1f} s (fetched what was missing)")
+    return root

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.apt import Unavailable, apt, dependencies, install_missing, missing
 from tests.mail.postfix import LocalDelivery, free_port, wait_until
 
 PACKAGES = ("sendmail-bin", "sendmail-base", "sendmail-cf")
@@ -36,7 +37,7 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 
-class SendmailUnavailable(RuntimeError):
+class SendmailUnavailable(Unavailable):
     """Sendmail's packages cannot be fetched or unpacked here (not root, no apt-get, no network)."""
 
 
@@ -46,46 +47,11 @@ def cache_dir() -> Path:
     return Path(base) / "sendmail"
 
 
-def _apt(args: list[str], cwd: Path | None = None,
-         timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    return subprocess.run(["apt-get", "-q", "-o", "DPkg::Lock::Timeout=120", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
-
-
-def _dependencies(deb: Path) -> list[str]:
-    """The packages ``deb`` depends on, less Sendmail's own and the install-time helpers (the first
-    of each alternative, without versions)."""
-    out = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True,
-                         check=True, timeout=60)  # fmt: skip
-    names = [part.split("|")[0].split("(")[0].strip() for part in out.stdout.split(",")]
-    helpers = ("debconf", "init-system-helpers")
-    return [n for n in names if n and not n.startswith("sendmail") and n not in helpers]
-
-
-def _missing(packages: list[str]) -> list[str]:
-    """Those of ``packages`` that dpkg does not have installed."""
-    out = []
-    for name in packages:
-        got = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}", name], capture_output=True,
-                             text=True, timeout=60)  # fmt: skip
-        if got.stdout.strip() != "installed":
-            out.append(name)
-    return out
-
-
 def _install_missing(packages: list[str], timeout: float) -> None:
-    """apt-get install those of ``packages`` not installed (installed ones are left as they are,
-    never upgraded)."""
-    missing = _missing(packages)
-    if not missing:
-        return
-    got = _apt(["install", "-y", "--no-install-recommends", *missing], timeout=timeout)
-    if got.returncode != 0:
-        _apt(["update"], timeout=timeout)
-        got = _apt(["install", "-y", "--no-install-recommends", *missing], timeout=timeout)
-    if got.returncode != 0:
-        raise SendmailUnavailable(f"apt-get cannot install {' '.join(missing)}: {got.stderr.strip()[-500:]}")
+    try:
+        install_missing(packages, timeout)
+    except Unavailable as err:
+        raise SendmailUnavailable(str(err)) from err
 
 
 def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
@@ -106,23 +72,23 @@ def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
     root = cache_dir() / "root"
     needs = root / "streamnb-needs"  # the packages to install for the unpacked binary to run
     if (root / BINARY).exists() and needs.exists():
-        before = _missing(needs.read_text().split())
+        before = missing(needs.read_text().split())
         _install_missing(before, timeout)
         return root, time.monotonic() - started if before else 0.0
     cache_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         work = Path(tmp)
         work.chmod(0o755)  # apt-get download writes as the _apt user where it can
-        got = _apt(["download", *PACKAGES], cwd=work, timeout=timeout)
+        got = apt(["download", *PACKAGES], cwd=work, timeout=timeout)
         if got.returncode != 0:
-            _apt(["update"], timeout=timeout)
-            got = _apt(["download", *PACKAGES], cwd=work, timeout=timeout)
+            apt(["update"], timeout=timeout)
+            got = apt(["download", *PACKAGES], cwd=work, timeout=timeout)
         if got.returncode != 0:
             why = got.stderr.strip()[-500:]
             raise SendmailUnavailable(f"apt-get cannot fetch {' '.join(PACKAGES)}: {why}")
         debs = sorted(work.glob("*.deb"))
         bin_deb = next(d for d in debs if d.name.startswith("sendmail-bin_"))
-        needed = ["m4", *_dependencies(bin_deb)]
+        needed = ["m4", *dependencies(bin_deb, own=("sendmail",))]
         _install_missing(needed, timeout)
         unpacked = work / "root"
         for deb in debs:

@@ -160,7 +160,8 @@ def test_decide_raising_answers_tempfail_and_the_connection_goes_on(
 
 
 @pytest.mark.parametrize("bad", [
-    pytest.param(struct.pack("!I", (64 << 20) + 1) + b"B", id="length over 64 MiB"),
+    pytest.param(struct.pack("!I", (1 << 20) + 1025) + b"B", id="length over 1 MiB and a little"),
+    pytest.param(struct.pack("!I", 60 << 20) + b"B" + bytes(1 << 16), id="a 60 MB packet"),
     pytest.param(struct.pack("!I", 0), id="length 0"),
     pytest.param(packet(b"Z"), id="unknown command"),
     pytest.param(packet(b"O", b"\x00\x00\x00\x06"), id="short negotiation"),

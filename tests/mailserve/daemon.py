@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -43,17 +44,26 @@ def corpus(n: int, seed: int = 0) -> list[tuple[bytes, str]]:
 class Daemon:
     """``streamnb mail serve --model MODEL --http 127.0.0.1:0 ARGS`` in a subprocess."""
 
-    def __init__(self, model: Path, *args: str) -> None:
+    def __init__(self, model: Path, *args: str, open_files: int | tuple[int, int] | None = None,
+                 env: dict | None = None) -> None:  # fmt: skip
         self.model = model
         self.args = args
+        self.open_files = open_files  # the daemon's (soft and) hard limit of open files (None: as ours)
+        self.env = env or {}
         self.proc: subprocess.Popen | None = None
         self.ports: dict[str, int] = {}
 
     def start(self) -> Daemon:
         cmd = [sys.executable, "-m", "streamnb.cli", "mail", "serve", "--model", str(self.model),
                "--http", "127.0.0.1:0", *self.args]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        limit = self.open_files
+
+        def limited() -> None:
+            if limit is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, limit if isinstance(limit, tuple) else (limit, limit))
+
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=limited,
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})  # fmt: skip
         deadline = time.monotonic() + STARTUP
         assert self.proc.stderr is not None
         lines = []
@@ -80,9 +90,10 @@ class Daemon:
         return self.ports["http"]
 
     def request(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None,
-                timeout: float = 30.0) -> tuple[int, Any]:  # fmt: skip
-        """One request on a fresh connection: (status, JSON body or text)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+                timeout: float = 30.0, source: str | None = None) -> tuple[int, Any]:  # fmt: skip
+        """One request on a fresh connection (from the address ``source``): (status, JSON body or text)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout,
+                                          source_address=(source, 0) if source else None)  # fmt: skip
         try:
             conn.request(method, path, body=body, headers=headers or {})
             resp = conn.getresponse()

@@ -61,7 +61,7 @@ def test_accept_hands_each_connection_to_serve_while_least(tmp_path):
         listener = socket.create_server(("127.0.0.1", 0))
         listener.setblocking(False)
 
-        async def serve(conn: socket.socket) -> None:
+        async def serve(conn: socket.socket, done) -> None:
             held.append(conn)
 
         task = asyncio.get_running_loop().create_task(balance.accept(listener, load, serve))

@@ -133,8 +133,7 @@ def test_without_learn_shared_a_restart_does_not_reuse_journal_positions(tmp_pat
     async def learn(messages: list) -> dict:
         filters = MailFilters(model, learn_shared=False)
         for raw, label in messages:
-            _, record = filters.learn(filters.tokens(raw), "ann", label)
-            await filters.append(record)
+            await filters.learn(filters.tokens(raw), "ann", label)
         await filters.snapshot()
         await filters.close()
         return filters.stat("ann")["user"]["learned"]

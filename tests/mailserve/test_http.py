@@ -91,6 +91,28 @@ def test_malformed_requests_get_json_errors_and_the_daemon_keeps_serving(daemon)
     assert daemon.request("GET", "/healthz")[0] == 200
 
 
+def _raw_request(port: int, request: bytes) -> tuple[int, bytes]:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data.partition(b"\r\n\r\n")[2]) < 2:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return int(data.split(b" ", 2)[1]), data
+
+
+@pytest.mark.parametrize("path", ["/learnspam", "/checkv2"])
+def test_a_user_header_that_is_not_utf8_gets_a_json_400_and_learns_nothing(daemon, path):
+    before = daemon.request("GET", "/stat")[1]["learned"]
+    body = message(SPAM_WORDS[:5], 7301)
+    status, data = _raw_request(daemon.port, b"POST %s HTTP/1.1\r\nHost: x\r\nUser: \xff\xfeann\r\n"
+                                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (path.encode(), len(body), body))
+    assert status == 400 and b'"error": "the User header is not UTF-8"' in data
+    assert daemon.request("GET", "/stat")[1]["learned"] == before
+
+
 def test_a_body_over_the_hard_limit_is_refused_and_over_max_bytes_is_cut(daemon):
     status, doc = daemon.request("POST", "/checkv2", b"x" * (65 << 20))
     assert status == 413 and "error" in doc
@@ -110,12 +132,13 @@ def test_a_slow_client_times_out_and_busy_requests_are_turned_away(daemon):
     held = []
     try:
         for _ in range(8):  # --max-connections 8 requests in progress, each waiting for its body
-            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10)
+            s = socket.create_connection(("127.0.0.1", daemon.port), timeout=10, source_address=("127.0.0.2", 0))
             s.sendall(b"POST /checkv2 HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
             held.append(s)
         time.sleep(0.3)
-        status, doc = daemon.request("GET", "/healthz")
+        status, doc = daemon.request("GET", "/healthz", source="127.0.0.3")
         assert status == 503 and "too many" in doc["error"]
+        assert daemon.request("GET", "/healthz")[0] == 200  # the MTA's address (127.0.0.1) is served still
     finally:
         for s in held:
             s.close()

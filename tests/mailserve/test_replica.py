@@ -13,9 +13,7 @@ USERS = ["ann", "bob", "cyd", "dee"]
 
 
 def learn(writer: MailFilters, raw: bytes, user: str | None, label: str) -> None:
-    _, record = writer.learn(writer.tokens(raw), user, label)
-    if record is not None:
-        asyncio.run(writer.append(record))
+    asyncio.run(writer.learn(writer.tokens(raw), user, label))
 
 
 def close(*filters: MailFilters) -> None:

@@ -3,6 +3,7 @@ current with every acknowledged learn, whichever process answers."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import http.client
 import json
@@ -49,7 +50,7 @@ def test_every_verdict_sees_every_acknowledged_learn_whichever_process_answers(t
                 raw = corpus(70, seed=3)[i - 5][0]
                 user = USERS[(i - 5) % len(USERS)]
             answer = d.learn(raw, label, user)
-            learned, _ = ref.learn(ref.tokens(raw), user, label)
+            learned = asyncio.run(ref.learn(ref.tokens(raw), user, label))
             assert (answer["moved_from"], answer["already"]) == (learned.moved_from, learned.already)
             for probe_user in (user, USERS[(i + 2) % len(USERS)]):
                 for probe in probes:

@@ -93,36 +93,55 @@ class Windowed(DriftWrapper):
             self._merged = merged
         return self._merged
 
-    def _room(self) -> int:
-        """Events the newest block can still take, starting a new block if it is full."""
-        if not self._blocks or self._fill == self._size:
-            self._blocks.append(self.model.clone())
-            self._fill = 0
+    def _start(self, blocks: list) -> None:
+        """Append the new ``blocks`` (each already learned its events), dropping the oldest
+        beyond ``blocks``."""
+        for block in blocks:
+            self._blocks.append(block)
             if len(self._blocks) > self.blocks:
                 self._blocks.popleft()
                 self._merged = None
-        return self._size - self._fill
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, **kwargs: Any) -> None:
-        self._room()
-        self._blocks[-1].learn_one(x, y, w, **kwargs)
+        """Learn one event; a rejected event changes nothing (a new block is kept, and the
+        oldest dropped, only once it learned the event)."""
+        if not self._blocks or self._fill == self._size:
+            block = self.model.clone()
+            block.learn_one(x, y, w, **kwargs)
+            self._start([block])
+            self._fill = 0
+        else:
+            self._blocks[-1].learn_one(x, y, w, **kwargs)
         self._fill += 1
         if self._merged is not None:
             self._merged.learn_one(x, y, w, **kwargs)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
-        """Learn a batch, split at block boundaries: equal to learning the rows in turn."""
+        """Learn a batch, split at block boundaries: equal to learning the rows in turn. All or
+        nothing: the rows for new blocks are learned by new blocks not yet kept, then those
+        the newest block has room for; a rejected batch changes nothing."""
         check_frame_arg(X)
         y, weights = batch_labels(y, len(X)), batch_weights(w, len(X))
-        start = 0
-        while start < len(X):
-            stop = start + min(self._room(), len(X) - start)
-            part = (X.iloc[start:stop], y.iloc[start:stop], weights[start:stop])
-            self._blocks[-1].learn_many(*part, **kwargs)
-            if self._merged is not None:
-                self._merged.learn_many(*part, **kwargs)
-            self._fill += stop - start
-            start = stop
+        room = min(self._size - self._fill if self._blocks else 0, len(X))
+        cuts = [(0, room)] if room else []
+        cuts += [(a, min(a + self._size, len(X))) for a in range(room, len(X), self._size)]
+
+        def part(a: int, b: int) -> tuple:
+            return X.iloc[a:b], y.iloc[a:b], weights[a:b]
+
+        new = []
+        for a, b in cuts[1 if room else 0:]:
+            block = self.model.clone()
+            block.learn_many(*part(a, b), **kwargs)
+            new.append(block)
+        if room:
+            self._blocks[-1].learn_many(*part(0, room), **kwargs)
+        merged = self._merged
+        if merged is not None and len(self._blocks) + len(new) <= self.blocks:
+            for a, b in cuts:  # the same parts as the blocks: a structure relearns where theirs do
+                merged.learn_many(*part(a, b), **kwargs)
+        self._start(new)
+        self._fill = cuts[-1][1] - cuts[-1][0] if new else self._fill + room
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:

@@ -8,6 +8,8 @@ import pytest
 
 import streamnb
 from streamnb.drift import Windowed
+from streamnb.exceptions import InvalidEventError
+from streamnb.persistence import dumps
 from tests.drift.helpers import LEARNERS, assert_proba_close, assert_stats_close, mixed_stream
 
 
@@ -76,3 +78,32 @@ def test_bad_parameters():
         Windowed(streamnb.GaussianNB(), window=100, blocks=7)
     with pytest.raises(ValueError):
         Windowed(streamnb.GaussianNB(), window=10, blocks=0)
+
+
+def _state_bytes(model) -> bytes:
+    return dumps(model)
+
+
+@pytest.mark.parametrize("learned", [40, 41, 50, 39])
+def test_a_rejected_event_at_a_block_boundary_drops_no_block(learned):
+    """A rejected event changes nothing: at a block boundary it neither starts a block nor
+    drops the oldest (40 events of a window of 40 then a bad one kept 30)."""
+    model = Windowed(streamnb.CategoricalNB(), window=40, blocks=4)
+    for i in range(learned):
+        model.learn_one({"c": str(i % 3)}, "ab"[i % 2])
+    model.predict_proba_one({"c": "0"})
+    before, n_seen, blocks = _state_bytes(model), model.n_seen, model.n_blocks
+    with pytest.raises(InvalidEventError):
+        model.learn_one({"c": [1, 2]}, "a")
+    with pytest.raises(InvalidEventError):  # the bad row in the second block of the batch
+        rows = [{"c": "1"}] * 12 + [{"c": [1, 2]}]
+        model.learn_many(pd.DataFrame(rows), pd.Series(["a"] * 13))
+    assert (model.n_seen, model.n_blocks) == (n_seen, blocks)
+    assert _state_bytes(model) == before
+    model.learn_one({"c": "1"}, "b")  # and it goes on as one never given the bad events
+    twin = Windowed(streamnb.CategoricalNB(), window=40, blocks=4)
+    for i in range(learned):
+        twin.learn_one({"c": str(i % 3)}, "ab"[i % 2])
+    twin.learn_one({"c": "1"}, "b")
+    assert _state_bytes(model) == _state_bytes(twin)
+    assert model.predict_proba_one({"c": "1"}) == twin.predict_proba_one({"c": "1"})

@@ -12,9 +12,12 @@ answers with the statistics of exactly the last ``n`` events, where::
 the next event starts a new block. The merged learner is cached and learns every event too (so
 a read costs nothing extra); it is rebuilt from the blocks at the first read after a block is
 dropped, i.e. once per ``window / blocks`` events at most (cost: ``blocks`` merges). Learners
-with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts.
+with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts,
+then on the merged learner's own ``relearn_every`` clock: its structure depends on when it was
+built (the first read after a drop), so their state saves the merged learner too, and a
+reloaded window answers exactly as the live one (and goes on relearning at the same events).
 
-Memory is ``blocks + 1`` learners. More blocks: a tighter window, more memory and slower rebuilds.
+Memory is ``blocks + 1`` learners (and so is a saved state, for a learner with a structure). More blocks: a tighter window, more memory and slower rebuilds.
 """
 
 from __future__ import annotations
@@ -145,8 +148,14 @@ class Windowed(DriftWrapper):
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        """Plain data: every block's state, oldest first, and the newest block's fill."""
-        return {"blocks": [b.to_state() for b in self._blocks], "fill": self._fill}
+        """Plain data: every block's state, oldest first, the newest block's fill and, for a
+        learner with a structure, the merged learner that answers if it is built (``view``):
+        its structure was relearned when it was built and on its own clock since, which the
+        blocks cannot tell, so a reloaded window answers as this one does."""
+        state: dict[str, Any] = {"blocks": [b.to_state() for b in self._blocks], "fill": self._fill}
+        if self._merged is not None and has_relearn(self._merged):
+            state["view"] = self._merged.to_state()
+        return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace this model's state by :meth:`to_state`'s output; all or nothing."""
@@ -158,4 +167,8 @@ class Windowed(DriftWrapper):
         fill = int(state["fill"])
         if len(blocks) > self.blocks or not 0 <= fill <= self._size or (fill and not blocks):
             raise ValueError("window state does not fit this window")
-        self._blocks, self._fill, self._merged = blocks, fill, None
+        merged = None
+        if state.get("view") is not None:  # (absent: rebuilt at the next read)
+            merged = self.model.clone()
+            merged.load_state(state["view"])
+        self._blocks, self._fill, self._merged = blocks, fill, merged

@@ -174,6 +174,15 @@ class PerKey(base.Wrapper, base.Classifier):
         if user is not None:
             self._users.move_to_end(key)
             return user
+        user = self._read(key, create)
+        if user is not None:
+            self._evict()
+        return user
+
+    def _read(self, key: Hashable, create: bool) -> Any:
+        """A key that is not resident: its learner read back from the store (a new one with
+        ``create``), made resident (most recent) without evicting any other; None if it has
+        none."""
         if not create and key in self._absent:
             self._absent.move_to_end(key)
             return None
@@ -188,7 +197,6 @@ class PerKey(base.Wrapper, base.Classifier):
         user, position = loaded if loaded is not None else (self._fresh(), -1)
         self._users[key] = user
         self._positions[key] = position
-        self._evict()
         return user
 
     def forget_absent(self) -> None:
@@ -332,20 +340,28 @@ class PerKey(base.Wrapper, base.Classifier):
                method: str) -> None:  # fmt: skip
         if key is not None and not is_saveable_key(key):
             raise InvalidEventError(f"the key {key!r} is not a str, number, bool, bytes or tuple", self.by)
-        fresh = key is not None and self.learner(key) is None
-        if fresh and method == "unlearn_one":
-            raise InvalidEventError(f"key {key!r} has learned nothing to unlearn")
-        user = None if key is None else self.learner(key, create=True)
+        # a rejected event changes nothing: the key moves to the most recent place, and a key
+        # read back or made for the event makes another leave, only once the event is learned
+        user = None if key is None else self._users.get(key)
+        resident = user is not None
+        if key is not None and user is None:
+            user = self._read(key, create=method != "unlearn_one")
+            if user is None:
+                raise InvalidEventError(f"key {key!r} has learned nothing to unlearn")
         try:  # the key's first: what it learned, the shared model learned too (if it learns)
             if user is not None:
                 self._step(user, key, features, y, w, position, method)
             if key is None or self.learn_shared:
                 self._step(self.model, None, features, y, w, position if self.shared_positions else None, method)
         except InvalidEventError:
-            if fresh:  # a key made for an event that was refused: gone again
+            if key is not None and not resident:  # read back or made for an event refused: gone again
                 self._users.pop(key, None)
                 self._positions.pop(key, None)
             raise
+        if resident:
+            self._users.move_to_end(key)
+        elif key is not None:
+            self._evict()
 
     def _step(self, learner: Any, key: Hashable, x: Mapping, y: Any, w: float, position: int | None,
               method: str) -> None:  # fmt: skip

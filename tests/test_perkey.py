@@ -187,6 +187,32 @@ def test_bad_keys_and_events_are_refused_and_change_nothing():
     assert persistence.dumps(model) == before and model.keys() == ["a"]
 
 
+def test_a_rejected_event_of_a_known_key_keeps_the_recency_order(tmp_path):
+    """A rejected event changes nothing, the keys' order of recent use included: the saved
+    bytes are the same, and the next key read back evicts the same key as without it."""
+    def two_keys(path):
+        model = PerKey(SpamFilter(), by="user", max_resident=2, store=str(path))
+        model.learn_one({"user": "a", "x": 1}, "ham")
+        model.learn_one({"user": "b", "x": 1}, "spam")
+        return model
+
+    model, clean = two_keys(tmp_path / "m"), two_keys(tmp_path / "c")
+    before = persistence.dumps(model)
+    with pytest.raises(streamnb.InvalidEventError):
+        model.learn_one({"user": "a", "x": 1}, "eggs")  # "a" stays the least recent
+    with pytest.raises(streamnb.InvalidEventError):
+        model.learn_one({"user": "c", "x": 1}, "eggs")  # "c" is not made, evicting nobody
+    with pytest.raises(streamnb.InvalidEventError):
+        model.unlearn_one({"user": "a", "x": 1}, "spam")  # never learned by "a"
+    assert persistence.dumps(model) == before and model.keys() == ["a", "b"]
+    for m in (model, clean):
+        m.learn_one({"user": "d", "x": 1}, "ham")  # evicts the least recent: "a"
+    assert model.keys() == clean.keys() == ["b", "d"]
+    for user in ("b", "d"):
+        assert persistence.dumps(model.learner(user)) == persistence.dumps(clean.learner(user))
+    assert persistence.dumps(model.model) == persistence.dumps(clean.model)
+
+
 def test_a_learner_without_the_blend_capability_is_refused():
     with pytest.raises(TypeError, match="predict_proba_blend"):
         PerKey(streamnb.GaussianNB())

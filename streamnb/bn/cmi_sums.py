@@ -56,6 +56,10 @@ class CMISums:
         After the event, call :meth:`counted`."""
         if self._changes < 0 or self.pairs.changes != self._changes:
             return None  # behind the counts: the next read rebuilds
+        # a class or cell added since the last event may outgrow the counts' arrays: they grow
+        # now (a new generation), before the key is read, so the sums are never handed out for
+        # arrays smaller than the event's cells (the sums then rebuild at the next read)
+        self.pairs.fit()
         m = self.margins
         key = (self.pairs.generation, len(m.fcells))
         cached = self._tables

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.drift.base import DriftWrapper
-from streamnb.exceptions import InvalidEventError
+from streamnb.exceptions import InvalidEventError, StreamnbError
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame_arg
 
 __all__ = ["Forgetful"]
@@ -176,13 +176,23 @@ class Forgetful(DriftWrapper):
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, **kwargs: Any) -> None:
         t = self._time(x)
         now = t if self._now is None else max(self._now, t)
+        ref, before = self._ref, None
         if self._ref is None:
             self._ref = t
         if self._growth(t) > MAX_GROWTH or self._until_relearn() == 1:
-            # a structure is computed from statistics to scale (pseudo-counts are not scale-free)
+            # a structure is computed from statistics to scale (pseudo-counts are not scale-free);
+            # kept as they were until the event is learned (a rebase is rare: a relearn's or once
+            # in MAX_GROWTH half-lives, and costs the model's size anyway)
+            before = copy.deepcopy(self.model)
             self._rebase(now)
         scale = 2.0 ** self._growth(t)
-        self.model.learn_one(self._features(x), y, w * scale if scale != 1.0 else w, **kwargs)
+        try:
+            self.model.learn_one(self._features(x), y, w * scale if scale != 1.0 else w, **kwargs)
+        except StreamnbError:  # a rejected event changes nothing
+            self._ref = ref
+            if before is not None:
+                self.model = before
+            raise
         self._events += 1
         self._now = now
 
@@ -201,13 +211,26 @@ class Forgetful(DriftWrapper):
                 raise InvalidEventError("missing the clock feature", self.clock)
             t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=np.float64)
         frame = self._features_frame(X)
-        start = 0
-        while start < n:
-            due = self._until_relearn()
-            stop = n if due is None else min(n, start + due)
-            self._learn_chunk(frame.iloc[start:stop], y.iloc[start:stop], weights[start:stop],
-                              t[start:stop], due == stop - start, **kwargs)
-            start = stop
+        due = self._until_relearn()
+        now = float(t.max()) if self._now is None else max(self._now, float(t.max()))
+        # one chunk that brings nothing to scale: the learner's learn_many is all or nothing;
+        # else (a relearn or a rebase in the batch, each costing the model's size anyway) the
+        # wrapper is kept as it was until the whole batch is learned
+        single = (due is None or due > n) and self._ref is not None and (now - self._ref) / self.half_life <= MAX_GROWTH
+        before = None if single else copy.deepcopy(self.__dict__)
+        try:
+            start = 0
+            while start < n:
+                due = self._until_relearn()
+                stop = n if due is None else min(n, start + due)
+                self._learn_chunk(frame.iloc[start:stop], y.iloc[start:stop], weights[start:stop],
+                                  t[start:stop], due == stop - start, **kwargs)
+                start = stop
+        except StreamnbError:
+            if before is not None:
+                self.__dict__.clear()
+                self.__dict__.update(before)
+            raise
 
     def _learn_chunk(self, X: pd.DataFrame, y: pd.Series, w: np.ndarray, t: np.ndarray,
                      relearns: bool, **kwargs: Any) -> None:

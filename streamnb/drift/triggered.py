@@ -32,6 +32,26 @@ from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame
 __all__ = ["DriftTriggered"]
 
 
+def _same_event(a: dict, b: Mapping) -> bool:
+    """Whether ``b`` holds the very values of ``a`` (same keys, each value the same object or
+    of the same type and equal). Values whose ``==`` has no truth value (``pd.NA``, arrays)
+    are equal only to themselves: never an error, at worst one more prediction."""
+    if len(a) != len(b):
+        return False
+    for key, v in a.items():
+        if key not in b:
+            return False
+        u = b[key]
+        if u is v:
+            continue
+        try:
+            if type(u) is not type(v) or not bool(u == v):
+                return False
+        except (TypeError, ValueError):
+            return False
+    return True
+
+
 class DriftTriggered(DriftWrapper):
     """Forget (and relearn the structure) when a drift detector fires on the error stream.
 
@@ -117,7 +137,7 @@ class DriftTriggered(DriftWrapper):
     def _predicted(self, x: Mapping) -> Any:
         """The model's prediction of ``x`` (reused if ``x`` was just predicted)."""
         last = self._last
-        if last is not None and last[0] == x:
+        if last is not None and _same_event(last[0], x):
             return last[1]
         proba = self.model.predict_proba_one(x)
         return max(proba, key=proba.__getitem__) if proba else None

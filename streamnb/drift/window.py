@@ -12,9 +12,12 @@ answers with the statistics of exactly the last ``n`` events, where::
 the next event starts a new block. The merged learner is cached and learns every event too (so
 a read costs nothing extra); it is rebuilt from the blocks at the first read after a block is
 dropped, i.e. once per ``window / blocks`` events at most (cost: ``blocks`` merges). Learners
-with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts.
+with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts,
+then on the merged learner's own ``relearn_every`` clock: its structure depends on when it was
+built (the first read after a drop), so their state saves the merged learner too, and a
+reloaded window answers exactly as the live one (and goes on relearning at the same events).
 
-Memory is ``blocks + 1`` learners. More blocks: a tighter window, more memory and slower rebuilds.
+Memory is ``blocks + 1`` learners (and so is a saved state, for a learner with a structure). More blocks: a tighter window, more memory and slower rebuilds.
 """
 
 from __future__ import annotations
@@ -93,41 +96,66 @@ class Windowed(DriftWrapper):
             self._merged = merged
         return self._merged
 
-    def _room(self) -> int:
-        """Events the newest block can still take, starting a new block if it is full."""
-        if not self._blocks or self._fill == self._size:
-            self._blocks.append(self.model.clone())
-            self._fill = 0
+    def _start(self, blocks: list) -> None:
+        """Append the new ``blocks`` (each already learned its events), dropping the oldest
+        beyond ``blocks``."""
+        for block in blocks:
+            self._blocks.append(block)
             if len(self._blocks) > self.blocks:
                 self._blocks.popleft()
                 self._merged = None
-        return self._size - self._fill
 
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, **kwargs: Any) -> None:
-        self._room()
-        self._blocks[-1].learn_one(x, y, w, **kwargs)
+        """Learn one event; a rejected event changes nothing (a new block is kept, and the
+        oldest dropped, only once it learned the event)."""
+        if not self._blocks or self._fill == self._size:
+            block = self.model.clone()
+            block.learn_one(x, y, w, **kwargs)
+            self._start([block])
+            self._fill = 0
+        else:
+            self._blocks[-1].learn_one(x, y, w, **kwargs)
         self._fill += 1
         if self._merged is not None:
             self._merged.learn_one(x, y, w, **kwargs)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
-        """Learn a batch, split at block boundaries: equal to learning the rows in turn."""
+        """Learn a batch, split at block boundaries: equal to learning the rows in turn. All or
+        nothing: the rows for new blocks are learned by new blocks not yet kept, then those
+        the newest block has room for; a rejected batch changes nothing."""
         check_frame_arg(X)
         y, weights = batch_labels(y, len(X)), batch_weights(w, len(X))
-        start = 0
-        while start < len(X):
-            stop = start + min(self._room(), len(X) - start)
-            part = (X.iloc[start:stop], y.iloc[start:stop], weights[start:stop])
-            self._blocks[-1].learn_many(*part, **kwargs)
-            if self._merged is not None:
-                self._merged.learn_many(*part, **kwargs)
-            self._fill += stop - start
-            start = stop
+        room = min(self._size - self._fill if self._blocks else 0, len(X))
+        cuts = [(0, room)] if room else []
+        cuts += [(a, min(a + self._size, len(X))) for a in range(room, len(X), self._size)]
+
+        def part(a: int, b: int) -> tuple:
+            return X.iloc[a:b], y.iloc[a:b], weights[a:b]
+
+        new = []
+        for a, b in cuts[1 if room else 0:]:
+            block = self.model.clone()
+            block.learn_many(*part(a, b), **kwargs)
+            new.append(block)
+        if room:
+            self._blocks[-1].learn_many(*part(0, room), **kwargs)
+        merged = self._merged
+        if merged is not None and len(self._blocks) + len(new) <= self.blocks:
+            for a, b in cuts:  # the same parts as the blocks: a structure relearns where theirs do
+                merged.learn_many(*part(a, b), **kwargs)
+        self._start(new)
+        self._fill = cuts[-1][1] - cuts[-1][0] if new else self._fill + room
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        """Plain data: every block's state, oldest first, and the newest block's fill."""
-        return {"blocks": [b.to_state() for b in self._blocks], "fill": self._fill}
+        """Plain data: every block's state, oldest first, the newest block's fill and, for a
+        learner with a structure, the merged learner that answers if it is built (``view``):
+        its structure was relearned when it was built and on its own clock since, which the
+        blocks cannot tell, so a reloaded window answers as this one does."""
+        state: dict[str, Any] = {"blocks": [b.to_state() for b in self._blocks], "fill": self._fill}
+        if self._merged is not None and has_relearn(self._merged):
+            state["view"] = self._merged.to_state()
+        return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace this model's state by :meth:`to_state`'s output; all or nothing."""
@@ -139,4 +167,8 @@ class Windowed(DriftWrapper):
         fill = int(state["fill"])
         if len(blocks) > self.blocks or not 0 <= fill <= self._size or (fill and not blocks):
             raise ValueError("window state does not fit this window")
-        self._blocks, self._fill, self._merged = blocks, fill, None
+        merged = None
+        if state.get("view") is not None:  # (absent: rebuilt at the next read)
+            merged = self.model.clone()
+            merged.load_state(state["view"])
+        self._blocks, self._fill, self._merged = blocks, fill, merged

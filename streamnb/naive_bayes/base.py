@@ -204,8 +204,11 @@ class BaseNB(base.MiniBatchClassifier):
         :class:`InvalidEventError` and changes nothing. Learners whose parts do not count
         (Gaussian) raise ``NotImplementedError``.
 
-        A feature that only ever appeared with value 0 (or absent) in the unlearned event is
-        forgotten too, even if an earlier event had introduced it with value 0.
+        BernoulliNB keeps, per feature, the weight of the events that gave it a value not
+        present (0), so a feature is forgotten exactly when no learned event is left to hold
+        it. MultinomialNB and ComplementNB do not: a token that only ever appeared with count 0
+        before is forgotten with the unlearned event if its counts return to zero (whatever
+        count the event gave it), so the vocabulary, and the smoothing, differ from before.
         """
         check_event(x)
         check_label(y)

@@ -152,11 +152,15 @@ def frame_values(X: pd.DataFrame, nonnegative: bool = False, sparse: bool = Fals
             col = X.columns[m.indices[np.flatnonzero(bad)[0]]]
             raise InvalidEventError(f"value {d[bad][0]} is not allowed here", col)
         return m
+    objects = False
     for col, dtype in zip(X.columns.tolist(), X.dtypes.tolist()):
         if dtype.kind in "OSU" or isinstance(dtype, pd.StringDtype):
+            objects = True
             for v in X[col]:
                 if not is_missing(v) and not (isinstance(v, (Real, np.number)) and not isinstance(v, complex)):
                     raise InvalidEventError(f"expected a number, got {type(v).__name__} {short_repr(v)}", col)
+    if objects:  # a missing value of any kind (None, pd.NA, NaT) as NaN: numpy casts none but NaN
+        X = X.where(X.notna(), np.nan)
     try:
         v = X.to_numpy(dtype=float, na_value=np.nan)
     except OverflowError as exc:  # an int beyond float range in an object column

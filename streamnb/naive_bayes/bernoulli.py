@@ -49,6 +49,10 @@ class BernoulliPart(Part):
         self.true_threshold = true_threshold
         self.features = self.vocabulary = Index()
         self.counts = Counts([classes, self.features])
+        #: Per feature, the weight of the events that gave it a value but not present (at or
+        #: below the threshold): a feature with no presence is kept at an unlearn while an
+        #: event of that kind is still learned (it joined the vocabulary without a count).
+        self.zeros = Counts([self.features])
         self._hist: list | None = None  # see learn_one
         self._absent: list = []
 
@@ -61,7 +65,9 @@ class BernoulliPart(Part):
         keys, v, _ = prepared
         if keys:
             ids = self.features.lookup(keys, add=True)
-            self.counts.add((k, ids[np.array(v) > self.true_threshold]), w)
+            on = np.array(v) > self.true_threshold
+            self.counts.add((k, ids[on]), w)
+            self.zeros.add((ids[~on],), w)
 
     def changed(self) -> None:
         self._hist = None
@@ -119,8 +125,13 @@ class BernoulliPart(Part):
             self.counts.fit()
         cv, (c0, c1), _, _ = self._scalar()
         row, threshold, h = k * c0, self.true_threshold, hist[k]
+        zv = None
         for key, x in zip(keys, values):
-            if x > threshold:
+            if not x > threshold:
+                if zv is None:
+                    zv, (z0,) = self.zeros.flat("n")
+                zv[ids[key] * z0] += w
+            else:
                 i = row + ids[key] * c1
                 m = cv[i]
                 n = cv[i] = m + w
@@ -178,7 +189,14 @@ class BernoulliPart(Part):
     def unlearn(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
         ids, present = self._present_ids(prepared)
         self.counts.add((k, present), -w)
-        self.counts.drop(1, self.counts.empty(1, ids[ids >= 0]))
+        known = ids[ids >= 0]
+        zeros = self.zeros.raw("n")
+        off = np.setdiff1d(known, present)
+        zeros[off] = np.maximum(zeros[off] - w, 0.0)
+        # forgotten: the event's features left with no presence and no event that gave them
+        # a value without one (what learning the event added to the vocabulary, and only that)
+        gone = known[(self.counts.n[:, known].sum(axis=0) == 0) & (zeros[known] == 0)]
+        self.counts.drop(1, gone)
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
         return list(X.columns), present(X)
@@ -209,6 +227,13 @@ class BernoulliPart(Part):
         Y[np.arange(len(k)), k] = w
         sums = np.asarray((on.T.astype(float) @ Y).T)[:, known]  # [classes, known columns]
         self.counts.raw("n")[: len(self.classes), cols[known]] += sums
+        if is_sparse_frame(X):  # a value not present: a stored entry at or below the threshold
+            stored = v.copy()
+            stored.data[:] = 1.0
+            off = np.asarray(stored.T @ w - on.T.astype(float) @ w).ravel()
+        else:
+            off = ((v == v) & ~on).T.astype(float) @ w
+        self.zeros.raw("n")[cols[known]] += off[known]
 
     def _log_p(self) -> tuple[np.ndarray, np.ndarray]:
         """``log P(present | class)`` and ``log P(absent | class)``, ``[classes, features]``."""
@@ -252,7 +277,18 @@ class BernoulliPart(Part):
         return out + np.where(rest, log_no, 0.0).sum(axis=1)
 
     def stats(self) -> dict[str, Counts]:
-        return {"counts": self.counts}
+        return {"counts": self.counts, "zeros": self.zeros}
+
+    def complete_state(self, name: str, saved: dict) -> None:
+        key = f"{name}.zeros"
+        if key not in saved and f"{name}.counts" in saved:
+            # a state from before the zeros were kept: a feature without a count joined the
+            # vocabulary with a value not present (weight 1); of the others it is not known
+            counts = saved[f"{name}.counts"]
+            n = np.asarray(counts["arrays"]["n"], dtype=float)
+            zeros = (n.sum(axis=0) == 0).astype(float) if n.ndim == 2 else np.zeros(0)
+            saved[key] = {"type": "Counts", "version": Counts.version, "axes": [counts["axes"][1]],
+                          "arrays": {"n": zeros}}
 
     def tables(self) -> dict[str, pd.DataFrame]:
         log_yes, _ = self._log_p()

@@ -95,12 +95,13 @@ def numeric_items(x: Mapping, nonnegative: bool = False) -> tuple[list, list]:
     # sum |v| is NaN or inf if any value is, and bounds every |v|: one test for all three
     types = set(map(type, values))
     if types <= _FAST_TYPES:
-        try:
-            fine = float(sum(map(abs, values))) <= MAX_ABS
+        try:  # numpy scalars as Python floats first: numpy's arithmetic would warn on overflow
+            floats = values if types <= _FLOAT else [float(v) for v in values]
+            fine = sum(map(abs, floats)) <= MAX_ABS
         except OverflowError:  # an int beyond float range
             fine = False
-        if fine and (not nonnegative or not values or min(values) >= 0):
-            return list(x), values if types <= _FLOAT else [float(v) for v in values]
+        if fine and (not nonnegative or not floats or min(floats) >= 0):
+            return list(x), floats
     return _numeric_items_slow(x, nonnegative)
 
 

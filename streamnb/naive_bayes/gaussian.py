@@ -222,6 +222,8 @@ class GaussianPart(Part):
     def changed(self) -> None:
         self._derived = None
         self._spread = None
+        self._top = None  # the variance smoothing's max, recounted with the spreads
+        self._top_id = -1
 
     # -- prediction ------------------------------------------------------------------------
     def _params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:

@@ -336,3 +336,39 @@ def test_plain_tan_learner_has_pgmpy_tree_search_edges(name, n, seed, target):
         expected = pgmpy_edges(seen, root, "tan", class_node=target)
         assert len(expected) == df.shape[1] - 2  # a spanning tree over the features
         assert set(model.structure().edges) == expected, stop
+
+
+def test_a_merge_bringing_a_new_numeric_feature_predicts_as_its_reloaded_copy():
+    """A (structure relearned at its 100th event, then read) merged with B, which brings a
+    numeric feature of a wider spread: the variance smoothing follows the merged statistics,
+    as in the merge's save -> load copy and in one learner fed A then B."""
+    rng = np.random.default_rng(198)
+
+    def rows(n: int, numeric: list) -> list:
+        out = []
+        for _ in range(n):
+            y = "ab"[int(rng.integers(0, 2))]
+            a = str(int(y == "a") ^ int(rng.random() < 0.2))
+            x = {"a": a, "b": a if rng.random() < 0.8 else "z"}
+            x.update({f: float(rng.lognormal(int(a), 0.5)) * scale for f, scale in numeric})
+            out.append((x, y))
+        return out
+
+    first, second = rows(100, [("n", 1.0)]), rows(60, [("n", 1.0), ("m", 1e3)])
+    a, b, one = TANClassifier(), TANClassifier(), TANClassifier()
+    for x, y in first:
+        a.learn_one(x, y)
+        one.learn_one(x, y)
+    queries = [x for x, _ in second[:8]] + [{"m": 1.0}, {"n": 2.0}]
+    for x in queries:
+        a.predict_proba_one(x)
+    for x, y in second:
+        b.learn_one(x, y)
+        one.learn_one(x, y)
+    a.merge(b)
+    again = TANClassifier()
+    again.load_state(a.to_state())
+    assert a.structure() == again.structure() == one.structure()
+    for x in queries:
+        assert a.predict_proba_one(x) == again.predict_proba_one(x)
+        assert_proba_equal(a.predict_proba_one(x), one.predict_proba_one(x), rel=1e-9)

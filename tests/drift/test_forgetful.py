@@ -11,6 +11,7 @@ import pytest
 import streamnb
 from streamnb.drift import Forgetful
 from streamnb.exceptions import InvalidEventError
+from streamnb.persistence import dumps
 from tests.drift.helpers import LEARNERS, assert_proba_close, assert_stats_close, mixed_stream
 
 
@@ -113,3 +114,28 @@ def test_state_roundtrip_and_decay():
     assert math.isclose(model.n_seen, n / 2, rel_tol=1e-12)
     with pytest.raises(ValueError):
         Forgetful(streamnb.GaussianNB(), half_life=0)
+
+
+@pytest.mark.parametrize("learned", [0, 3, 4, 9])
+@pytest.mark.parametrize("clock", [None, "t"])
+def test_a_rejected_event_or_batch_changes_nothing_even_where_the_past_is_rescaled(learned, clock):
+    """Before a relearn (TAN, ``relearn_every=5``) or a long gap in time the stored statistics
+    are brought to scale first: a rejected event or batch puts them back as they were."""
+    def make():
+        model = Forgetful(streamnb.TANClassifier(relearn_every=5), half_life=2.0, clock=clock)
+        for i in range(learned):
+            model.learn_one({"c": str(i % 3), **({"t": float(i)} if clock else {})}, "ab"[i % 2])
+        return model
+
+    model, clean = make(), make()
+    before = dumps(model)
+    late = {"t": 10_000.0} if clock else {}  # past MAX_GROWTH half-lives: a rebase
+    with pytest.raises(InvalidEventError):
+        model.learn_one({"c": [1], **late}, "a")
+    rows = [{"c": "1", **({"t": 10_000.0 + i} if clock else {})} for i in range(7)]
+    with pytest.raises(InvalidEventError):
+        model.learn_many(pd.DataFrame(rows + [{"c": [1], **late}]), pd.Series(["a"] * 8))
+    assert dumps(model) == before
+    for m in (model, clean):
+        m.learn_many(pd.DataFrame(rows), pd.Series(["ab"[i % 2] for i in range(7)]))
+    assert dumps(model) == dumps(clean)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 
+import pandas as pd
 import pytest
 from river.datasets import synth
 
@@ -103,3 +104,21 @@ def test_state_roundtrip_keeps_drifts():
     assert copy.drifts == model.drifts
     x = {"size": "0", "color": "0", "shape": "1"}
     assert copy.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("predicted, learned", [
+    ({"n": 2.0}, {"n": pd.NA}), ({"n": pd.NA}, {"n": 2.0}), ({"n": pd.NA}, {"n": pd.NA}),
+    ({"n": 2.0, "m": pd.NA}, {"n": 2.0, "m": 1.0}),
+])
+def test_a_missing_pd_na_after_a_prediction_is_learned(predicted, learned):
+    """The event remembered from the last prediction is compared without ``==``'s truth value
+    (``pd.NA == 2.0`` has none): the event is learned as the wrapped learner learns it."""
+    model, plain = DriftTriggered(streamnb.GaussianNB(), keep=None), streamnb.GaussianNB()
+    for m in (model, plain):
+        m.learn_one({"n": 1.0}, "a")
+        m.learn_one({"n": 3.0}, "b")
+    model.predict_proba_one(predicted)
+    model.learn_one(learned, "a")
+    plain.learn_one(learned, "a")
+    assert model.predict_proba_one({"n": 2.0}) == plain.predict_proba_one({"n": 2.0})
+    assert model.n_seen == plain.n_seen == 3.0

@@ -8,6 +8,8 @@ import pytest
 
 import streamnb
 from streamnb.drift import Windowed
+from streamnb.exceptions import InvalidEventError
+from streamnb.persistence import dumps
 from tests.drift.helpers import LEARNERS, assert_proba_close, assert_stats_close, mixed_stream
 
 
@@ -76,3 +78,59 @@ def test_bad_parameters():
         Windowed(streamnb.GaussianNB(), window=100, blocks=7)
     with pytest.raises(ValueError):
         Windowed(streamnb.GaussianNB(), window=10, blocks=0)
+
+
+def _state_bytes(model) -> bytes:
+    return dumps(model)
+
+
+@pytest.mark.parametrize("learned", [40, 41, 50, 39])
+def test_a_rejected_event_at_a_block_boundary_drops_no_block(learned):
+    """A rejected event changes nothing: at a block boundary it neither starts a block nor
+    drops the oldest (40 events of a window of 40 then a bad one kept 30)."""
+    model = Windowed(streamnb.CategoricalNB(), window=40, blocks=4)
+    for i in range(learned):
+        model.learn_one({"c": str(i % 3)}, "ab"[i % 2])
+    model.predict_proba_one({"c": "0"})
+    before, n_seen, blocks = _state_bytes(model), model.n_seen, model.n_blocks
+    with pytest.raises(InvalidEventError):
+        model.learn_one({"c": [1, 2]}, "a")
+    with pytest.raises(InvalidEventError):  # the bad row in the second block of the batch
+        rows = [{"c": "1"}] * 12 + [{"c": [1, 2]}]
+        model.learn_many(pd.DataFrame(rows), pd.Series(["a"] * 13))
+    assert (model.n_seen, model.n_blocks) == (n_seen, blocks)
+    assert _state_bytes(model) == before
+    model.learn_one({"c": "1"}, "b")  # and it goes on as one never given the bad events
+    twin = Windowed(streamnb.CategoricalNB(), window=40, blocks=4)
+    for i in range(learned):
+        twin.learn_one({"c": str(i % 3)}, "ab"[i % 2])
+    twin.learn_one({"c": "1"}, "b")
+    assert _state_bytes(model) == _state_bytes(twin)
+    assert model.predict_proba_one({"c": "1"}) == twin.predict_proba_one({"c": "1"})
+
+
+@pytest.mark.parametrize("reads", [1, 4, 11])
+@pytest.mark.parametrize("make", [lambda: streamnb.TANClassifier(relearn_every=10),
+                                  lambda: streamnb.ChowLiuClassifier(relearn_every=7)], ids=["tan", "chow-liu"])
+def test_a_reloaded_window_of_a_structure_answers_as_the_live_one(make, reads):
+    """The merged learner's structure was relearned when it was built (a read) and on its own
+    clock since: the state keeps it, so save -> load changes no prediction, now or later
+    (the live window kept an empty structure where the reloaded one rebuilt an edge)."""
+    rng = np.random.default_rng(reads)
+    model = Windowed(make(), window=30, blocks=3)
+    q = {"a": "1", "b": "0"}
+    for i in range(70):
+        y = "ab"[int(rng.integers(0, 2))]
+        a = str(int(y == "a") ^ int(rng.random() < 0.2))
+        x = {"a": a, "b": a if rng.random() < 0.9 else "z"}
+        model.learn_one(x, y)
+        if i % reads == 0:
+            model.predict_proba_one(q)
+        again = Windowed(make(), window=30, blocks=3)
+        again.load_state(model.to_state())
+        assert again.predict_proba_one(q) == model.predict_proba_one(q)
+        assert dumps(again) == dumps(model)
+    for m in (model, again):  # and they go on as one
+        for i in range(25):
+            m.learn_one({"a": str(i % 2), "b": str(i % 2)}, "ab"[i % 2])
+    assert again.predict_proba_one(q) == model.predict_proba_one(q)

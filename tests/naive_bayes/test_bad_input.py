@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -106,3 +108,23 @@ def test_a_boolean_category_is_not_the_number_equal_to_it():
     assert batch.tables()["category_counts"].equals(one.tables()["category_counts"])
     # the category seen with class b only: b is favoured, as for any category
     assert one.predict_proba_one({"n": True})["b"] > 0.5
+
+
+@pytest.mark.parametrize("x", [
+    {"a": np.float32(1.5), "b": 1e50},
+    {"a": np.int64(2**62), "b": np.int64(2**62), "c": np.int64(-(2**63))},
+    {"a": np.float32(3e38), "b": np.float32(3e38)},
+    {"a": np.int32(-(2**31)), "b": 1e99},
+])
+@pytest.mark.parametrize("cls", [streamnb.GaussianNB, streamnb.BernoulliNB, streamnb.TANClassifier])
+def test_valid_numpy_values_learn_without_warnings(cls, x):
+    """The shortcut that bounds the values of an event sums them as Python floats: numpy's
+    arithmetic warned of an overflow on valid values (an error under ``-W error``)."""
+    model, plain = cls(), cls()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.learn_one(x, "y")
+        got = model.predict_proba_one(x)
+    plain.learn_one({k: float(v) for k, v in x.items()}, "y")
+    assert persistence.dumps(model) == persistence.dumps(plain)
+    assert got == plain.predict_proba_one({k: float(v) for k, v in x.items()})

@@ -160,3 +160,46 @@ def test_a_merge_within_the_cap_is_one_learner_on_both_streams(learner):
     for name, table in both.tables().items():
         merged = a.tables()[name].sort_index().sort_index(axis=1)
         pd.testing.assert_frame_equal(merged, table.sort_index().sort_index(axis=1))
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_bernoulli_unlearn_keeps_a_feature_an_earlier_event_gave_a_value_not_present(batch):
+    """A token first seen with value 0 is in the vocabulary without a count; learning and
+    unlearning an event where it is present (2) restores that, not a vocabulary without it
+    (P(x) went 0.625 -> 0.667)."""
+    model = streamnb.BernoulliNB()
+    first = [({"a": 1, "t": 0}, "x"), ({"a": 1}, "y"), ({"b": 1, "t": 0.0}, "y"), ({"b": 1}, "x")]
+    if batch:
+        model.learn_many(pd.DataFrame([x for x, _ in first]), pd.Series([y for _, y in first]))
+    else:
+        for x, y in first:
+            model.learn_one(x, y)
+    before, proba = state(model), model.predict_proba_one({"a": 1})
+    model.learn_one({"a": 1, "t": 2}, "x")
+    model.unlearn_one({"a": 1, "t": 2}, "x")
+    assert state(model) == before
+    assert model.predict_proba_one({"a": 1}) == proba
+    # unlearning the events that gave it a value forgets it, as a learner never given them
+    for x, y in first:
+        if "t" in x:
+            model.unlearn_one(x, y)
+    fresh = streamnb.BernoulliNB()
+    for x, y in first:
+        if "t" not in x:
+            fresh.learn_one(x, y)
+    assert sorted(model.classes) == sorted(fresh.classes) and model._parts["bernoulli"].features.keys == ["a", "b"]
+    assert model.predict_proba_one({"a": 1}) == fresh.predict_proba_one({"a": 1})
+
+
+def test_bernoulli_states_without_zeros_load():
+    """A state saved before the zeros were kept: a feature without a count gets weight 1."""
+    model = streamnb.BernoulliNB()
+    model.learn_one({"a": 1, "t": 0}, "x")
+    model.learn_one({"a": 1, "u": 0}, "x")
+    model.learn_one({"u": 1}, "y")
+    saved = model.to_state()
+    old = {**saved, "stats": {k: v for k, v in saved["stats"].items() if not k.endswith(".zeros")}}
+    again = streamnb.BernoulliNB()
+    again.load_state(old)
+    assert again._parts["bernoulli"].zeros.n.tolist() == [0.0, 1.0, 0.0]
+    assert again.predict_proba_one({"a": 1}) == model.predict_proba_one({"a": 1})

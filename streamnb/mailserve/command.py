@@ -27,6 +27,12 @@ def _fraction(value: float | None, name: str) -> float | None:
     return value
 
 
+def _cutoff(value: float | None, name: str) -> float | None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise click.BadParameter(f"{value}: expected a spamicity in [0, 1]", param_hint=name)
+    return value
+
+
 @click.command("serve")
 @click.option("--model", required=True, type=click.Path(dir_okay=False),
               help="The shared filter (e.g. made by `mail train`); created if missing. Users' filters go to "
@@ -41,8 +47,17 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
 @click.option("--takeover", default=50.0, show_default=True, type=float,
               help="A user's own messages after which they weigh as much as the shared filter.")
-@click.option("--learn-shared/--no-learn-shared", default=True, show_default=True,
-              help="Whether a user's learns also teach the shared filter.")
+@click.option("--learn-shared/--no-learn-shared", default=False, show_default=True,
+              help="Whether a user's learns also teach the shared filter (then one user's reports change "
+                   "every user's verdicts).")
+@click.option("--user-min-learns", default=200, show_default=True, type=click.IntRange(min=0),
+              help="A user's own filter weighs in only once the user has learned this many hams and this many "
+                   "spams (SpamAssassin's bayes_min_ham_num / bayes_min_spam_num), fully at twice as many.")
+@click.option("--spam-cutoff", type=float, default=None,
+              help="Pin the model's spam cut-off (spamicity; kept in the model, wins over the calibration).")
+@click.option("--ham-cutoff", type=float, default=None, help="Pin the model's ham cut-off (spamicity).")
+@click.option("--reject-cutoff", type=float, default=None,
+              help="Pin the model's reject level (spamicity): spam at or above it is rejected.")
 @click.option("--max-resident", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Users' filters kept in memory; the least recently used are written to disk.")
 @click.option("--user-max-tokens", default=20_000, show_default=True, type=click.IntRange(min=1),
@@ -66,7 +81,9 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Learns between snapshots of the models (the journal keeps them meanwhile).")
 @click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
               help="Seconds between snapshots when something was learned.")
-def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
+def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float,
+          learn_shared: bool, user_min_learns: int, spam_cutoff: float | None, ham_cutoff: float | None,
+          reject_cutoff: float | None, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
           timeout: float, milter_timeout: float, max_connections: int, workers: int, snapshot_every: int,
           snapshot_seconds: float) -> None:  # fmt: skip
@@ -97,7 +114,10 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
-                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds)  # fmt: skip
+                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds,
+                         user_min_learns=user_min_learns, spam_cutoff=_cutoff(spam_cutoff, "--spam-cutoff"),
+                         ham_cutoff=_cutoff(ham_cutoff, "--ham-cutoff"),
+                         reject_cutoff=_cutoff(reject_cutoff, "--reject-cutoff"))  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
                           max_connections, milter_user=milter_user, workers=workers)
     if listeners.http is None and listeners.milter is None:

@@ -41,6 +41,13 @@ def user_of(envelope: Envelope) -> str | None:
     return None
 
 
+def recipients(envelope: Envelope) -> set[str]:
+    """The envelope's distinct recipients. A message for several is judged by the shared filter
+    alone (one milter verdict covers every recipient): no user's own filter, trained by that
+    user's reports, tags or rejects it for the others."""
+    return {user for user in (_normal(r) for r in envelope.rcpts) if user}
+
+
 def header_user(raw: bytes, name: str) -> str | None:
     """The first address in the first ``name`` header of the message, lower-cased; None if the
     header is missing or holds no address.
@@ -92,7 +99,7 @@ def milter_server(service: MailService, timeout: float, max_connections: int,
     key = user_key(user)
 
     async def decide(raw: bytes, envelope: Envelope) -> Decision:
-        check = service.check(raw, key(raw, envelope))
+        check = service.check(raw, key(raw, envelope) if len(recipients(envelope)) <= 1 else None)
         headers = (("X-Spam", check.header), ("X-Spam-Score", check.score_header))
         if check.action == REJECT:
             return Decision(headers, "reject", "message refused as spam")

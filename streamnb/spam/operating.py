@@ -347,7 +347,7 @@ class OperatingPoint:
             words += f" until {self.min_spams:,.0f} spams are learned, {self.seen(False):,.0f} so far"
         words += "); between them unsure"
         reject = self.reject_threshold()
-        if reject < math.inf:
+        if not math.isnan(self._pins[2]):
             words += f"; reject at spamicity {_p(reject)} or above (pinned)"
         return words
 
@@ -357,7 +357,7 @@ class OperatingPoint:
         spam, ham, why_spam, why_ham = self._thresholds()
         reject = self.reject_threshold()
         return {"spam_cutoff": _prob(spam), "spam_reason": why_spam, "ham_cutoff": _prob(ham), "ham_reason": why_ham,
-                "reject_cutoff": None if reject == math.inf else _prob(reject),
+                "reject_cutoff": None if math.isnan(self._pins[2]) else _prob(reject),
                 "hams_seen": self.seen(True), "spams_seen": self.seen(False)}  # fmt: skip
 
     # -- state -----------------------------------------------------------------------------

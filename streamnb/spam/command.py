@@ -191,10 +191,10 @@ def _stream(spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: int) 
 @click.option("--model", required=True, type=click.Path(dir_okay=False), help="Model file (created if missing).")
 @_sources
 @click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
-              help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
+              help="For a new model: once calibrated, about this share of ham tagged (0.002 = 1 in 500).")
 def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: int, max_ham_rate: float) -> None:
-    """Learn every message of the --spam and --ham sources into MODEL (test-then-train, so the
-    operating point calibrates on the way)."""
+    """Learn every message of the --spam and --ham sources into MODEL (each scored before it is
+    learned: the scores calibrate the cut-offs; see `streamnb mail info`)."""
     from streamnb import persistence
     from streamnb.spam import SpamFilter
 

@@ -107,7 +107,7 @@ class MailFilters:
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
-                 learn_shared: bool = True, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
+                 learn_shared: bool = False, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
                  ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False,
                  user_min_learns: int = 200,
                  pins: tuple[float | None, float | None, float | None] = (None, None, None)) -> None:  # fmt: skip

@@ -255,7 +255,8 @@ class OperatingPoint:
     def reason(self, ham: bool = False) -> str:
         """Why the spam threshold (``ham=True``: the ham threshold) has its value: one of
         :data:`REASONS`."""
-        return self._thresholds()[3 if ham else 2]
+        spam_why, ham_why = self._thresholds()[2:]
+        return ham_why if ham else spam_why
 
     def label(self, score: float) -> str:
         """The verdict on ``score``: ``"spam"``, ``"unsure"`` or ``"ham"``."""

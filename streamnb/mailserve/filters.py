@@ -51,20 +51,6 @@ class Learned:
     already: bool = False
 
 
-def user_share(learned: dict, minimum: float) -> float:
-    """How much of its blend weight a user's own filter gets, from the messages it learned per
-    class (``{"spam": n, "ham": m}``): 0 until both reach ``minimum``, then growing linearly
-    to 1 at twice ``minimum`` (1 at once for ``minimum`` 0).
-
-    >>> user_share({"spam": 250.0, "ham": 300.0}, 200), user_share({"spam": 900.0, "ham": 10.0}, 200)
-    (0.25, 0.0)
-    """
-    fewest = min(float(learned.get("spam", 0.0)), float(learned.get("ham", 0.0)))
-    if minimum <= 0:
-        return 1.0
-    return min(1.0, max(0.0, fewest / minimum - 1.0))
-
-
 def digest(tokens: dict) -> str:
     """A digest of a message's tokens (the same message read twice gives the same digest)."""
     text = json.dumps(sorted(tokens.items()), ensure_ascii=False, separators=(",", ":"))
@@ -94,7 +80,7 @@ class MailFilters:
         A user's own filter weighs in only once the user learned this many hams and this many
         spams (SpamAssassin's ``bayes_min_ham_num``/``bayes_min_spam_num``), its weight growing
         linearly to the full :class:`~streamnb.perkey.PerKey` weight at twice as many
-        (:func:`user_share`); before that the user gets the shared verdict.
+        (:func:`streamnb.perkey.key_share`); before that the user gets the shared verdict.
     pins
         Cut-offs ``(spam, ham, reject)`` (spamicities, None: as the model has them) pinned on the
         shared filter at start (:meth:`~streamnb.spam.SpamFilter.pin_cutoffs`).
@@ -137,6 +123,7 @@ class MailFilters:
         self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
                             max_resident=cfg["max_resident"], store=f"{self.path}.users", sync_evictions=False,
                             write_back=not self.replica, remember_absent=True,
+                            min_key_learns=self.user_min_learns,
                             key_model=SpamFilter(max_tokens=cfg["user_max_tokens"], max_ham_rate=None,
                                                  max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
@@ -241,8 +228,6 @@ class MailFilters:
             if user is not None:
                 self._restore(user)
         learner, weight = self.users.blend(user)
-        if learner is not None:
-            weight *= user_share(learner.n_messages, self.user_min_learns)
         return self.shared.classify_explained(tokens, learner, weight)
 
     # -- learning --------------------------------------------------------------------------
@@ -321,6 +306,5 @@ class MailFilters:
             own = learner.n_messages if learner is not None else {"spam": 0.0, "ham": 0.0}
             out["user"] = {"name": user, "learned": {"spam": own.get("spam", 0.0), "ham": own.get("ham", 0.0)},
                            "tokens": 0 if learner is None else learner.n_tokens,
-                           "weight": (self.users.weight(user) * user_share(own, self.user_min_learns)
-                                      if learner is not None else 0.0)}  # fmt: skip
+                           "weight": self.users.blend(user)[1]}  # fmt: skip
         return out

@@ -110,6 +110,9 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
         raise click.BadParameter(str(exc), param_hint="--milter-user") from None
     if not 0.0 < max_ham_rate < 1.0:
         raise click.BadParameter(f"{max_ham_rate}: expected a share in (0, 1)", param_hint="--max-ham-rate")
+    given = [v for v in (ham_cutoff, spam_cutoff, reject_cutoff) if v is not None]
+    if given != sorted(given):
+        raise click.UsageError("the cut-offs must keep --ham-cutoff <= --spam-cutoff <= --reject-cutoff")
     config = ServeConfig(model, max_ham_rate=max_ham_rate, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),

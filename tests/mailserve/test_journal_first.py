@@ -168,7 +168,7 @@ def test_concurrent_learns_of_one_message_are_taken_in_turn(tmp_path):
     raw = corpus(1)[0][0]
 
     async def main() -> tuple[list, dict]:
-        filters = MailFilters(tmp_path / "model.snb")
+        filters = MailFilters(tmp_path / "model.snb", learn_shared=True)
         tokens = filters.tokens(raw)
         results = await asyncio.gather(*(filters.learn(tokens, "ann", label) for label in ("spam", "ham", "spam")))
         out = ([(r.label, r.moved_from, r.already) for r in results], dict(filters.shared.n_messages))

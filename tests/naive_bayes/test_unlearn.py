@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse
 
 import streamnb
 from streamnb.exceptions import InvalidEventError
@@ -196,20 +197,29 @@ def test_bernoulli_unlearn_keeps_a_feature_an_earlier_event_gave_a_value_not_pre
 TOKEN_COUNTS = [streamnb.MultinomialNB, ComplementNB]
 
 
-@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("batch", [None, "frame", "sparse"])
 @pytest.mark.parametrize("cls", TOKEN_COUNTS)
 def test_token_unlearn_keeps_a_token_an_earlier_event_gave_a_count_of_0(cls, batch):
     """A token first seen with count 0 is in the vocabulary (V) without a count; learning and
     unlearning an event that counted it (2) restores that, as a learner that never saw the
     event: the same saved bytes and predictions (it was forgotten, so V and the smoothing
-    changed)."""
+    changed). Learned in a batch, a count of 0 is a value in a frame, a stored entry in a
+    sparse matrix."""
     first = [({"a": 1, "t": 0}, "x"), ({"a": 2}, "x"), ({"b": 1}, "y"), ({"b": 2, "t": 0.0}, "y")]
     second = ({"a": 1, "t": 2}, "x")
 
     def learned(events):
         model = cls()
-        if batch:
-            model.learn_many(pd.DataFrame([x for x, _ in events]), pd.Series([y for _, y in events]))
+        labels = pd.Series([y for _, y in events])
+        if batch == "frame":
+            model.learn_many(pd.DataFrame([x for x, _ in events]), labels)
+        elif batch == "sparse":
+            columns = list(dict.fromkeys(key for x, _ in events for key in x))
+            rows, cols, values = zip(*[(i, columns.index(key), float(v)) for i, (x, _) in enumerate(events)
+                                       for key, v in x.items()])
+            matrix = scipy.sparse.csr_matrix((values, (rows, cols)), shape=(len(events), len(columns)))
+            assert matrix.nnz == len(values)  # the zeros are stored
+            model.learn_many(matrix, labels, columns=columns)
         else:
             for x, y in events:
                 model.learn_one(x, y)

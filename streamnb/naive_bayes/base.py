@@ -204,11 +204,10 @@ class BaseNB(base.MiniBatchClassifier):
         :class:`InvalidEventError` and changes nothing. Learners whose parts do not count
         (Gaussian) raise ``NotImplementedError``.
 
-        BernoulliNB keeps, per feature, the weight of the events that gave it a value not
-        present (0), so a feature is forgotten exactly when no learned event is left to hold
-        it. MultinomialNB and ComplementNB do not: a token that only ever appeared with count 0
-        before is forgotten with the unlearned event if its counts return to zero (whatever
-        count the event gave it), so the vocabulary, and the smoothing, differ from before.
+        The counting parts (BernoulliNB, MultinomialNB, ComplementNB) keep, per feature, the
+        weight of the events that gave it a value not present (a count of 0), so a feature is
+        forgotten exactly when no learned event is left to hold it
+        (:class:`~streamnb.naive_bayes.part.ZeroWeights`).
         """
         check_event(x)
         check_label(y)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
+from streamnb.naive_bayes.part import ZeroWeights
 from streamnb.naive_bayes.smoothing import lidstone
 from streamnb.naive_bayes.values import (
     first_seen_sparse,
@@ -30,7 +31,7 @@ __all__ = ["BernoulliNB", "BernoulliPart", "ABSENT"]
 ABSENT = "(absent features)"
 
 
-class BernoulliPart(Part):
+class BernoulliPart(ZeroWeights, Part):
     """Binary features: present when the value is above ``true_threshold``.
 
     ``P(f present | y) = (n[y, f] + alpha) / (n[y] + 2 alpha)``. Every feature seen so far takes
@@ -50,8 +51,7 @@ class BernoulliPart(Part):
         self.features = self.vocabulary = Index()
         self.counts = Counts([classes, self.features])
         #: Per feature, the weight of the events that gave it a value but not present (at or
-        #: below the threshold): a feature with no presence is kept at an unlearn while an
-        #: event of that kind is still learned (it joined the vocabulary without a count).
+        #: below the threshold): see :class:`ZeroWeights`.
         self.zeros = Counts([self.features])
         self._hist: list | None = None  # see learn_one
         self._absent: list = []
@@ -190,13 +190,7 @@ class BernoulliPart(Part):
         ids, present = self._present_ids(prepared)
         self.counts.add((k, present), -w)
         known = ids[ids >= 0]
-        zeros = self.zeros.raw("n")
-        off = np.setdiff1d(known, present)
-        zeros[off] = np.maximum(zeros[off] - w, 0.0)
-        # forgotten: the event's features left with no presence and no event that gave them
-        # a value without one (what learning the event added to the vocabulary, and only that)
-        gone = known[(self.counts.n[:, known].sum(axis=0) == 0) & (zeros[known] == 0)]
-        self.counts.drop(1, gone)
+        self.counts.drop(1, self.unheld(known, np.setdiff1d(known, present), w))
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
         return list(X.columns), present(X)
@@ -278,17 +272,6 @@ class BernoulliPart(Part):
 
     def stats(self) -> dict[str, Counts]:
         return {"counts": self.counts, "zeros": self.zeros}
-
-    def complete_state(self, name: str, saved: dict) -> None:
-        key = f"{name}.zeros"
-        if key not in saved and f"{name}.counts" in saved:
-            # a state from before the zeros were kept: a feature without a count joined the
-            # vocabulary with a value not present (weight 1); of the others it is not known
-            counts = saved[f"{name}.counts"]
-            n = np.asarray(counts["arrays"]["n"], dtype=float)
-            zeros = (n.sum(axis=0) == 0).astype(float) if n.ndim == 2 else np.zeros(0)
-            saved[key] = {"type": "Counts", "version": Counts.version, "axes": [counts["axes"][1]],
-                          "arrays": {"n": zeros}}
 
     def tables(self) -> dict[str, pd.DataFrame]:
         log_yes, _ = self._log_p()

@@ -84,7 +84,7 @@ class ComplementPart(MultinomialPart):
         if not keys or not n_tokens:
             return out
         ids, alpha, log = self.tokens.ids, self.alpha, math.log
-        cv, (c0, c1), tv, (t0,) = self._scalar()
+        cv, (c0, c1), tv, (t0,), _, _ = self._scalar()
         rows = [c * c0 for c in range(n_classes)]
         totals = [tv[c * t0] for c in range(n_classes)]
         # complement totals summed over the other classes, never by subtraction

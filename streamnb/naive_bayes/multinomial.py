@@ -12,6 +12,7 @@ from river.base import tags
 from streamnb import kernels
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import Part, add_feature
+from streamnb.naive_bayes.part import ZeroWeights
 from streamnb.naive_bayes.blend import Blendable, blended_counts
 from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
@@ -31,7 +32,7 @@ __all__ = ["MultinomialNB", "MultinomialPart", "event_ops"]
 event_ops = kernels.compiled(cells)
 
 
-class MultinomialPart(SmoothedPart):
+class MultinomialPart(ZeroWeights, SmoothedPart):
     """Non-negative frequencies of tokens from an open vocabulary.
 
     ``P(t | y) = (n[y, t] + alpha) / (N[y] + alpha * V)`` with ``N[y]`` the class's total
@@ -53,6 +54,9 @@ class MultinomialPart(SmoothedPart):
         self.tokens = self.vocabulary = Index()
         self.counts = Counts([classes, self.tokens])
         self.totals = Counts([classes])
+        #: Per token, the weight of the events that gave it a count of 0 (it joined the
+        #: vocabulary without one): see :class:`ZeroWeights`.
+        self.zeros = Counts([self.tokens])
 
     def prepare(self, x: Mapping) -> tuple[list, list]:
         return numeric_items(x, nonnegative=True)
@@ -62,18 +66,20 @@ class MultinomialPart(SmoothedPart):
         self._table = None
         if keys:
             v = np.array(values, dtype=float)
-            self.counts.add((k, self.tokens.lookup(keys, add=True)), w * v)
+            ids = self.tokens.lookup(keys, add=True)
+            self.counts.add((k, ids), w * v)
             self.totals.add((k,), w * float(v.sum()))
+            self.zeros.add((ids[v == 0],), w)
 
     # -- the scalar path: one event, plain floats, the event's tokens only ------------------
-    def viewed(self) -> tuple[Counts, Counts]:
-        """Views ``(counts, counts strides, totals, totals strides)``."""
-        return self.counts, self.totals
+    def viewed(self) -> tuple[Counts, Counts, Counts]:
+        """Views ``(counts, counts strides, totals, totals strides, zeros, zeros strides)``."""
+        return self.counts, self.totals, self.zeros
 
     def make_cells(self, views: tuple) -> cells.CountCells:
-        """The count cells of the classes' tokens and totals, for one event."""
-        cv, (c0, c1), tv, (t0,) = views
-        return event_ops.CountCells(cv, c0, c1, tv, t0)
+        """The count cells of the classes' tokens, totals and tokens' zero weights, for one event."""
+        cv, (c0, c1), tv, (t0,), zv, (z0,) = views
+        return event_ops.CountCells(cv, c0, c1, tv, t0, zv, z0)
 
     def learn_one(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, values = prepared
@@ -85,6 +91,7 @@ class MultinomialPart(SmoothedPart):
             for key in keys:
                 self.tokens.add(key)
             self.counts.fit()
+            self.zeros.fit()
         learned = self._event_cells().learn(dict(zip(keys, values)), ids, k, w, False)
         assert learned, "a prepared event is plain"
 
@@ -117,7 +124,7 @@ class MultinomialPart(SmoothedPart):
                                             False)
             assert got is not None, "a prepared event is plain"
             return got
-        cv, (c0, c1), tv, (t0,) = self._scalar()
+        cv, (c0, c1), tv, (t0,), _, _ = self._scalar()
         rows = [c * c0 for c in range(n_classes)]
         totals = [tv[c * t0] for c in range(n_classes)]
         alpha, n_tokens = self.alpha, len(self.tokens.keys)
@@ -139,8 +146,8 @@ class MultinomialPart(SmoothedPart):
         if not keys:
             return out
         ids, their_ids = self.tokens.ids, other.tokens.ids
-        cv, (c0, c1), tv, (t0,) = self._scalar()
-        ov, (o0, o1), otv, (ot0,) = other._scalar()
+        cv, (c0, c1), tv, (t0,), _, _ = self._scalar()
+        ov, (o0, o1), otv, (ot0,), _, _ = other._scalar()
         totals = blended_counts(mine, theirs, weight, tv, t0, 0, 0, otv, ot0, 0, 0)
         # V: this model's tokens, plus the event's that only the other knows
         n_tokens = len(self.tokens.keys) + sum(1 for key in keys if key not in ids and key in their_ids)
@@ -166,7 +173,7 @@ class MultinomialPart(SmoothedPart):
         known = ids >= 0
         self.counts.add((k, ids[known]), -w * v[known])
         self.totals.add((k,), -w * float(v.sum()))
-        self.counts.drop(1, self.counts.empty(1, ids))
+        self.counts.drop(1, self.unheld(ids[known], ids[known & (v == 0)], w))
 
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
         return list(X.columns), present(X)
@@ -198,6 +205,12 @@ class MultinomialPart(SmoothedPart):
                 cols = cols.copy()
                 cols[seen] = self.tokens.extend([names[j] for j in seen.tolist()])
                 cols = self.tokens.remember_columns(names, cols)  # the next batch's lookup
+        if dense:  # per column, the weight of the rows that gave it a count of 0 (NaN: missing)
+            off = (v == 0).T.astype(float) @ w
+        else:  # a stored entry of 0
+            stored = v.copy()
+            stored.data = (stored.data == 0).astype(float)
+            off = np.asarray(stored.T @ w).ravel()
         if dense and np.isnan(v).any():
             v = np.nan_to_num(v)
         n_classes = len(self.classes)
@@ -206,7 +219,8 @@ class MultinomialPart(SmoothedPart):
         sums = np.ascontiguousarray(np.asarray(v.T @ Y).T)  # [classes, columns], row by row below
         if not (cols >= 0).all():
             known = np.flatnonzero(cols >= 0)
-            sums, cols = np.ascontiguousarray(sums[:, known]), cols[known]
+            sums, cols, off = np.ascontiguousarray(sums[:, known]), cols[known], off[known]
+        self.zeros.raw("n")[cols] += off
         counts = self.counts.raw("n")
         for c in range(n_classes):
             counts[c, cols] += sums[c]
@@ -268,7 +282,7 @@ class MultinomialPart(SmoothedPart):
         self._table = None
 
     def stats(self) -> dict[str, Counts]:
-        return {"counts": self.counts, "totals": self.totals}
+        return {"counts": self.counts, "totals": self.totals, "zeros": self.zeros}
 
     def tables(self) -> dict[str, pd.DataFrame]:
         classes = list(self.classes.keys)

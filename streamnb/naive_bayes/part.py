@@ -18,7 +18,7 @@ from streamnb.naive_bayes.posterior import sum_features
 from streamnb.stats import Counts, Index
 from streamnb.stats.base import Statistic
 
-__all__ = ["Part"]
+__all__ = ["Part", "ZeroWeights"]
 
 
 class Part:
@@ -224,3 +224,40 @@ class Part:
     def frame_keys(self, X: pd.DataFrame) -> tuple[list, np.ndarray]:
         """Vocabulary keys of a batch's columns and where each row adds them (``[rows, cols]``)."""
         raise NotImplementedError
+
+
+class ZeroWeights:
+    """The counting parts' record of features held without a count (BernoulliNB, MultinomialNB,
+    ComplementNB).
+
+    A part with class-by-feature ``counts`` keeps, over the same features, ``zeros``: per
+    feature, the weight of the learned events that gave it a value but not a present one (a
+    count of 0; for Bernoulli, a value at or below the threshold). Such an event puts the
+    feature in the vocabulary without counting it, so at an unlearn a feature is forgotten
+    exactly when no learned event holds it any more: no count and no such weight left. The
+    part adds to ``zeros`` when it learns (``zeros[j] += w``, per event or per batch) and calls
+    :meth:`unheld` when it unlearns.
+    """
+
+    counts: Counts
+    zeros: Counts
+
+    def unheld(self, known: np.ndarray, off: np.ndarray, w: float) -> np.ndarray:
+        """Take the weight ``w`` of an unlearned event from the zeros of ``off`` (the known ids
+        it gave a value not present; never below 0), and return the ids among ``known`` (the
+        event's known features, its counts already subtracted) that nothing holds any more:
+        what learning the event added to the vocabulary, and only that."""
+        zeros = self.zeros.raw("n")
+        zeros[off] = np.maximum(zeros[off] - w, 0.0)
+        return known[(self.counts.n[:, known].sum(axis=0) == 0) & (zeros[known] == 0)]
+
+    def complete_state(self, name: str, saved: dict) -> None:
+        """A state saved before the zeros were kept: a feature without a count joined the
+        vocabulary with a value not present (weight 1); of the others it is not known (0)."""
+        key = f"{name}.zeros"
+        if key not in saved and f"{name}.counts" in saved:
+            counts = saved[f"{name}.counts"]
+            n = np.asarray(counts["arrays"]["n"], dtype=float)
+            zeros = (n.sum(axis=0) == 0).astype(float) if n.ndim == 2 else np.zeros(0)
+            saved[key] = {"type": "Counts", "version": Counts.version, "axes": [counts["axes"][1]],
+                          "arrays": {"n": zeros}}

@@ -30,8 +30,8 @@ cdef class WelfordCells(Event):
                        bint raw)
 
 cdef class CountCells(Event):
-    cdef double[::1] counts, totals
-    cdef Py_ssize_t c0, c1, t0
+    cdef double[::1] counts, totals, zeros
+    cdef Py_ssize_t c0, c1, t0, z0
     cpdef check(self, Py_ssize_t n_classes)
     cpdef list score(self, Py_ssize_t n_classes, double alpha, Py_ssize_t n_tokens)
     cpdef add(self, Py_ssize_t k, double w)

@@ -291,20 +291,23 @@ class WelfordCells(Event):
 
 class CountCells(Event):
     """The flat views of a class-by-token :class:`~streamnb.stats.Counts` (cell ``(c, j)`` at
-    ``counts[c * c0 + j * c1]``) and of the class totals (class ``c`` at ``totals[c * t0]``)."""
+    ``counts[c * c0 + j * c1]``), of the class totals (class ``c`` at ``totals[c * t0]``) and of
+    the tokens' zero weights (token ``j`` at ``zeros[j * z0]``: the weight of the events that
+    gave it a count of 0, see :class:`~streamnb.naive_bayes.part.ZeroWeights`)."""
 
-    def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int) -> None:
+    def __init__(self, counts: Any, c0: int, c1: int, totals: Any, t0: int, zeros: Any, z0: int) -> None:
         self.counts, self.c0, self.c1, self.totals, self.t0 = counts, c0, c1, totals, t0
+        self.zeros, self.z0 = zeros, z0
         super().__init__()
 
     def check(self, n_classes: int) -> None:
         """Every cell of the event read, for classes ``0 .. n_classes - 1``: an IndexError if one
         is outside the views (views that do not match the ids are a bug)."""
         last = (n_classes - 1) * self.c0
-        n_cells = len(self.counts)
+        n_cells, n_zeros = len(self.counts), len(self.zeros)
         for f in range(self.size):
             j = self.ids[f]
-            if j < 0 or last < 0 or last + j * self.c1 >= n_cells:
+            if j < 0 or last < 0 or last + j * self.c1 >= n_cells or j * self.z0 >= n_zeros:
                 raise IndexError("streamnb: a token outside its cells")
         if n_classes < 1 or (n_classes - 1) * self.t0 >= len(self.totals):
             raise IndexError("streamnb: a class outside its totals")
@@ -332,13 +335,17 @@ class CountCells(Event):
 
     def add(self, k: int, w: float) -> None:
         """Learn the event read (every token known, cells checked) with class ``k``, weight
-        ``w``: ``n[k, t] += w x_t``, ``N[k] += w sum_t x_t``."""
-        cv, row, c1 = self.counts, k * self.c0, self.c1
+        ``w``: ``n[k, t] += w x_t``, ``N[k] += w sum_t x_t``, and ``zeros[t] += w`` where
+        ``x_t`` is 0."""
+        cv, row, c1, zv, z0 = self.counts, k * self.c0, self.c1, self.zeros, self.z0
         ev_ids, ev_xs = self.ids, self.xs
         total = 0.0
         for f in range(self.size):
             xv = ev_xs[f]
-            cv[row + ev_ids[f] * c1] += w * xv
+            j = ev_ids[f]
+            cv[row + j * c1] += w * xv
+            if xv == 0.0:
+                zv[j * z0] += w
             total += xv
         self.totals[k * self.t0] += w * total
 

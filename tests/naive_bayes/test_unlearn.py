@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse
 
 import streamnb
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes import ComplementNB
+from streamnb import persistence
 from streamnb.persistence import to_plain
 from streamnb.spam import explain
 
@@ -191,15 +193,67 @@ def test_bernoulli_unlearn_keeps_a_feature_an_earlier_event_gave_a_value_not_pre
     assert model.predict_proba_one({"a": 1}) == fresh.predict_proba_one({"a": 1})
 
 
-def test_bernoulli_states_without_zeros_load():
+
+TOKEN_COUNTS = [streamnb.MultinomialNB, ComplementNB]
+
+
+@pytest.mark.parametrize("batch", [None, "frame", "sparse"])
+@pytest.mark.parametrize("cls", TOKEN_COUNTS)
+def test_token_unlearn_keeps_a_token_an_earlier_event_gave_a_count_of_0(cls, batch):
+    """A token first seen with count 0 is in the vocabulary (V) without a count; learning and
+    unlearning an event that counted it (2) restores that, as a learner that never saw the
+    event: the same saved bytes and predictions (it was forgotten, so V and the smoothing
+    changed). Learned in a batch, a count of 0 is a value in a frame, a stored entry in a
+    sparse matrix."""
+    first = [({"a": 1, "t": 0}, "x"), ({"a": 2}, "x"), ({"b": 1}, "y"), ({"b": 2, "t": 0.0}, "y")]
+    second = ({"a": 1, "t": 2}, "x")
+
+    def learned(events):
+        model = cls()
+        labels = pd.Series([y for _, y in events])
+        if batch == "frame":
+            model.learn_many(pd.DataFrame([x for x, _ in events]), labels)
+        elif batch == "sparse":
+            columns = list(dict.fromkeys(key for x, _ in events for key in x))
+            rows, cols, values = zip(*[(i, columns.index(key), float(v)) for i, (x, _) in enumerate(events)
+                                       for key, v in x.items()])
+            matrix = scipy.sparse.csr_matrix((values, (rows, cols)), shape=(len(events), len(columns)))
+            assert matrix.nnz == len(values)  # the zeros are stored
+            model.learn_many(matrix, labels, columns=columns)
+        else:
+            for x, y in events:
+                model.learn_one(x, y)
+        return model
+
+    model, only_first = learned(first), learned(first)
+    model.learn_one(*second)
+    model.unlearn_one(*second)
+    assert persistence.dumps(model) == persistence.dumps(only_first)
+    for x in ({"a": 1}, {"a": 1, "t": 1}, {"b": 1, "t": 3}):
+        assert model.predict_proba_one(x) == only_first.predict_proba_one(x)
+    # unlearning the events that gave it a count of 0 forgets it, as a learner never given them
+    for x, y in first:
+        if "t" in x:
+            model.unlearn_one(x, y)
+    fresh = learned([(x, y) for x, y in first if "t" not in x])
+    assert model.part(next(iter(model._parts))).vocabulary.keys == ["a", "b"]
+    assert persistence.dumps(model) == persistence.dumps(fresh)
+    assert model.predict_proba_one({"a": 1, "b": 1}) == fresh.predict_proba_one({"a": 1, "b": 1})
+
+
+@pytest.mark.parametrize("cls", COUNTING)
+def test_states_saved_without_zeros_load(cls):
     """A state saved before the zeros were kept: a feature without a count gets weight 1."""
-    model = streamnb.BernoulliNB()
+    model = cls()
     model.learn_one({"a": 1, "t": 0}, "x")
     model.learn_one({"a": 1, "u": 0}, "x")
     model.learn_one({"u": 1}, "y")
     saved = model.to_state()
     old = {**saved, "stats": {k: v for k, v in saved["stats"].items() if not k.endswith(".zeros")}}
-    again = streamnb.BernoulliNB()
+    assert len(old["stats"]) == len(saved["stats"]) - 1
+    again = cls()
     again.load_state(old)
-    assert again._parts["bernoulli"].zeros.n.tolist() == [0.0, 1.0, 0.0]
+    assert again.part(next(iter(again._parts))).zeros.n.tolist() == [0.0, 1.0, 0.0]
     assert again.predict_proba_one({"a": 1}) == model.predict_proba_one({"a": 1})
+    again.unlearn_one({"a": 1, "t": 0}, "x")
+    assert again.part(next(iter(again._parts))).vocabulary.keys == ["a", "u"]

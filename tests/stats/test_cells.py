@@ -261,18 +261,20 @@ def test_the_compiled_module_is_used_only_when_built_from_this_source(case, tmp_
 
 
 class Tokens:
-    """Class-by-token Counts (3 classes) and class totals, with a CountCells over their views."""
+    """Class-by-token Counts (3 classes), class totals and the tokens' zero weights, with a
+    CountCells over their views."""
 
     def __init__(self, module, tokens: int = 8) -> None:
         self.names = [f"t{j}" for j in range(tokens)]
         self.tokens = Index(self.names)
         self.counts, self.totals = Counts([Index(["a", "b", "c"]), self.tokens]), Counts([Index(["a", "b", "c"])])
-        (cv, (c0, c1)), (tv, (t0,)) = self.counts.flat("n"), self.totals.flat("n")
-        self.cells = module.CountCells(cv, c0, c1, tv, t0)
+        self.zeros = Counts([self.tokens])
+        (cv, (c0, c1)), (tv, (t0,)), (zv, (z0,)) = self.counts.flat("n"), self.totals.flat("n"), self.zeros.flat("n")
+        self.cells = module.CountCells(cv, c0, c1, tv, t0, zv, z0)
         self.ids = self.tokens.ids
 
     def state(self) -> bytes:
-        return self.counts.raw("n").tobytes() + self.totals.raw("n").tobytes()
+        return self.counts.raw("n").tobytes() + self.totals.raw("n").tobytes() + self.zeros.raw("n").tobytes()
 
     @classmethod
     def learned(cls, module, seed: int, count: int) -> Tokens:
@@ -306,7 +308,9 @@ def test_count_learning_equals_counts_add(module):
     for x, k, w in documents(0):
         assert ours.cells.learn(x, ours.ids, k, w, True)
         v = np.array([float(value) for value in x.values()])
-        oracle.counts.add((k, oracle.tokens.lookup(list(x))), w * v)
+        ids = oracle.tokens.lookup(list(x))
+        oracle.counts.add((k, ids), w * v)
+        oracle.zeros.add((ids[v == 0],), w)  # the weight of the events that gave a count of 0
         total = 0.0
         for value in v.tolist():  # in order, as one event's frequencies are summed
             total += value

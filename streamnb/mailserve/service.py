@@ -4,6 +4,7 @@ snapshots and metrics, one place for the HTTP and the milter side."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -12,13 +13,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from streamnb.exceptions import InvalidEventError
 from streamnb.mailserve.filters import Learned, MailFilters
+from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder
 from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
-__all__ = ["Check", "MailService", "ServeConfig", "event", "events"]
+__all__ = ["CUTOFFS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
 
 log = logging.getLogger("streamnb.mailserve")
 #: One JSON object per line: a message checked, a learn, the daemon's start and stop.
@@ -126,6 +129,21 @@ class Check:
         }  # fmt: skip
 
 
+#: The cut-offs an admin may pin at run time (:meth:`MailService.pin_cutoff`): the fields of
+#: :class:`ServeConfig` holding a spamicity.
+CUTOFFS = ("reject_above", "quarantine_above")
+
+
+def pushes(evidence: list[TokenScore], top: int = 5) -> list[tuple[str, float]]:
+    """The ``top`` tokens that pushed hardest towards spam, then the ``top`` towards ham, as
+    ``(token, log-odds)``."""
+    out = []
+    for sign in (1.0, -1.0):
+        side = sorted((t for t in evidence if sign * t.log_odds > 0), key=lambda t: -abs(t.log_odds))
+        out += [(str(t.token), t.log_odds) for t in side[:top]]
+    return out
+
+
 def _p(logit: float) -> float:
     if logit > 700:
         return 1.0
@@ -157,6 +175,8 @@ class MailService:
         self.metrics = Metrics()
         self.metrics.users.set(self.filters.users.n_resident())
         self.scanned: dict[str, int] = {}  # checks by action, of this process
+        self.history = History()  # the last verdicts of this process, for the admin's page
+        self.cutoff_reasons = {name: "set at start" for name in CUTOFFS if getattr(config, name) is not None}
         self._snapshot_lock = asyncio.Lock()
         self._last_snapshot = time.monotonic()
 
@@ -181,11 +201,33 @@ class MailService:
         return Check(verdict, user, action, evidence, quarantine, reject, cfg.headers)
 
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
-        """The JSON log line of a message checked."""
+        """The JSON log line of a message checked, and its entry in :attr:`history`."""
         v = check.verdict
+        self.history.record(Entry(time.time(), message_id(raw), check.user, v.label, v.score, check.action,
+                                  pushes(check.evidence), seconds))  # fmt: skip
         event({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw), "user": check.user,
                "label": v.label, "score": _clip(v.logit), "spamicity": round(v.score, 6), "action": check.action,
                "tokens": v.n_tokens, "ms": round(seconds * 1000, 3)})  # fmt: skip
+
+    # -- cut-offs --------------------------------------------------------------------------
+    def cutoffs(self) -> dict[str, Any]:
+        """The spamicity cut-offs in force (:data:`CUTOFFS`; None: not set) and why."""
+        return {name: {"value": getattr(self.config, name), "why": self.cutoff_reasons.get(name)} for name in CUTOFFS}
+
+    def pin_cutoff(self, name: str, value: float | None, why: str) -> None:
+        """Set the cut-off ``name`` (one of :data:`CUTOFFS`) to the spamicity ``value`` (None:
+        off) for the checks from now on, in this process; :class:`InvalidEventError` (and
+        nothing changed) for an unknown name or a value outside (0, 1)."""
+        if name not in CUTOFFS:
+            raise InvalidEventError(f"unknown cut-off {name!r} (expected one of {', '.join(CUTOFFS)})")
+        if value is not None and not (isinstance(value, float) and 0.0 < value < 1.0):
+            raise InvalidEventError(f"{name}: expected a spamicity in (0, 1) or null, got {value!r}")
+        self.config = dataclasses.replace(self.config, **{name: value})
+        if value is None:
+            self.cutoff_reasons.pop(name, None)
+        else:
+            self.cutoff_reasons[name] = why
+        event({"event": "cutoff", "name": name, "value": value, "why": why})
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:

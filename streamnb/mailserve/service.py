@@ -129,9 +129,10 @@ class Check:
         }  # fmt: skip
 
 
-#: The cut-offs an admin may pin at run time (:meth:`MailService.pin_cutoff`): the fields of
-#: :class:`ServeConfig` holding a spamicity.
-CUTOFFS = ("reject_above", "quarantine_above")
+#: The cut-offs an admin may pin at run time (:meth:`MailService.pin_cutoff`), each a field of
+#: :class:`ServeConfig` holding a spamicity, with what it does (the admin's page shows it).
+CUTOFFS = {"reject_above": "Reject spam at or above spamicity",
+           "quarantine_above": "Quarantine spam at or above spamicity"}  # fmt: skip
 
 
 def pushes(evidence: list[TokenScore], top: int = 5) -> list[tuple[str, float]]:
@@ -176,7 +177,8 @@ class MailService:
         self.metrics.users.set(self.filters.users.n_resident())
         self.scanned: dict[str, int] = {}  # checks by action, of this process
         self.history = History()  # the last verdicts of this process, for the admin's page
-        self.cutoff_reasons = {name: "set at start" for name in CUTOFFS if getattr(config, name) is not None}
+        self.cutoff_reasons = {name: f"--{name.replace('_', '-')} at start"
+                               for name in CUTOFFS if getattr(config, name) is not None}  # fmt: skip
         self._snapshot_lock = asyncio.Lock()
         self._last_snapshot = time.monotonic()
 
@@ -211,8 +213,9 @@ class MailService:
 
     # -- cut-offs --------------------------------------------------------------------------
     def cutoffs(self) -> dict[str, Any]:
-        """The spamicity cut-offs in force (:data:`CUTOFFS`; None: not set) and why."""
-        return {name: {"value": getattr(self.config, name), "why": self.cutoff_reasons.get(name)} for name in CUTOFFS}
+        """The spamicity cut-offs in force (:data:`CUTOFFS`; None: not set), why, and what they do."""
+        return {name: {"value": getattr(self.config, name), "why": self.cutoff_reasons.get(name), "label": label}
+                for name, label in CUTOFFS.items()}  # fmt: skip
 
     def pin_cutoff(self, name: str, value: float | None, why: str) -> None:
         """Set the cut-off ``name`` (one of :data:`CUTOFFS`) to the spamicity ``value`` (None:
@@ -222,7 +225,8 @@ class MailService:
             raise InvalidEventError(f"unknown cut-off {name!r} (expected one of {', '.join(CUTOFFS)})")
         if value is not None and not (isinstance(value, float) and 0.0 < value < 1.0):
             raise InvalidEventError(f"{name}: expected a spamicity in (0, 1) or null, got {value!r}")
-        self.config = dataclasses.replace(self.config, **{name: value})
+        changed: dict[str, Any] = {name: value}
+        self.config = dataclasses.replace(self.config, **changed)
         if value is None:
             self.cutoff_reasons.pop(name, None)
         else:

@@ -77,9 +77,23 @@
     if (st.journal_records !== null && st.journal_records !== undefined) rows.push(["journal records", String(st.journal_records)]);
     for (const [k, v] of rows) { dl.append(el("dt", {}, k)); dl.append(el("dd", { "data-name": k }, v)); }
     $("why").textContent = st.operating_point ? "Why this threshold: " + st.operating_point : "";
-    for (const name of Object.keys(s.cutoffs)) {
+    cutoffFields(s.cutoffs);
+  }
+
+  // one field per cut-off the daemon offers (GET /console/state's "cutoffs"), its value the one in force
+  function cutoffFields(cutoffs) {
+    const box = $("cutoff-fields"), names = Object.keys(cutoffs);
+    if (box.dataset.names !== names.join(" ")) {
+      box.replaceChildren();
+      for (const name of names) {
+        box.append(el("label", { for: name }, cutoffs[name].label));
+        box.append(el("input", { id: name, name, type: "number", min: "0", max: "1", step: "any", placeholder: "off" }));
+      }
+      box.dataset.names = names.join(" ");
+    }
+    for (const name of names) {
       const input = $(name);
-      if (input && document.activeElement !== input) input.value = s.cutoffs[name].value === null ? "" : s.cutoffs[name].value;
+      if (document.activeElement !== input) input.value = cutoffs[name].value === null ? "" : cutoffs[name].value;
     }
   }
 
@@ -245,7 +259,7 @@
     $("cutoffs").addEventListener("submit", async (ev) => {
       ev.preventDefault();
       try {
-        for (const name of ["reject_above", "quarantine_above"]) {
+        for (const name of Object.keys(lastState ? lastState.cutoffs : {})) {
           const text = $(name).value.trim();
           const now = lastState ? lastState.cutoffs[name].value : null;
           const value = text === "" ? null : Number(text);

@@ -188,6 +188,9 @@ def main() -> None:
                    "its own, blended with the shared one (multinomial, categorical or spamfilter).")
 @click.option("--model-key-takeover", default=50.0, show_default=True, type=float, metavar="N",
               help="With --model-key: a key's own events weigh max(1, events learned / N) each in its blend.")
+@click.option("--model-key-min-learns", default=0.0, show_default=True, type=float, metavar="N",
+              help="With --model-key: a key's own learner weighs in only after N events of each class of its own, "
+                   "fully at 2N (the mail daemon's --user-min-learns).")
 @click.option("--model-key-resident", type=int, metavar="KEYS",
               help="With --model-key: at most this many keys in memory; the others go to the state store "
                    "(<dir>/keys/<member>, s3://.../keys/<member>, or the topic <state topic>-keys) "

@@ -52,12 +52,34 @@ from streamnb.keystore import DirectoryStore, KeyStore, key_digest, open_key_sto
 from streamnb.naive_bayes.values import check_event
 from streamnb.stats.index import decode_key, encode_key, is_saveable_key
 
-__all__ = ["ABSENT_KEYS", "DirectoryStore", "KeyStore", "PerKey", "key_digest", "open_key_store"]
+__all__ = ["ABSENT_KEYS", "DirectoryStore", "KeyStore", "PerKey", "key_digest", "key_share", "open_key_store"]
 
 #: The capability a learner needs to be blended per key.
 BLEND = "predict_proba_blend"
 #: Keys remembered as having no learner in the store, at most (``PerKey(remember_absent=True)``).
 ABSENT_KEYS = 100_000
+
+
+def key_share(learner: Any, minimum: float) -> float:
+    """How much of its blend weight a key's own learner gets: 0 until it has learned
+    ``minimum`` events of each class (its ``n_messages``, or ``n_seen`` for a learner without
+    per-class counts), then growing linearly to 1 at twice ``minimum``; 1 for ``minimum`` 0.
+
+    >>> from streamnb.spam import SpamFilter
+    >>> f = SpamFilter()
+    >>> for i in range(250):
+    ...     f.learn_one({"a": 1}, "spam"); f.learn_one({"b": 1}, "ham")
+    >>> key_share(f, 200), key_share(f, 0), key_share(SpamFilter(), 200)
+    (0.25, 1.0, 0.0)
+    """
+    if minimum <= 0:
+        return 1.0
+    counts = getattr(learner, "n_messages", None)
+    if isinstance(counts, dict):
+        fewest = min((float(v) for v in counts.values()), default=0.0) if len(counts) >= 2 else 0.0
+    else:
+        fewest = float(getattr(learner, "n_seen", 0.0))
+    return min(1.0, max(0.0, fewest / minimum - 1.0))
 
 
 class PerKey(base.Wrapper, base.Classifier):
@@ -103,6 +125,12 @@ class PerKey(base.Wrapper, base.Classifier):
         of a store another process writes (the mail daemon's check workers): the store is only
         read, an evicted key is dropped and read back (at the position it was written with)
         when needed.
+    min_key_learns
+        A key's own learner weighs in only once it has learned this many events of each class
+        (SpamAssassin's ``bayes_min_ham_num`` / ``bayes_min_spam_num`` are 200), its weight
+        growing linearly to the full ``max(1, N / takeover)`` at twice as many
+        (:func:`key_share`); until then the key gets the shared model's answers exactly. 0
+        (the default): at once.
     remember_absent
         Whether a key found without a learner in ``store`` is remembered as such (the last
         :data:`ABSENT_KEYS` of them), so that answering it again reads nothing (a mail daemon
@@ -114,7 +142,7 @@ class PerKey(base.Wrapper, base.Classifier):
     def __init__(self, model: Any, by: str | None = None, takeover: float = 50.0, learn_shared: bool = True,
                  max_resident: int | None = None, store: str | None = None, key_model: Any = None,
                  shared_positions: bool = True, sync_evictions: bool = True, write_back: bool = True,
-                 remember_absent: bool = False) -> None:  # fmt: skip
+                 remember_absent: bool = False, min_key_learns: float = 0.0) -> None:  # fmt: skip
         if not callable(getattr(model, BLEND, None)):
             raise TypeError(f"{type(model).__name__} cannot be blended per key: it has no {BLEND}")
         if not takeover > 0:
@@ -132,6 +160,9 @@ class PerKey(base.Wrapper, base.Classifier):
         self.sync_evictions = sync_evictions
         self.write_back = write_back
         self.remember_absent = remember_absent
+        if not min_key_learns >= 0:
+            raise ValueError(f"min_key_learns must be >= 0, got {min_key_learns}")
+        self.min_key_learns = min_key_learns
         self._store = None if store is None else open_key_store(store, read_only=not write_back)
         self._absent: OrderedDict[Hashable, None] = OrderedDict()  # (remember_absent) least recent first
         self._users: OrderedDict[Hashable, Any] = OrderedDict()  # least recently used first
@@ -306,7 +337,7 @@ class PerKey(base.Wrapper, base.Classifier):
     def blend(self, key: Hashable) -> tuple[Any, float]:
         """``(learner, weight)`` of the key's blend; ``(None, 0.0)`` for a key with no learner."""
         user = None if key is None else self.learner(key)
-        return (None, 0.0) if user is None else (user, self.weight(key))
+        return (None, 0.0) if user is None else (user, self.weight(key) * key_share(user, self.min_key_learns))
 
     # -- learning and predicting -----------------------------------------------------------
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0, position: int | None = None, **kwargs: Any) -> None:
@@ -393,7 +424,8 @@ class PerKey(base.Wrapper, base.Classifier):
         user = None if key is None else self.learner(key)
         if user is None:
             return shared.predict_proba_one(features)
-        return getattr(shared, BLEND)(features, user, max(1.0, float(shared.n_seen) / self.takeover))
+        weight = max(1.0, float(shared.n_seen) / self.takeover) * key_share(user, self.min_key_learns)
+        return getattr(shared, BLEND)(features, user, weight)
 
     # -- merging ---------------------------------------------------------------------------
     def merge(self, other: PerKey) -> PerKey:

@@ -74,11 +74,11 @@ def test_mailbox_reads_mbox_maildir_and_folders(corpus):
 def test_train_classify_register_and_info(corpus):
     runner = CliRunner()
     model = str(corpus["tmp"] / "model.snb")
-    # 1 in 20: 60 hams are enough to call spam and keep the promise (1 in 500 needs 499)
-    out = runner.invoke(main, ["mail", "train", "--model", model, "--spam", str(corpus["spam"]), "--max-ham-rate",
-                               "0.05", "--ham", str(corpus["maildir"]), "--ham", str(corpus["folder"])])  # fmt: skip
+    # 60 hams: the default spam threshold, spam called from the first trained day
+    out = runner.invoke(main, ["mail", "train", "--model", model, "--spam", str(corpus["spam"]),
+                               "--ham", str(corpus["maildir"]), "--ham", str(corpus["folder"])])  # fmt: skip
     assert out.exit_code == 0, out.output
-    assert "learned 40 spam and 60 ham" in out.output and "1 legitimate mail in 20 called spam" in out.output
+    assert "learned 40 spam and 60 ham" in out.output and "(default until 200 hams are learned, 60 so far" in out.output
     assert isinstance(persistence.load(model), SpamFilter)
 
     rng = random.Random(7)
@@ -106,6 +106,18 @@ def test_train_classify_register_and_info(corpus):
 
     info = runner.invoke(main, ["mail", "info", "--model", model])
     assert info.exit_code == 0 and "41 spam and 60 ham learned" in info.output
+    assert "spam cut-off: 0.998499 (default)" in info.output and "reject cut-off: none" in info.output
+
+    # pinned cut-offs win over the default and the calibration, on the existing model
+    got = runner.invoke(main, ["mail", "set", "--model", model, "--spam-cutoff", "1", "--reject-cutoff", "1"])
+    assert got.exit_code == 0 and "spam cut-off: 1 (pinned)" in got.output, got.output
+    assert runner.invoke(main, ["mail", "classify", "--model", model], input=spam).exit_code == EXIT["unsure"]
+    assert "spam cut-off: 1 (pinned)" in runner.invoke(main, ["mail", "info", "--model", model]).output
+    bad = runner.invoke(main, ["mail", "set", "--model", model, "--ham-cutoff", "1.5"])
+    assert bad.exit_code == 2 and "spamicity in [0, 1]" in bad.output
+    assert runner.invoke(main, ["mail", "set", "--model", model, "--unpin", "all"]).exit_code == 0
+    assert runner.invoke(main, ["mail", "classify", "--model", model], input=spam).exit_code == EXIT["spam"]
+    assert persistence.load(model).cutoffs()["spam_reason"] == "default"
 
 
 def test_classify_errors_exit_3(corpus):

@@ -309,3 +309,20 @@ def test_of_a_keys_two_files_the_later_position_is_read(tmp_path):
     assert store.load("ann")[1] == 7
     store.save("ann", older, 9)  # a durable save supersedes the staged file
     assert pending_files(tmp_path) == [] and store.load("ann")[1] == 9
+
+
+def test_a_keys_own_learner_weighs_in_after_its_minimum_learns_of_each_class():
+    model = PerKey(SpamFilter(max_ham_rate=None), by="user", takeover=2, min_key_learns=3, learn_shared=False)
+    for i in range(20):
+        model.learn_one({"text": 1, f"s{i}": 1, "user": None}, "spam")
+        model.learn_one({"lunch": 1, f"h{i}": 1, "user": None}, "ham")
+    x = {"news": 1, "weekly": 1}
+    shared = model.model.predict_proba_one(x)
+    for i in range(5):  # ann: 5 newsletters reported as spam, no ham of her own yet
+        model.learn_one({**x, f"n{i}": 1, "user": "ann"}, "spam")
+    assert model.predict_proba_one({**x, "user": "ann"}) == shared and model.blend("ann")[1] == 0.0
+    for i in range(4):  # 4 hams: past 3 of each, a third of the way to full weight
+        model.learn_one({"lunch": 1, f"a{i}": 1, "user": "ann"}, "ham")
+    assert model.blend("ann")[1] == pytest.approx(model.weight("ann") / 3)
+    assert model.predict_proba_one({**x, "user": "ann"})["spam"] > shared["spam"]
+    assert model.predict_proba_one({**x, "user": "bob"}) == model.model.predict_proba_one(x)

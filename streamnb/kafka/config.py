@@ -124,10 +124,12 @@ class ServiceConfig:
         Serve ``/metrics`` and ``/healthz`` there (None: not at all). ``/healthz`` answers 200
         while the poll loop has made a pass within ``health_timeout`` seconds (it passes at
         least every 200 ms when nothing is slow), 503 otherwise: "consuming", not just "up".
-    model_key, model_key_takeover, model_key_resident
+    model_key, model_key_takeover, model_key_resident, model_key_min_learns
         A model per key (see :mod:`streamnb.kafka.keyed`): the event field ``model_key`` (a user,
         tenant or device; not a feature) keys a learner of its own over the shared one, blended
-        with weight ``max(1, N / model_key_takeover)`` (:class:`~streamnb.perkey.PerKey`). At most
+        with weight ``max(1, N / model_key_takeover)`` (:class:`~streamnb.perkey.PerKey`), once
+        the key has learned ``model_key_min_learns`` events of each class (fully at twice as
+        many; :func:`~streamnb.perkey.key_share`). At most
         ``model_key_resident`` keys stay in memory (None: all); the others are evicted to the
         state store: ``<state dir>/keys/<member>`` with ``dir:``, ``s3://bucket/<prefix>/keys/<member>``
         with ``s3://``, the compacted topic ``<state topic>-keys`` (records keyed by member and key)
@@ -170,6 +172,7 @@ class ServiceConfig:
     model_key: str | None = None
     model_key_takeover: float = 50.0
     model_key_resident: int | None = None
+    model_key_min_learns: float = 0.0
     max_pending: int = 100_000
     idempotent_producer: bool = False
     producer: str = "auto"
@@ -267,6 +270,8 @@ class ServiceConfig:
                              f"spamfilter), not {self.model!r}")
         if not self.model_key_takeover > 0:
             raise ValueError("--model-key-takeover must be > 0")
+        if not self.model_key_min_learns >= 0:
+            raise ValueError("--model-key-min-learns must be >= 0")
         if self.on_checkpoint_ahead == "reset":
             raise ValueError("--model-key cannot be used with --on-checkpoint-ahead reset: the keys' learners "
                              "would skip a new log's events by their positions in the old one")

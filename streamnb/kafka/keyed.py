@@ -142,13 +142,14 @@ def keys_directory(state_url_where: str, member: str) -> str:
     return os.path.join(state_url_where, "keys", member)
 
 
-def keyed_model(model: Any, field: str, takeover: float, max_resident: int | None, store: str | None) -> PerKey:
+def keyed_model(model: Any, field: str, takeover: float, max_resident: int | None, store: str | None,
+                min_learns: float = 0.0) -> PerKey:  # fmt: skip
     """The service's model with ``--model-key``: ``model`` shared, one learner per key."""
     if not callable(getattr(model, "predict_proba_blend", None)):
         raise ValueError(f"--model-key needs a learner that can be blended per key "
                          f"(multinomial, categorical, spamfilter), not {type(model).__name__}")
     return PerKey(model, by=field, takeover=takeover, max_resident=max_resident, store=store,
-                  shared_positions=False)
+                  shared_positions=False, min_key_learns=min_learns)
 
 
 def same_keying(model: Any, field: str | None) -> bool:

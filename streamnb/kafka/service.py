@@ -326,7 +326,8 @@ class Service:
         c = self.config
         if c.model_key is None or isinstance(model, PerKey):
             return model
-        return keyed_model(model, c.model_key, c.model_key_takeover, c.model_key_resident, c.keys_store())
+        return keyed_model(model, c.model_key, c.model_key_takeover, c.model_key_resident, c.keys_store(),
+                           c.model_key_min_learns)
 
     def _keyed_state(self, saved: PerKey) -> PerKey:
         """A checkpointed keyed model with this configuration's takeover, eviction and store."""

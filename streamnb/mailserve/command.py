@@ -55,6 +55,12 @@ def _fraction(value: float | None, name: str) -> float | None:
     return value
 
 
+def _cutoff(value: float | None, name: str) -> float | None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise click.BadParameter(f"{value}: expected a spamicity in [0, 1]", param_hint=name)
+    return value
+
+
 @click.command("serve")
 @click.option("--model", required=True, type=click.Path(dir_okay=False),
               help="The shared filter (e.g. made by `mail train`); created if missing. Users' filters go to "
@@ -69,8 +75,17 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
 @click.option("--takeover", default=50.0, show_default=True, type=float,
               help="A user's own messages after which they weigh as much as the shared filter.")
-@click.option("--learn-shared/--no-learn-shared", default=True, show_default=True,
-              help="Whether a user's learns also teach the shared filter.")
+@click.option("--learn-shared/--no-learn-shared", default=False, show_default=True,
+              help="Whether a user's learns also teach the shared filter (then one user's reports change "
+                   "every user's verdicts).")
+@click.option("--user-min-learns", default=200, show_default=True, type=click.IntRange(min=0),
+              help="A user's own filter weighs in only once the user has learned this many hams and this many "
+                   "spams (SpamAssassin's bayes_min_ham_num / bayes_min_spam_num), fully at twice as many.")
+@click.option("--spam-cutoff", type=float, default=None,
+              help="Pin the model's spam cut-off (spamicity; kept in the model, wins over the calibration).")
+@click.option("--ham-cutoff", type=float, default=None, help="Pin the model's ham cut-off (spamicity).")
+@click.option("--reject-cutoff", type=float, default=None,
+              help="Pin the model's reject level (spamicity): spam at or above it is rejected.")
 @click.option("--max-resident", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Users' filters kept in memory; the least recently used are written to disk.")
 @click.option("--user-max-tokens", default=20_000, show_default=True, type=click.IntRange(min=1),
@@ -116,7 +131,9 @@ def _fraction(value: float | None, name: str) -> float | None:
               help="Learns between snapshots of the models (the journal keeps them meanwhile).")
 @click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
               help="Seconds between snapshots when something was learned.")
-def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float, learn_shared: bool, max_resident: int,
+def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float,
+          learn_shared: bool, user_min_learns: int, spam_cutoff: float | None, ham_cutoff: float | None,
+          reject_cutoff: float | None, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
           headers: str, timeout: float, milter_timeout: float, max_connections: int, max_clients: int, per_client: int,
           reserved: int, mta_address: str, password_file: str | None, secure_ip: str | None,
@@ -145,11 +162,17 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
         raise click.BadParameter(str(exc), param_hint="--milter-user") from None
     if not 0.0 < max_ham_rate < 1.0:
         raise click.BadParameter(f"{max_ham_rate}: expected a share in (0, 1)", param_hint="--max-ham-rate")
+    given = [v for v in (ham_cutoff, spam_cutoff, reject_cutoff) if v is not None]
+    if given != sorted(given):
+        raise click.UsageError("the cut-offs must keep --ham-cutoff <= --spam-cutoff <= --reject-cutoff")
     config = ServeConfig(model, max_ham_rate=max_ham_rate, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),
                          quarantine_above=_fraction(quarantine_above, "--quarantine-above"),
-                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds, headers=headers)  # fmt: skip
+                         snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds, headers=headers,
+                         user_min_learns=user_min_learns, spam_cutoff=_cutoff(spam_cutoff, "--spam-cutoff"),
+                         ham_cutoff=_cutoff(ham_cutoff, "--ham-cutoff"),
+                         reject_cutoff=_cutoff(reject_cutoff, "--reject-cutoff"))  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
                           max_connections, milter_user=milter_user, workers=workers, max_clients=max_clients,
                           per_client=per_client, reserved=reserved, mta=_addresses(mta_address, "--mta-address"),

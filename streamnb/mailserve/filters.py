@@ -80,6 +80,14 @@ class MailFilters:
         Learned messages remembered for moves.
     max_ham_rate
         The operating point of a shared filter made here (a model file keeps its own).
+    user_min_learns
+        A user's own filter weighs in only once the user learned this many hams and this many
+        spams (SpamAssassin's ``bayes_min_ham_num``/``bayes_min_spam_num``), its weight growing
+        linearly to the full :class:`~streamnb.perkey.PerKey` weight at twice as many
+        (:func:`streamnb.perkey.key_share`); before that the user gets the shared verdict.
+    pins
+        Cut-offs ``(spam, ham, reject)`` (spamicities, None: as the model has them) pinned on the
+        shared filter at start (:meth:`~streamnb.spam.SpamFilter.pin_cutoffs`).
     replica
         A check worker's copy (``streamnb mail serve --workers``): it never learns or writes;
         before each verdict it applies what the writing process journaled since
@@ -91,13 +99,17 @@ class MailFilters:
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
-                 learn_shared: bool = True, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
+                 learn_shared: bool = False, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
                  ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False,
+                 user_min_learns: int = 200,
+                 pins: tuple[float | None, float | None, float | None] = (None, None, None),
                  fsync: Callable[[int], None] = os.fsync) -> None:  # fmt: skip
         self.path = Path(model)
         self.max_bytes = max_bytes
         self.ledger_size = ledger_size
         self.replica = replica
+        self.user_min_learns = user_min_learns
+        self.pins = pins
         self._settings: dict[str, Any] = {"takeover": takeover, "learn_shared": learn_shared, "max_resident": max_resident,
                           "user_max_tokens": user_max_tokens, "max_ham_rate": max_ham_rate}  # fmt: skip
         self.tokenizer = Tokenizer()
@@ -122,9 +134,12 @@ class MailFilters:
         self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
                             max_resident=cfg["max_resident"], store=f"{self.path}.users", sync_evictions=False,
                             write_back=not self.replica, remember_absent=True,
+                            min_key_learns=self.user_min_learns,
                             key_model=SpamFilter(max_tokens=cfg["user_max_tokens"], max_ham_rate=None,
                                                  max_spam_rate=None))  # fmt: skip
         self.users.set_position(None, position)
+        if any(p is not None for p in self.pins):
+            shared.pin_cutoffs(*self.pins)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
         self.seq = seq
         self.recent: dict[str, list[dict]] = {}  # a replica's learns per user since the journal's start
@@ -320,11 +335,12 @@ class MailFilters:
             "journal_records": None if self.journal is None else self.journal.records,
             "operating_point": (self.shared.operating_point.describe()
                                 if self.shared.operating_point is not None else None),  # fmt: skip
+            "thresholds": self.shared.cutoffs(),
         }
         if user is not None:
             learner = self.users.learner(user)
             own = learner.n_messages if learner is not None else {"spam": 0.0, "ham": 0.0}
             out["user"] = {"name": user, "learned": {"spam": own.get("spam", 0.0), "ham": own.get("ham", 0.0)},
                            "tokens": 0 if learner is None else learner.n_tokens,
-                           "weight": self.users.weight(user) if learner is not None else 0.0}  # fmt: skip
+                           "weight": self.users.blend(user)[1]}  # fmt: skip
         return out

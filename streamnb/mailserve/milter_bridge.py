@@ -44,6 +44,13 @@ def user_of(envelope: Envelope) -> str | None:
     return None
 
 
+def recipients(envelope: Envelope) -> set[str]:
+    """The envelope's distinct recipients. A message for several is judged by the shared filter
+    alone (one milter verdict covers every recipient): no user's own filter, trained by that
+    user's reports, tags or rejects it for the others."""
+    return {user for user in (_normal(r) for r in envelope.rcpts) if user}
+
+
 def header_user(raw: bytes, name: str) -> str | None:
     """The first address in the first ``name`` header of the message, lower-cased; None if the
     header is missing or holds no address.
@@ -96,7 +103,7 @@ def milter_server(service: MailService, timeout: float, max_connections: int,
 
     async def decide(raw: bytes, envelope: Envelope) -> Decision:
         start = time.perf_counter()
-        check = service.check(raw, key(raw, envelope))
+        check = service.check(raw, key(raw, envelope) if len(recipients(envelope)) <= 1 else None)
         headers = check.headers()
         service.log_check(check, raw, envelope.queue_id, time.perf_counter() - start)
         if check.action == REJECT:

@@ -41,7 +41,7 @@ class ServeConfig:
     model: str
     takeover: float = 50.0
     max_resident: int = 1000
-    learn_shared: bool = True
+    learn_shared: bool = False
     user_max_tokens: int | None = 20_000
     max_bytes: int = 1 << 20
     reject_above: float | None = None
@@ -51,6 +51,10 @@ class ServeConfig:
     ledger_size: int = 100_000
     max_ham_rate: float = 0.002
     headers: str = "streamnb"  # one of HEADER_STYLES
+    user_min_learns: int = 200
+    spam_cutoff: float | None = None  # pinned on the model at start (spamicities)
+    ham_cutoff: float | None = None
+    reject_cutoff: float | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,9 @@ class MailService:
         self.filters = MailFilters(config.model, takeover=config.takeover, max_resident=config.max_resident,
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,
                                    max_bytes=config.max_bytes, ledger_size=config.ledger_size,
-                                   max_ham_rate=config.max_ham_rate, replica=writer is not None)  # fmt: skip
+                                   max_ham_rate=config.max_ham_rate, replica=writer is not None,
+                                   user_min_learns=config.user_min_learns,
+                                   pins=(config.spam_cutoff, config.ham_cutoff, config.reject_cutoff))  # fmt: skip
         self.metrics = Metrics()
         self.metrics.users.set(self.filters.users.n_resident())
         self.scanned: dict[str, int] = {}  # checks by action, of this process
@@ -188,7 +194,8 @@ class MailService:
         tokens = self.filters.tokens(raw)
         verdict, evidence = self.filters.check(tokens, user)
         cfg = self.config
-        if cfg.reject_above is not None and verdict.label == "spam" and verdict.score >= cfg.reject_above:
+        if verdict.reject or (cfg.reject_above is not None and verdict.label == "spam"
+                              and verdict.score >= cfg.reject_above):  # fmt: skip
             action = REJECT
         else:
             action = ADD_HEADER if verdict.label == "spam" else NO_ACTION

@@ -157,6 +157,7 @@ def mail() -> None:
     streamnb mail classify  one message from stdin: X-Spam header, exit 0 spam 1 ham 2 unsure 3 error
     streamnb mail evaluate  test-then-train from an empty filter: TREC measures and a ROC plot
     streamnb mail info      the model's operating point in words
+    streamnb mail set       pin (or free) the model's cut-offs: --spam-cutoff, --ham-cutoff, --reject-cutoff
     """
 
 
@@ -190,10 +191,10 @@ def _stream(spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: int) 
 @click.option("--model", required=True, type=click.Path(dir_okay=False), help="Model file (created if missing).")
 @_sources
 @click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
-              help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
+              help="For a new model: once calibrated, about this share of ham tagged (0.002 = 1 in 500).")
 def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: int, max_ham_rate: float) -> None:
-    """Learn every message of the --spam and --ham sources into MODEL (test-then-train, so the
-    operating point calibrates on the way)."""
+    """Learn every message of the --spam and --ham sources into MODEL (each scored before it is
+    learned: the scores calibrate the cut-offs; see `streamnb mail info`)."""
     from streamnb import persistence
     from streamnb.spam import SpamFilter
 
@@ -358,6 +359,51 @@ def info(model: str) -> None:
     point = filt.operating_point
     click.echo(point.describe() if point is not None else f"fixed cut-offs: ham <= {filt.ham_cutoff}, "
                f"spam >= {filt.spam_cutoff}")  # fmt: skip
+    _echo_cutoffs(filt)
+
+
+def _echo_cutoffs(filt: Any) -> None:
+    cut = filt.cutoffs()
+    click.echo(f"spam cut-off: {cut['spam_cutoff']:.6g} ({cut['spam_reason']})")
+    click.echo(f"ham cut-off: {cut['ham_cutoff']:.6g} ({cut['ham_reason']})")
+    reject = cut["reject_cutoff"]
+    click.echo(f"reject cut-off: {'none' if reject is None else f'{reject:.6g} (pinned)'}")
+
+
+def _spamicity(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise click.BadParameter(f"{value}: expected a spamicity in [0, 1]")
+    return value
+
+
+@mail.command("set")
+@click.option("--model", required=True, type=click.Path(exists=True, dir_okay=False), help="Model file.")
+@click.option("--spam-cutoff", type=float, callback=_spamicity,
+              help="Pin: spamicity at or above this is spam (bogofilter's spam_cutoff), whatever the calibration.")
+@click.option("--ham-cutoff", type=float, callback=_spamicity, help="Pin: spamicity below this is ham.")
+@click.option("--reject-cutoff", type=float, callback=_spamicity,
+              help="Pin: spam at or above this spamicity is rejected by the daemon (milter 5xx, action 'reject').")
+@click.option("--unpin", "unpin", multiple=True, type=click.Choice(["spam", "ham", "reject", "all"]),
+              help="Free a pinned cut-off (repeat for several): it follows the default or the calibration again.")
+def set_cmd(model: str, spam_cutoff: float | None, ham_cutoff: float | None, reject_cutoff: float | None,
+            unpin: tuple[str, ...]) -> None:  # fmt: skip
+    """Pin or free the cut-offs of an existing MODEL; pinned cut-offs win over the calibration.
+    Stop a daemon serving MODEL first (it writes the model at its snapshots), or give it the same
+    options (``streamnb mail serve --spam-cutoff ...``)."""
+    from streamnb import persistence
+    from streamnb.exceptions import StreamnbError
+
+    with _locked(model):
+        filt = _load(model)
+        try:
+            if unpin:
+                every = "all" in unpin
+                filt.unpin_cutoffs("spam" in unpin or every, "ham" in unpin or every, "reject" in unpin or every)
+            filt.pin_cutoffs(spam_cutoff, ham_cutoff, reject_cutoff)
+        except StreamnbError as exc:
+            raise click.UsageError(str(exc)) from exc
+        persistence.save(filt, model, extra=persistence.loads(Path(model).read_bytes(), with_extra=True)[1])
+    _echo_cutoffs(filt)
 
 
 from streamnb.mailserve.command import serve  # noqa: E402  (click only; the daemon is imported when run)

@@ -64,22 +64,20 @@ class SpamFilter(base.Classifier):
         ``max_spam_rate=None``; ``I >= spam_cutoff`` is spam with ``max_ham_rate=None``
         (bogofilter's default 0.99); anything between is unsure.
     max_ham_rate
-        The default operating point's promise: at any moment, the hams called spam are at most
-        this share of the hams learned so far (0.002: "1 in 500"), counted from the first
-        message, in any order (:mod:`streamnb.spam.operating`). The spam threshold is
-        calibrated on the scores the filter gave the hams it learned, before learning them,
-        within that budget of mistakes, never below ``I = 0.5``; while a mistake would break
-        the promise (before 499 hams for 1 in 500), nothing is called spam: unsure instead.
-        None: the fixed ``spam_cutoff``.
+        The default operating point (:mod:`streamnb.spam.operating`): the spam threshold is a
+        documented default (spamicity 0.9985) until 200 hams are learned, then follows the
+        scores the learned hams had before they were learned, to tag about this share of hams
+        (0.002: "about 1 in 500"), by a quantile-based estimate a few wrong reports cannot move
+        far. Cut-offs pinned with :meth:`pin_cutoffs` win over both. None: the fixed
+        ``spam_cutoff``.
     max_spam_rate
-        The same from the spam side: at most this share of the spams learned is called ham
-        (0.1: "1 in 10 delivered unmarked"); the rest of what is not spam is unsure. None: the
-        fixed ``ham_cutoff``.
+        The same from the spam side: the ham threshold lets about this share of the recent
+        spams through as ham (0.1); the rest of what is not spam is unsure. None: the fixed
+        ``ham_cutoff``.
     calibration_memory
-        A ham score's weight in the calibration halves every ``calibration_memory /
-        max_ham_rate`` hams (2,500 for 1 in 500), a spam score's every ``calibration_memory /
-        max_spam_rate`` spams: the filter scores its mail better as it learns. None: never
-        forget.
+        A score's weight in the calibration halves every ``calibration_memory /
+        max_ham_rate`` messages of its class (2,500 for 1 in 500): the filter scores its mail
+        better as it learns. None: never forget.
     max_tokens
         Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
         the cap (:mod:`streamnb.stats.prune`). None for no cap.
@@ -120,32 +118,29 @@ class SpamFilter(base.Classifier):
 
     Examples
     --------
-    >>> f = SpamFilter(max_ham_rate=0.1)  # 1 in 10, to call spam after 9 hams (1 in 500: 499)
+    >>> f = SpamFilter()
     >>> for x, y in 5 * [({"free": 1, "prize": 1}, "spam"), ({"free": 1, "cash": 1}, "spam"),
     ...                  ({"lunch": 1, "today": 1}, "ham"), ({"meeting": 1, "today": 1}, "ham")]:
     ...     f.learn_one(x, y)
     >>> round(f.predict_proba_one({"free": 1, "cash": 1, "prize": 1})["spam"], 4)
     0.9934
     >>> f.classify_one({"free": 1, "cash": 1, "prize": 1}).label, f.classify_one({"lunch": 1}).label
-    ('spam', 'ham')
+    ('unsure', 'ham')
     >>> [(t.token, t.n_spam, t.n_ham) for t in f.token_scores({"subject:PRIZE": 1})]  # never learned
     [('subject:PRIZE', 5.0, 0.0)]
     >>> f.classify_one({"free": 1, "lunch": 1}).label
     'unsure'
 
-    With the default 1 in 500, the same 10 hams are too few to call anything spam:
+    Before 200 hams are learned the thresholds are the documented defaults; an admin's pinned
+    cut-offs (spamicities) win over them and over the calibration:
 
-    >>> g = SpamFilter()
-    >>> for x, y in 5 * [({"free": 1, "prize": 1}, "spam"), ({"lunch": 1, "today": 1}, "ham")]:
-    ...     g.learn_one(x, y)
-    >>> g.classify_one({"free": 1, "prize": 1}).label
-    'unsure'
-    >>> for part in g.operating_point.describe().split("; "):
-    ...     print(part)
-    at most 1 legitimate mail in 500 called spam, counted on all mail seen: 0 of 5 hams so far
-    nothing is called spam now (unsure instead): one more ham called spam would break the promise, 494 more hams needed
-    at most 1 spam in 10 called ham: 0 of 5 spams so far
-    nothing is called ham now (unsure instead): too few spams to keep the promise
+    >>> f.cutoffs()["spam_reason"], round(f.cutoffs()["spam_cutoff"], 4)
+    ('default', 0.9985)
+    >>> f.pin_cutoffs(spam_cutoff=0.99, ham_cutoff=0.2)
+    >>> f.cutoffs()["spam_reason"], round(f.cutoffs()["spam_cutoff"], 6), f.cutoffs()["ham_reason"]
+    ('pinned', 0.99, 'pinned')
+    >>> f.classify_one({"free": 1, "cash": 1, "prize": 1}).label
+    'spam'
     """
 
     def __init__(
@@ -202,7 +197,9 @@ class SpamFilter(base.Classifier):
         self._stats = TokenCounts(self._classes, max_tokens)
         self._operating = (
             None if max_ham_rate is None else
-            OperatingPoint(max_ham_rate, max_spam_rate, 0.0, calibration_memory, cutoff_logit(ham_cutoff))
+            OperatingPoint(max_ham_rate, max_spam_rate, 0.0,
+                           None if calibration_memory is None else calibration_memory / max_ham_rate,
+                           cutoff_logit(ham_cutoff))
         )  # fmt: skip
         self._version = 0  # bumped by every change of the counts
         self._memo: tuple[int, dict, Verdict, list, np.ndarray, float] | None = None
@@ -376,7 +373,8 @@ class SpamFilter(base.Classifier):
             label = HAM
         else:
             label = UNSURE
-        return Verdict(label, indicator, S, H, len(f), logit, threshold)
+        reject = self._operating is not None and label == SPAM and logit >= self._operating.reject_threshold()
+        return Verdict(label, indicator, S, H, len(f), logit, threshold, reject)
 
     def classify_blend(self, x: Mapping, other: SpamFilter, weight: float) -> Verdict:
         """The verdict on ``x`` from this filter's counts plus ``weight`` times ``other``'s.
@@ -432,6 +430,46 @@ class SpamFilter(base.Classifier):
         ham** (``classify_one`` tells it apart). ``True``/``False`` before the labels are known."""
         spam, ham = self._labels or (True, False)
         return spam if self.classify_one(x).label == SPAM else ham
+
+    # -- the admin's cut-offs --------------------------------------------------------------
+    def _point(self) -> OperatingPoint:
+        if self._operating is None:
+            raise InvalidEventError("this filter has fixed cut-offs (max_ham_rate=None): set spam_cutoff and "
+                                    "ham_cutoff instead of pinning them")
+        return self._operating
+
+    def pin_cutoffs(self, spam_cutoff: float | None = None, ham_cutoff: float | None = None,
+                    reject_cutoff: float | None = None) -> None:  # fmt: skip
+        """Pin cut-offs on the spamicity ``I`` (bogofilter's ``spam_cutoff`` and
+        ``ham_cutoff``): ``I >= spam_cutoff`` is spam, ``I < ham_cutoff`` ham,
+        ``I >= reject_cutoff`` spam may be refused (:attr:`Verdict.reject`). They win over the
+        default and the calibration and are kept in the model's state; None leaves one as it
+        is. Raises :class:`InvalidEventError` (changing nothing) unless each is in [0, 1] and
+        ``ham_cutoff <= spam_cutoff <= reject_cutoff``."""
+        values = {"spam_cutoff": spam_cutoff, "ham_cutoff": ham_cutoff, "reject_cutoff": reject_cutoff}
+        for name, value in values.items():
+            if value is not None and not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise InvalidEventError(f"{name} must be a spamicity in [0, 1], got {value!r}")
+        point = self._point()
+        logits = [None if v is None else cutoff_logit(v) for v in values.values()]
+        try:
+            point.pin(*logits)
+        except ValueError as exc:
+            raise InvalidEventError(str(exc).replace("cut-offs", "cut-offs (as logits)")) from exc
+        self._version += 1
+
+    def unpin_cutoffs(self, spam_cutoff: bool = True, ham_cutoff: bool = True, reject_cutoff: bool = True) -> None:
+        """Free pinned cut-offs (all by default): they follow the default or the calibration."""
+        self._point().unpin(spam_cutoff, ham_cutoff, reject_cutoff)
+        self._version += 1
+
+    def cutoffs(self) -> dict[str, Any]:
+        """The current cut-offs as spamicities, each with its reason (``pinned``, ``default`` or
+        ``calibrated``; ``fixed`` for a filter with ``max_ham_rate=None``)."""
+        if self._operating is None:
+            return {"spam_cutoff": self.spam_cutoff, "spam_reason": "fixed", "ham_cutoff": self.ham_cutoff,
+                    "ham_reason": "fixed", "reject_cutoff": None}  # fmt: skip
+        return self._operating.summary()
 
     # -- inspection and state --------------------------------------------------------------
     @property

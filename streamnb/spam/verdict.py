@@ -20,7 +20,8 @@ class Verdict:
     indicator ``I``; ``spam`` and ``ham`` Fisher's ``S`` and ``H``; ``n_tokens`` the number of
     significant tokens combined; ``logit`` = ``ln I - ln (1 - I)`` without rounding, plus the
     weighted log-odds of the logistic model on the message's byte n-grams, if any (the ranking score);
-    ``threshold`` the spam threshold on ``logit`` it was compared with."""
+    ``threshold`` the spam threshold on ``logit`` it was compared with; ``reject`` whether it is
+    spam at or above a pinned reject cut-off (:meth:`~streamnb.spam.SpamFilter.pin_cutoffs`)."""
 
     label: str
     score: float
@@ -29,6 +30,7 @@ class Verdict:
     n_tokens: int
     logit: float = 0.0
     threshold: float = float("inf")
+    reject: bool = False
 
 
 @dataclass(frozen=True)

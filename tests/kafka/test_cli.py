@@ -101,6 +101,7 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
     "model_key": ("user", ["--model-key", "user"]),
     "model_key_takeover": (20.0, ["--model-key-takeover", "20"]),
     "model_key_resident": (500, ["--model-key-resident", "500"]),
+    "model_key_min_learns": (200.0, ["--model-key-min-learns", "200"]),
     "max_pending": (7, ["--max-pending", "7"]),
     "idempotent_producer": (True, ["--idempotent-producer"]),
     "producer": ("kafka-python", ["--producer", "kafka-python"]),

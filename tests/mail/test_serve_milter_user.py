@@ -2,7 +2,9 @@
 milter, told over the real protocol (a raw milter client playing Postfix's part) to the daemon.
 
 The shared filter has never seen newsletters; ann@mail.test reported ten as spam (through HTTP,
-with ``--no-learn-shared``), so her verdict on a newsletter is spam and the shared one is not.
+with ``--no-learn-shared`` and ``--user-min-learns 0``: her filter weighs in at once), so her
+verdict on a newsletter is spam and the shared one is not. A message for several recipients is
+judged by the shared filter alone.
 The milter's ``X-Spam`` header must be, byte for byte, the HTTP answer for the user expected.
 """
 
@@ -37,7 +39,8 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def start(model: Path, tmp_path: Path, spec: str, *args: str) -> Daemon:
     copy = tmp_path / "model.snb"
     shutil.copy(model, copy)
-    daemon = Daemon(copy, "--milter", "127.0.0.1:0", "--milter-user", spec, "--no-learn-shared", *args).start()
+    daemon = Daemon(copy, "--milter", "127.0.0.1:0", "--milter-user", spec, "--no-learn-shared",
+                    "--user-min-learns", "0", *args).start()  # fmt: skip
     for i in range(10):
         daemon.learn(message(NEWS_WORDS, 500 + i, "digest"), "spam", user=ANN)
     return daemon
@@ -76,12 +79,15 @@ def http_header(daemon: Daemon, raw: bytes, user: str | None) -> str:
 # (rcpts, extra headers, the user expected) per --milter-user form
 CASES = {
     "first-recipient": [
-        ((b"<Ann@Mail.Test>", b"<bob@mail.test>"), [], ANN),  # several recipients: the first one
-        ((b"<bob@mail.test>", b"<ann@mail.test>"), [], "bob@mail.test"),
+        ((b"<Ann@Mail.Test>",), [], ANN),
+        ((b"<Ann@Mail.Test>", b"<bob@mail.test>"), [], None),  # several recipients: the shared verdict
+        ((b"<bob@mail.test>", b"<ann@mail.test>"), [], None),
+        ((b"<ann@mail.test>", b"<ANN@mail.test>"), [], ANN),  # the same recipient twice is one
         ((b"<ann@mail.test>",), [(b"X-Original-To", ANN.encode())], ANN),
     ],
     "header:X-Original-To": [
         ((b"<bob@mail.test>",), [(b"X-Original-To", b"Ann <ANN@mail.test>, bob@mail.test")], ANN),
+        ((b"<bob@mail.test>", b"<ann@mail.test>"), [(b"X-Original-To", ANN.encode())], None),  # several: shared
         ((b"<ann@mail.test>",), [], None),  # no such header: the shared filter
         ((b"<ann@mail.test>",), [(b"x-original-to", b"carol@mail.test")], "carol@mail.test"),
     ],

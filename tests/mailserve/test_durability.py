@@ -28,7 +28,7 @@ def test_repeated_sigkills_lose_no_acknowledged_learn_and_learn_none_twice(tmp_p
     users = [USERS[i % 3] for i in range(len(data))]
     model = tmp_path / "m.snb"
     rng = random.Random(7)
-    args = ("--snapshot-every", "25", "--max-resident", "1")  # snapshots and evictions on the way
+    args = ("--snapshot-every", "25", "--max-resident", "1", "--learn-shared")  # snapshots and evictions on the way
     daemon = Daemon(model, *args).start()
     i, kills, retried = 0, 0, 0
     try:
@@ -92,12 +92,12 @@ def test_a_torn_last_line_is_dropped_and_damage_before_it_refused(tmp_path):
 def test_a_restart_replays_the_journal_over_the_snapshot(tmp_path):
     model = tmp_path / "m.snb"
     data = corpus(40, seed=4)
-    d = Daemon(model, "--snapshot-every", "15").start()
+    d = Daemon(model, "--snapshot-every", "15", "--learn-shared").start()
     for raw, label in data:
         d.learn(raw, label, user="ann")
     d.kill()
     assert len(list(read(f"{model}.journal"))) == 10  # 40 learns, snapshots after 15 and 30
-    d = Daemon(model).start()
+    d = Daemon(model, "--learn-shared").start()
     try:
         stat = d.request("GET", "/stat?user=ann")[1]
         n_spam = sum(label == "spam" for _, label in data)
@@ -150,7 +150,7 @@ def test_evicted_users_torn_by_a_machine_crash_are_rebuilt_from_the_journal(tmp_
     model = tmp_path / "m.snb"
     data = corpus(70, seed=6)
     users = [f"u{i % 5}" for i in range(len(data))]
-    d = Daemon(model, "--snapshot-every", "25", "--max-resident", "1").start()
+    d = Daemon(model, "--snapshot-every", "25", "--max-resident", "1", "--learn-shared").start()
     try:
         for (raw, label), user in zip(data, users):
             d.learn(raw, label, user=user)
@@ -160,7 +160,7 @@ def test_evicted_users_torn_by_a_machine_crash_are_rebuilt_from_the_journal(tmp_
     assert len(torn) == 5  # learns 51-70 went to every user, each evicted since the snapshot at 50
     for path in torn:
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    d = Daemon(model, "--max-resident", "1").start()
+    d = Daemon(model, "--max-resident", "1", "--learn-shared").start()
     try:
         for user in sorted(set(users)):
             n = {y: sum(1 for (_, label), u in zip(data, users) if u == user and label == y) for y in ("spam", "ham")}
@@ -174,7 +174,7 @@ def test_evicted_users_torn_by_a_machine_crash_are_rebuilt_from_the_journal(tmp_
         x = tok.transform_one(raw)
         own.setdefault(user, SpamFilter(max_tokens=20_000, max_ham_rate=None, max_spam_rate=None)).learn_one(x, label)
         shared.learn_one(x, label)
-    restarted = MailFilters(model, max_resident=1)  # what a restart reads: snapshots, then the journal
+    restarted = MailFilters(model, max_resident=1, learn_shared=True)  # what a restart reads: snapshots, then the journal
     assert persistence.dumps(restarted.shared) == persistence.dumps(shared)
     for user, alone in own.items():
         assert persistence.dumps(restarted.users.learner(user)) == persistence.dumps(alone)

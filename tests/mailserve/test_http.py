@@ -19,7 +19,8 @@ from tests.mailserve.daemon import HAM_WORDS, NEWS_WORDS, SPAM_WORDS, Daemon, co
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     model = tmp_path_factory.mktemp("serve") / "model.snb"
-    with Daemon(model, "--timeout", "2", "--max-connections", "8", "--max-bytes", "4096", "--max-ham-rate", "0.05") as d:
+    with Daemon(model, "--timeout", "2", "--max-connections", "8", "--max-bytes", "4096", "--max-ham-rate", "0.05",
+                "--learn-shared") as d:  # fmt: skip
         for raw, label in corpus(120):
             d.learn(raw, label)
         yield d
@@ -173,7 +174,7 @@ def test_a_dovecot_style_report_with_curl(daemon, tmp_path):
 
 def test_a_clean_stop_writes_the_models(tmp_path):
     model = tmp_path / "m.snb"
-    d = Daemon(model).start()
+    d = Daemon(model, "--learn-shared").start()
     for raw, label in corpus(30):
         d.learn(raw, label, user="ann")
     assert d.stop() == 0
@@ -202,3 +203,33 @@ def test_mail_classify_url_asks_and_teaches_the_real_daemon(daemon, tmp_path):
     assert own == {"spam": 1.0, "ham": 0.0}
     down = subprocess.run(cmd[:-4] + ["--url", "http://127.0.0.1:1"], input=raw, capture_output=True, timeout=60)
     assert down.returncode == 3 and b"streamnb mail classify" in down.stderr
+
+
+def test_one_users_reports_change_no_other_users_verdict_and_pinned_cutoffs_show(tmp_path):
+    """Defaults: no shared learning from users' reports; a user's own filter weighs in after
+    --user-min-learns hams and spams of their own; pinned cut-offs win and /stat says why."""
+    d = Daemon(tmp_path / "m.snb", "--user-min-learns", "5", "--spam-cutoff", "0.999", "--reject-cutoff", "1").start()
+    try:
+        for raw, label in corpus(120):
+            d.learn(raw, label)  # the shared filter: no user
+        letters = [message(NEWS_WORDS[:6], 8000 + i, "digest") for i in range(5)]
+        shared = [d.check(raw)["streamnb"] for raw in letters]
+        bob = [d.check(raw, user="bob")["streamnb"] for raw in letters]
+        assert [b["spamicity"] for b in bob] == [s["spamicity"] for s in shared]
+        for i in range(10):  # ann reports newsletters as spam: fewer than 5 hams of her own yet
+            d.learn(message(NEWS_WORDS, 8100 + i, "digest"), "spam", user="ann")
+        assert [d.check(raw, user="ann")["streamnb"]["spamicity"] for raw in letters] == [s["spamicity"] for s in shared]
+        assert d.request("GET", "/stat?user=ann")[1]["user"]["weight"] == 0.0
+        for raw, label in corpus(40, seed=3):
+            if label == "ham":
+                d.learn(raw, "ham", user="ann")
+        ann = [d.check(raw, user="ann")["streamnb"] for raw in letters]
+        assert all(a["spamicity"] > s["spamicity"] for a, s in zip(ann, shared))  # her own filter weighs in
+        assert [d.check(raw, user="bob")["streamnb"] for raw in letters] == bob  # bob's: unchanged, bit for bit
+        assert [d.check(raw)["streamnb"] for raw in letters] == shared
+        stat = d.request("GET", "/stat")[1]
+        assert stat["thresholds"]["spam_reason"] == "pinned" and stat["thresholds"]["spam_cutoff"] == pytest.approx(0.999)
+        assert stat["thresholds"]["ham_reason"] == "default" and stat["thresholds"]["reject_cutoff"] == 1.0
+        assert stat["learned"] == {"spam": 53.0, "ham": 67.0}  # the users' learns stayed their own
+    finally:
+        d.kill()

@@ -38,8 +38,9 @@ def pids(d: Daemon, n: int = 40) -> set[int]:
 
 
 def test_every_verdict_sees_every_acknowledged_learn_whichever_process_answers(tmp_path):
-    d = Daemon(tmp_path / "m.snb", "--workers", "2", "--snapshot-every", "7", "--max-resident", "2").start()
-    ref = MailFilters(tmp_path / "ref.snb", max_resident=10**6)
+    d = Daemon(tmp_path / "m.snb", "--workers", "2", "--snapshot-every", "7", "--max-resident", "2", "--learn-shared",
+               "--user-min-learns", "0").start()  # fmt: skip
+    ref = MailFilters(tmp_path / "ref.snb", max_resident=10**6, learn_shared=True, user_min_learns=0)
     try:
         assert len(pids(d)) == 2 and d.proc.pid in pids(d)
         probes = [message(SPAM_WORDS[:4] + NEWS_WORDS[:3], 9000), message(HAM_WORDS[:4] + NEWS_WORDS[3:6], 9001)]

@@ -51,7 +51,7 @@ def test_robinson_and_fisher_by_hand():
     S = 1 - math.exp(-spam_chi / 2) * (1 + spam_chi / 2)
     verdict = f.classify_one({"cash": 1, "meeting": 1, "x": 1, "hi": 1})
     assert (verdict.spam, verdict.ham, verdict.score) == pytest.approx((S, H, (1 + S - H) / 2), rel=1e-12)
-    assert verdict.n_tokens == 2 and verdict.label == "unsure"
+    assert verdict.n_tokens == 2 and verdict.label == "ham"  # I < 0.5: below the default ham threshold
     assert robinson(np.array([0.0]), np.array([0.0]), 0.0, 0.0, 1.0, 0.4)[0] == 0.4
     assert chi2q(10.0, 2) == pytest.approx(math.exp(-5))
     assert chi2q(1e6, 300) == 0.0 and fisher(np.array([])) == (0.0, 0.0, 0.5)
@@ -91,14 +91,15 @@ def train(model, n=400, seed=0):
 
 
 def test_separates_and_predicts_three_ways():
-    f = train(SpamFilter(max_ham_rate=0.01))  # about 240 hams: enough for 1 in 100, not 1 in 500
+    f = train(SpamFilter(max_ham_rate=0.01))  # about 240 hams: past the 200 before the calibration
     assert f.classify_one({"w60": 1, "w65": 1, "w50": 1}).label == "spam"
     assert f.classify_one({"w1": 1, "w2": 1, "w5": 1}).label == "ham"
     assert f.predict_one({"w60": 1, "w65": 1}) == "spam" and f.predict_one({}) == "ham"
     assert f.predict_proba_one({}) == {"spam": 0.5, "ham": 0.5}
-    # classes this separable need no unsure band (both thresholds at 0.25 logit); a new filter
-    # knows nothing yet: neither verdict can keep its promise, so it is unsure
-    assert f.operating_point is not None and f.operating_point.ham_threshold() == f.spam_threshold() == 0.25
+    # classes this separable: the calibrated spam threshold sits among the hams' highest scores;
+    # a new filter knows nothing yet: a message without evidence (logit 0) is unsure
+    assert f.cutoffs()["spam_reason"] == "calibrated" and f.cutoffs()["ham_reason"] == "default"  # 160 spams
+    assert f.operating_point is not None and 0.0 < f.spam_threshold() < 10.0
     assert SpamFilter().classify_one({"w35": 1}).label == "unsure"
 
 

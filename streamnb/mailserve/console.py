@@ -17,7 +17,8 @@ recent mail by verdict with the cut-offs drawn.
 ``POST /console/scan``    JSON ``{"message", "user"}``: the verdict with its evidence
 ``POST /console/learn``   JSON ``{"message", "user", "class"}``: learned as spam or ham
 ``POST /console/cutoff``  JSON ``{"name", "value"}``: a cut-off of
-                          :data:`~streamnb.mailserve.service.CUTOFFS` pinned (null: off)
+                          :data:`~streamnb.mailserve.service.CUTOFFS` pinned (null:
+                          freed)
 ========================  ==============================================================
 
 Every POST but the login needs the session cookie and its token in ``X-CSRF-Token``; every POST
@@ -32,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
+import logging
 import secrets
 import time
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ from streamnb.mailserve.headers import message_id
 from streamnb.mailserve.service import MailService, pushes
 
 __all__ = ["COOKIE", "SESSION_SECONDS", "Sessions", "add_console"]
+
+log = logging.getLogger("streamnb.mailserve")
 
 COOKIE = "streamnb_session"
 SESSION_SECONDS = 3600.0  # idle time after which a session ends
@@ -231,9 +234,8 @@ async def state(request: web.Request) -> web.Response:
     user = request.query.get("user") or None
     stat = service.stat(user.lower() if user else None)
     history = service.history
-    threshold = service.filters.shared.spam_threshold()  # on the logit; inf: nothing is spam now
     return _json({"logged_in": True, "csrf": csrf, "pid": request.app[CONSOLE]["pid"], "stat": stat,
-                  "threshold": threshold if math.isfinite(threshold) else None, "cutoffs": service.cutoffs(),
+                  "cutoffs": service.cutoffs(),
                   "history": [e.to_json() for e in history.entries()], "minutes": history.minutes(),
                   "scores": history.scores(), "now": time.time()})  # fmt: skip
 
@@ -287,7 +289,11 @@ async def cutoff(request: web.Request) -> web.Response:
     if isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    service.pin_cutoff(str(name), value, f"pinned on the page at {when}")
+    try:
+        await service.pin_cutoff(str(name), value, f"on the page at {when}")
+    except OSError as exc:  # pinned, but the model's snapshot failed: the timer tries again
+        log.error("snapshot after pinning %s failed: %s", name, exc)
+        return _error(500, f"pinned for now, but the model could not be written: {exc}")
     return _json({"cutoffs": service.cutoffs()})
 
 

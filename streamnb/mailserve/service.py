@@ -133,10 +133,14 @@ class Check:
         }  # fmt: skip
 
 
-#: The cut-offs an admin may pin at run time (:meth:`MailService.pin_cutoff`), each a field of
-#: :class:`ServeConfig` holding a spamicity, with what it does (the admin's page shows it).
-CUTOFFS = {"reject_above": "Reject spam at or above spamicity",
+#: The cut-offs an admin may pin at run time (:meth:`MailService.pin_cutoff`), with what each
+#: does (the admin's page shows it): the model's, pinned on the shared filter
+#: (:meth:`~streamnb.spam.SpamFilter.pin_cutoffs`, as ``--spam-cutoff``, ``--ham-cutoff``,
+#: ``--reject-cutoff``), then the daemon's, a field of :class:`ServeConfig`.
+CUTOFFS = {"spam_cutoff": "Spam at or above spamicity", "ham_cutoff": "Ham below spamicity",
+           "reject_cutoff": "Reject spam at or above spamicity",
            "quarantine_above": "Quarantine spam at or above spamicity"}  # fmt: skip
+_MODEL_CUTOFFS = ("spam_cutoff", "ham_cutoff", "reject_cutoff")
 
 
 def pushes(evidence: list[TokenScore], top: int = 5) -> list[tuple[str, float]]:
@@ -220,25 +224,55 @@ class MailService:
 
     # -- cut-offs --------------------------------------------------------------------------
     def cutoffs(self) -> dict[str, Any]:
-        """The spamicity cut-offs in force (:data:`CUTOFFS`; None: not set), why, and what they do."""
-        return {name: {"value": getattr(self.config, name), "why": self.cutoff_reasons.get(name), "label": label}
-                for name, label in CUTOFFS.items()}  # fmt: skip
+        """The cut-offs of :data:`CUTOFFS` in force (spamicities; None: none), each with why
+        (the model's reason, ``pinned``, ``default`` or ``calibrated``, and who pinned it),
+        whether it is pinned and what it does."""
+        model = self.filters.shared.cutoffs()
+        point = self.filters.shared.operating_point
+        pins = point.pins() if point is not None else {}
+        out: dict[str, Any] = {}
+        for name in _MODEL_CUTOFFS:
+            short = name.split("_")[0]
+            pinned = pins.get(short) is not None
+            why = model.get(f"{short}_reason", "pinned" if model.get(name) is not None else None)
+            if pinned and name in self.cutoff_reasons:
+                why = f"{why}: {self.cutoff_reasons[name]}"
+            out[name] = {"value": model.get(name), "why": why, "pinned": pinned, "label": CUTOFFS[name]}
+        value = self.config.quarantine_above
+        out["quarantine_above"] = {"value": value, "why": self.cutoff_reasons.get("quarantine_above"),
+                                   "pinned": value is not None, "label": CUTOFFS["quarantine_above"]}  # fmt: skip
+        return out
 
-    def pin_cutoff(self, name: str, value: float | None, why: str) -> None:
-        """Set the cut-off ``name`` (one of :data:`CUTOFFS`) to the spamicity ``value`` (None:
-        off) for the checks from now on, in this process; :class:`InvalidEventError` (and
-        nothing changed) for an unknown name or a value outside (0, 1)."""
+    async def pin_cutoff(self, name: str, value: float | None, why: str) -> None:
+        """Pin the cut-off ``name`` (one of :data:`CUTOFFS`) at the spamicity ``value`` (None:
+        free it: the model's follows its default or calibration again, the daemon's is off) for
+        the checks from now on; a model's cut-off is kept in the model (a snapshot is written).
+        :class:`InvalidEventError` (and nothing changed) for an unknown name, a value outside
+        [0, 1], or cut-offs out of order (ham <= spam <= reject)."""
         if name not in CUTOFFS:
             raise InvalidEventError(f"unknown cut-off {name!r} (expected one of {', '.join(CUTOFFS)})")
-        if value is not None and not (isinstance(value, float) and 0.0 < value < 1.0):
-            raise InvalidEventError(f"{name}: expected a spamicity in (0, 1) or null, got {value!r}")
-        changed: dict[str, Any] = {name: value}
-        self.config = dataclasses.replace(self.config, **changed)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, float) or not 0.0 <= value <= 1.0):
+            raise InvalidEventError(f"{name}: expected a spamicity in [0, 1] or null, got {value!r}")
+        if self.writer is not None:
+            raise InvalidEventError("cut-offs are pinned in the writing process (the --controller listener)")
+        if name in _MODEL_CUTOFFS:
+            shared = self.filters.shared
+            if value is None:
+                shared.unpin_cutoffs(**{n: n == name for n in _MODEL_CUTOFFS})
+            else:
+                pin: dict[str, Any] = {name: value}
+                shared.pin_cutoffs(**pin)
+            self.filters.learns_since_snapshot += 1  # the model changed: the next snapshot keeps it
+        else:
+            changed: dict[str, Any] = {name: value}
+            self.config = dataclasses.replace(self.config, **changed)
         if value is None:
             self.cutoff_reasons.pop(name, None)
         else:
             self.cutoff_reasons[name] = why
         event({"event": "cutoff", "name": name, "value": value, "why": why})
+        if name in _MODEL_CUTOFFS:
+            await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:

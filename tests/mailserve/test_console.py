@@ -116,7 +116,7 @@ def test_the_page_refuses_what_lacks_the_password_the_session_or_the_origin(daem
     before = _learned(d)
     # no session: nothing changes
     for path, body in (("/console/learn", {"message": spam, "class": "spam"}), ("/console/scan", {"message": spam}),
-                       ("/console/cutoff", {"name": "reject_above", "value": 0.5})):  # fmt: skip
+                       ("/console/cutoff", {"name": "spam_cutoff", "value": 0.9})):  # fmt: skip
         status, doc, _ = c.request("POST", path, body)
         assert status == 403 and "log in" in doc["error"], (path, doc)
     assert c.login("wrong") == 403 and c.cookie is None
@@ -130,16 +130,19 @@ def test_the_page_refuses_what_lacks_the_password_the_session_or_the_origin(daem
     for headers in ({"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}, {"Sec-Fetch-Site": "same-site"},
                     {"X-CSRF-Token": ""}, {"X-CSRF-Token": "x" * 43}):  # fmt: skip
         for path, body in (("/console/learn", {"message": spam, "class": "spam"}),
-                           ("/console/cutoff", {"name": "reject_above", "value": 0.5})):  # fmt: skip
+                           ("/console/cutoff", {"name": "spam_cutoff", "value": 0.9})):  # fmt: skip
             status, doc, _ = c.request("POST", path, body, headers)
             assert status == 403, (headers, path, doc)
     assert _learned(d) == before
-    assert c.request("GET", "/console/state")[1]["cutoffs"]["reject_above"]["value"] is None
+    cutoffs = c.request("GET", "/console/state")[1]["cutoffs"]
+    assert not any(v["pinned"] for v in cutoffs.values()) and cutoffs["spam_cutoff"]["why"] == "default"
     # bad input: an error saying what was expected, nothing changed
-    for body, words in (({"name": "reject_above", "value": 1.5}, "(0, 1)"), ({"name": "threshold", "value": 0.5}, "unknown"),
-                        ({"name": "reject_above", "value": "0.5"}, "(0, 1)")):  # fmt: skip
+    for body, words in (({"name": "spam_cutoff", "value": 1.5}, "[0, 1]"), ({"name": "threshold", "value": 0.5}, "unknown"),
+                        ({"name": "spam_cutoff", "value": "0.5"}, "[0, 1]"), ({"name": "spam_cutoff", "value": True}, "[0, 1]"),
+                        ({"name": "ham_cutoff", "value": 1.0}, "ham <= spam")):  # fmt: skip
         status, doc, _ = c.request("POST", "/console/cutoff", body, {"Origin": f"http://127.0.0.1:{port}"})
         assert status == 400 and words in doc["error"], doc
+    assert c.request("GET", "/console/state")[1]["cutoffs"] == cutoffs
     status, doc, _ = c.request("POST", "/console/learn", {"message": spam, "class": "junk"})
     assert status == 400 and "spam" in doc["error"]
     assert _learned(d) == before
@@ -153,11 +156,21 @@ def test_the_page_refuses_what_lacks_the_password_the_session_or_the_origin(daem
     state = c.request("GET", "/console/state")[1]
     assert state["history"][0]["message_id"] == "900@example.org"
     assert spam.split("\r\n\r\n", 1)[1].strip() not in json.dumps(state)  # tokens, never the body
+    # a pinned cut-off is the model's: /stat shows it, and it outlives a restart
+    status, doc, _ = c.request("POST", "/console/cutoff", {"name": "spam_cutoff", "value": 0.9})
+    assert status == 200 and doc["cutoffs"]["spam_cutoff"]["pinned"] is True
+    assert doc["cutoffs"]["spam_cutoff"]["why"].startswith("pinned: on the page at ")
+    thresholds = d.request("GET", "/stat")[1]["thresholds"]
+    assert thresholds["spam_cutoff"] == pytest.approx(0.9, abs=1e-12) and thresholds["spam_reason"] == "pinned"
     # logged out: the session is gone
     assert c.request("POST", "/console/logout", {})[0] == 200
     assert c.request("GET", "/console/state")[1]["logged_in"] is False
     assert c.request("POST", "/console/learn", {"message": spam, "class": "ham"})[0] == 403
     assert _learned(d)["spam"] == before["spam"] + 1
+    assert d.stop() == 0
+    with Daemon(d.model) as again:
+        thresholds = again.request("GET", "/stat")[1]["thresholds"]
+        assert thresholds["spam_cutoff"] == pytest.approx(0.9, abs=1e-12) and thresholds["spam_reason"] == "pinned"
 
 
 def test_without_a_password_file_no_one_logs_in(tmp_path, model):
@@ -260,8 +273,8 @@ def test_the_page_in_chromium(daemon, browser):
     find(By.ID, "message").send_keys(raw.decode().replace("\r\n", "\n"))
     find(By.ID, "scan-button").click()
     label = _text(browser, "#verdict-label", lambda t: t in ("spam", "ham", "unsure"))
-    assert label == want["streamnb"]["label"] == "spam"
-    assert _text(browser, "#verdict-action", bool) == want["action"] == "add header"
+    assert label == want["streamnb"]["label"] == "unsure"  # under the default spam cut-off (0.9985)
+    assert _text(browser, "#verdict-action", bool) == want["action"] == "no action"
     shown = [li.text.rsplit(" ", 1) for li in find(By.ID, "evidence").find_elements(By.TAG_NAME, "li")]
     symbols = want["symbols"]
     expected = [o.rsplit("(", 1) for o in symbols["STREAMNB_SPAM_TOKENS"]["options"][:10]]
@@ -277,17 +290,19 @@ def test_the_page_in_chromium(daemon, browser):
     _text(browser, "dd[data-name='learned spam']", lambda t: t == f"{spam_before + 1:g}")
     assert _learned(d)["spam"] == spam_before + 1
 
-    # pin the reject cut-off below this message's spamicity: the next verdict rejects it
+    # pin the spam cut-off below this message's spamicity: the next verdict calls it spam
     spamicity = d.check(raw)["streamnb"]["spamicity"]
-    cutoff = round(spamicity * 0.5, 6)
-    field = find(By.ID, "reject_above")
+    assert d.check(raw)["streamnb"]["label"] == "unsure"
+    cutoff = round(spamicity * 0.9, 6)
+    field = find(By.ID, "spam_cutoff")
     field.clear()
     field.send_keys(str(cutoff))
     find(By.ID, "pin").click()
-    _text(browser, "dd[data-name='reject above']", lambda t: t.startswith(f"{cutoff!r} (pinned on the page"))
+    _text(browser, "dd[data-name='spam cutoff']", lambda t: t.startswith(f"{cutoff:.6f} (pinned: on the page"))
     find(By.ID, "scan-button").click()
-    _text(browser, "#verdict-action", lambda t: t == "reject")
-    assert d.check(raw)["action"] == "reject"  # the MTA's next verdict too
+    _text(browser, "#verdict-label", lambda t: t == "spam")
+    assert _text(browser, "#verdict-action", bool) == "add header"
+    assert d.check(raw)["streamnb"]["label"] == "spam"  # the MTA's next verdict too
     browser.execute_script("window.scrollTo(0, 0)")
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -299,10 +314,10 @@ def test_the_page_in_chromium(daemon, browser):
     # from the browser, a post without the session's token is refused, and after logging out all are
     status = browser.execute_async_script(
         "const done = arguments[arguments.length - 1]; fetch('/console/cutoff', {method: 'POST', headers: "
-        "{'Content-Type': 'application/json'}, body: JSON.stringify({name: 'reject_above', value: null})})"
+        "{'Content-Type': 'application/json'}, body: JSON.stringify({name: 'spam_cutoff', value: null})})"
         ".then(r => done(r.status));")
     assert status == 403
     find(By.CSS_SELECTOR, "#logout button").click()
     _text(browser, "#login-title", lambda t: t == "Log in")
-    assert d.check(raw)["action"] == "reject"  # nothing changed
+    assert d.check(raw)["streamnb"]["label"] == "spam"  # nothing changed
     assert _learned(d)["spam"] == spam_before + 1

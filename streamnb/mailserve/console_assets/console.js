@@ -19,11 +19,6 @@
     if (text !== undefined) node.textContent = text;
     return node;
   }
-  function prob(logit) {
-    if (logit === null || logit === undefined || !isFinite(logit)) return null;
-    return 1 / (1 + Math.exp(-logit));
-  }
-
   async function call(method, path, body, form) {
     const headers = {};
     if (csrf) headers["X-CSRF-Token"] = csrf;
@@ -63,16 +58,14 @@
   function drawStatus(s) {
     const st = s.stat, dl = $("status");
     dl.replaceChildren();
-    const threshold = prob(s.threshold);
     const rows = [
       ["learned spam", String(st.learned.spam)], ["learned ham", String(st.learned.ham)],
       ["tokens", String(st.tokens)], ["users in memory", String(st.users_resident)],
       ["scanned (this process)", String(st.scanned)],
-      ["spam threshold", threshold === null ? "none now (unsure instead)" : threshold.toFixed(6) + " (calibrated)"],
     ];
     for (const [name, c] of Object.entries(s.cutoffs)) {
       const label = name.replace("_", " ");
-      rows.push([label, c.value === null ? "off" : c.value + " (" + c.why + ")"]);
+      rows.push([label, c.value === null ? "none" : c.value.toFixed(6) + " (" + c.why + ")"]);
     }
     if (st.journal_records !== null && st.journal_records !== undefined) rows.push(["journal records", String(st.journal_records)]);
     for (const [k, v] of rows) { dl.append(el("dt", {}, k)); dl.append(el("dd", { "data-name": k }, v)); }
@@ -87,13 +80,14 @@
       box.replaceChildren();
       for (const name of names) {
         box.append(el("label", { for: name }, cutoffs[name].label));
-        box.append(el("input", { id: name, name, type: "number", min: "0", max: "1", step: "any", placeholder: "off" }));
+        box.append(el("input", { id: name, name, type: "number", min: "0", max: "1", step: "any", placeholder: "not pinned" }));
       }
       box.dataset.names = names.join(" ");
     }
     for (const name of names) {
       const input = $(name);
-      if (document.activeElement !== input) input.value = cutoffs[name].value === null ? "" : cutoffs[name].value;
+      // a pinned cut-off's value is editable; one that follows the model (or is off) shows as empty
+      if (document.activeElement !== input) input.value = cutoffs[name].pinned ? cutoffs[name].value : "";
     }
   }
 
@@ -186,8 +180,12 @@
       });
     });
     for (let t = 0; t <= 1.0001; t += 0.25) root.append(svg("text", { x: L + t * (W - L - R) - 8, y: T + h + 13, "font-size": 11 }, t.toFixed(2)));
-    const lines = [["threshold", prob(s.threshold), "#0969da"]];
-    for (const [name, c] of Object.entries(s.cutoffs)) if (c.value !== null) lines.push([name.split("_")[0], c.value, "#6f42c1"]);
+    const CUT = { spam: "#b3261e", ham: "#1b6e3a", reject: "#6f42c1", quarantine: "#0969da" };
+    const lines = [];
+    for (const [name, c] of Object.entries(s.cutoffs)) {
+      const short = name.split("_")[0];
+      if (c.value !== null) lines.push([short + (c.pinned ? " (pinned)" : ""), c.value, CUT[short] || "#444"]);
+    }
     lines.forEach(([name, p, color], k) => {
       if (p === null) return;
       const x = L + p * (W - L - R);
@@ -261,7 +259,7 @@
       try {
         for (const name of Object.keys(lastState ? lastState.cutoffs : {})) {
           const text = $(name).value.trim();
-          const now = lastState ? lastState.cutoffs[name].value : null;
+          const c = lastState.cutoffs[name], now = c.pinned ? c.value : null;
           const value = text === "" ? null : Number(text);
           if (value !== now) await call("POST", "/console/cutoff", { name, value });
         }

@@ -311,6 +311,14 @@ def test_the_page_in_chromium(daemon, browser):
     width = browser.execute_script("return document.documentElement.scrollWidth")
     assert width <= 390, f"the page is {width} px wide on a 390 px phone"
 
+    # a user's own counts, on request: the user named in the form
+    browser.set_window_size(1280, 900)
+    find(By.ID, "user").send_keys("Alice@example.com")
+    find(By.ID, "learn-ham").click()
+    _text(browser, "#learned", lambda t: t == "learned as ham")
+    _text(browser, "dd[data-name='alice@example.com: learned ham']", lambda t: t == "1")
+    assert d.request("GET", "/stat?user=alice@example.com")[1]["user"]["learned"] == {"spam": 0.0, "ham": 1.0}
+
     # from the browser, a post without the session's token is refused, and after logging out all are
     status = browser.execute_async_script(
         "const done = arguments[arguments.length - 1]; fetch('/console/cutoff', {method: 'POST', headers: "

@@ -39,7 +39,8 @@
   }
 
   async function refresh() {
-    const state = await call("GET", "/console/state");
+    const user = $("user") ? $("user").value.trim() : "";
+    const state = await call("GET", "/console/state" + (user ? "?user=" + encodeURIComponent(user) : ""));
     if (!state.logged_in) {
       csrf = null;
       show(false);
@@ -68,8 +69,13 @@
       rows.push([label, c.value === null ? "none" : c.value.toFixed(6) + " (" + c.why + ")"]);
     }
     if (st.journal_records !== null && st.journal_records !== undefined) rows.push(["journal records", String(st.journal_records)]);
+    if (st.user) {  // the user named in the scan form
+      rows.push([st.user.name + ": learned spam", String(st.user.learned.spam)],
+                [st.user.name + ": learned ham", String(st.user.learned.ham)],
+                [st.user.name + ": own filter's weight", st.user.weight.toFixed(3)]);
+    }
     for (const [k, v] of rows) { dl.append(el("dt", {}, k)); dl.append(el("dd", { "data-name": k }, v)); }
-    $("why").textContent = st.operating_point ? "Why this threshold: " + st.operating_point : "";
+    $("why").textContent = st.operating_point ? "Why these thresholds: " + st.operating_point : "";
     cutoffFields(s.cutoffs);
   }
 
@@ -236,6 +242,7 @@
       ev.preventDefault();
       try { await call("POST", "/console/logout", {}); } finally { csrf = null; show(false); }
     });
+    $("user").addEventListener("change", () => { refresh().catch(() => {}); });
     $("upload").addEventListener("change", async () => {
       const file = $("upload").files[0];
       if (file) $("message").value = await file.text();

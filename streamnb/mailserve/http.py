@@ -13,6 +13,8 @@
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
 ``GET /healthz``          ``{"status": "ok", "pid": N}`` (N: the process that answered)
 ``GET /metrics``          Prometheus text
+``GET /``                 the admin's page, on the listener that learns
+                          (:mod:`streamnb.mailserve.console`)
 ========================  ==============================================================
 
 Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the hard limit,
@@ -227,12 +229,13 @@ async def metrics(request: web.Request) -> web.Response:
 
 def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, timeout: float = 30.0,
              max_connections: int = 256, authority: Authority | None = None, learn: bool = True,
-             mta: Iterable[str] = ()) -> web.Application:  # fmt: skip
+             mta: Iterable[str] = (), console: bool = False) -> web.Application:  # fmt: skip
     """The aiohttp application of the HTTP listener: learns are allowed as ``authority`` says
     (None: every learn, for the daemon's private socket), none at all unless ``learn``; the
     ``mta`` addresses are served beyond ``max_connections`` requests in progress (their
     connections are bounded by the listener's slots), so slow clients elsewhere cannot hold
-    every request slot the MTA needs."""
+    every request slot the MTA needs. With ``console`` (and an ``authority``) it serves the
+    admin's page (:mod:`streamnb.mailserve.console`) at ``GET /``."""
     app = web.Application(middlewares=[_guard], client_max_size=max_body)
     app[SERVICE] = service
     app[LIMITS] = {"max_bytes": max_bytes, "max_body": max_body, "timeout": timeout,
@@ -245,4 +248,8 @@ def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, tim
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/ping", ping)
     app.router.add_get("/metrics", metrics)
+    if console and authority is not None:
+        from streamnb.mailserve.console import add_console
+
+        add_console(app, service, authority, os.getpid())
     return app

@@ -106,11 +106,12 @@ class Answering:
 
 
 async def app_runner(service: MailService, listeners: Listeners, authority: Authority | None,
-                     learn: bool = True) -> web.AppRunner:  # fmt: skip
+                     learn: bool = True, console: bool = False) -> web.AppRunner:  # fmt: skip
     """The HTTP app of ``service`` with the listeners' bounds, set up for a site to serve;
-    learns allowed as ``authority`` says (None: all), none unless ``learn``."""
+    learns allowed as ``authority`` says (None: all), none unless ``learn``; the admin's page
+    with ``console``."""
     app = make_app(service, service.config.max_bytes, listeners.max_body, listeners.timeout,
-                   listeners.max_connections, authority, learn, listeners.mta)
+                   listeners.max_connections, authority, learn, listeners.mta, console)
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
     await runner.setup()
     return runner
@@ -121,7 +122,10 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
     """This process answering with ``service`` on ``sockets`` (``"http"``: the HTTP app;
     ``"milter"``: the milter), accepting while it holds the fewest connections of the processes
     sharing ``load_path`` (its slot ``slot``; None: this process alone)."""
-    runner = await app_runner(service, listeners, listeners.authority(), learn=listeners.controller is None)
+    # the page where learns are, when one process answers there (its sessions and history are its own)
+    learn = listeners.controller is None
+    runner = await app_runner(service, listeners, listeners.authority(), learn=learn,
+                              console=learn and listeners.workers == 1)  # fmt: skip
     milter = None
     if listeners.milter is not None:
         from streamnb.mailserve.milter_bridge import milter_server
@@ -279,7 +283,7 @@ async def _controller(service: MailService, listeners: Listeners) -> web.AppRunn
             os.umask(old)
         return runner
     host, _, port = where.rpartition(":")
-    runner = await app_runner(service, listeners, listeners.authority())
+    runner = await app_runner(service, listeners, listeners.authority(), console=True)
     await web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port), backlog=LISTEN_BACKLOG).start()
     return runner
 

@@ -4,6 +4,7 @@ snapshots and metrics, one place for the HTTP and the milter side."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -12,13 +13,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from streamnb.exceptions import InvalidEventError
 from streamnb.mailserve.filters import Learned, MailFilters
+from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder
 from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
-__all__ = ["Check", "MailService", "ServeConfig", "event", "events"]
+__all__ = ["CUTOFFS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
 
 log = logging.getLogger("streamnb.mailserve")
 #: One JSON object per line: a message checked, a learn, the daemon's start and stop.
@@ -130,6 +133,26 @@ class Check:
         }  # fmt: skip
 
 
+#: The cut-offs an admin may pin at run time (:meth:`MailService.pin_cutoff`), with what each
+#: does (the admin's page shows it): the model's, pinned on the shared filter
+#: (:meth:`~streamnb.spam.SpamFilter.pin_cutoffs`, as ``--spam-cutoff``, ``--ham-cutoff``,
+#: ``--reject-cutoff``), then the daemon's, a field of :class:`ServeConfig`.
+CUTOFFS = {"spam_cutoff": "Spam at or above spamicity", "ham_cutoff": "Ham below spamicity",
+           "reject_cutoff": "Reject spam at or above spamicity",
+           "quarantine_above": "Quarantine spam at or above spamicity"}  # fmt: skip
+_MODEL_CUTOFFS = ("spam_cutoff", "ham_cutoff", "reject_cutoff")
+
+
+def pushes(evidence: list[TokenScore], top: int = 5) -> list[tuple[str, float]]:
+    """The ``top`` tokens that pushed hardest towards spam, then the ``top`` towards ham, as
+    ``(token, log-odds)``."""
+    out = []
+    for sign in (1.0, -1.0):
+        side = sorted((t for t in evidence if sign * t.log_odds > 0), key=lambda t: -abs(t.log_odds))
+        out += [(str(t.token), t.log_odds) for t in side[:top]]
+    return out
+
+
 def _p(logit: float) -> float:
     if logit > 700:
         return 1.0
@@ -163,6 +186,9 @@ class MailService:
         self.metrics = Metrics()
         self.metrics.users.set(self.filters.users.n_resident())
         self.scanned: dict[str, int] = {}  # checks by action, of this process
+        self.history = History()  # the last verdicts of this process, for the admin's page
+        self.cutoff_reasons = {name: f"--{name.replace('_', '-')} at start"
+                               for name in CUTOFFS if getattr(config, name) is not None}  # fmt: skip
         self._snapshot_lock = asyncio.Lock()
         self._last_snapshot = time.monotonic()
 
@@ -188,11 +214,65 @@ class MailService:
         return Check(verdict, user, action, evidence, quarantine, reject, cfg.headers)
 
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
-        """The JSON log line of a message checked."""
+        """The JSON log line of a message checked, and its entry in :attr:`history`."""
         v = check.verdict
+        self.history.record(Entry(time.time(), message_id(raw), check.user, v.label, v.score, check.action,
+                                  pushes(check.evidence), seconds))  # fmt: skip
         event({"event": "check", "queue_id": queue_id or None, "message_id": message_id(raw), "user": check.user,
                "label": v.label, "score": _clip(v.logit), "spamicity": round(v.score, 6), "action": check.action,
                "tokens": v.n_tokens, "ms": round(seconds * 1000, 3)})  # fmt: skip
+
+    # -- cut-offs --------------------------------------------------------------------------
+    def cutoffs(self) -> dict[str, Any]:
+        """The cut-offs of :data:`CUTOFFS` in force (spamicities; None: none), each with why
+        (the model's reason, ``pinned``, ``default`` or ``calibrated``, and who pinned it),
+        whether it is pinned and what it does."""
+        model = self.filters.shared.cutoffs()
+        point = self.filters.shared.operating_point
+        pins = point.pins() if point is not None else {}
+        out: dict[str, Any] = {}
+        for name in _MODEL_CUTOFFS:
+            short = name.split("_")[0]
+            pinned = pins.get(short) is not None
+            why = model.get(f"{short}_reason", "pinned" if model.get(name) is not None else None)
+            if pinned and name in self.cutoff_reasons:
+                why = f"{why}: {self.cutoff_reasons[name]}"
+            out[name] = {"value": model.get(name), "why": why, "pinned": pinned, "label": CUTOFFS[name]}
+        value = self.config.quarantine_above
+        out["quarantine_above"] = {"value": value, "why": self.cutoff_reasons.get("quarantine_above"),
+                                   "pinned": value is not None, "label": CUTOFFS["quarantine_above"]}  # fmt: skip
+        return out
+
+    async def pin_cutoff(self, name: str, value: float | None, why: str) -> None:
+        """Pin the cut-off ``name`` (one of :data:`CUTOFFS`) at the spamicity ``value`` (None:
+        free it: the model's follows its default or calibration again, the daemon's is off) for
+        the checks from now on; a model's cut-off is kept in the model (a snapshot is written).
+        :class:`InvalidEventError` (and nothing changed) for an unknown name, a value outside
+        [0, 1], or cut-offs out of order (ham <= spam <= reject)."""
+        if name not in CUTOFFS:
+            raise InvalidEventError(f"unknown cut-off {name!r} (expected one of {', '.join(CUTOFFS)})")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, float) or not 0.0 <= value <= 1.0):
+            raise InvalidEventError(f"{name}: expected a spamicity in [0, 1] or null, got {value!r}")
+        if self.writer is not None:
+            raise InvalidEventError("cut-offs are pinned in the writing process (the --controller listener)")
+        if name in _MODEL_CUTOFFS:
+            shared = self.filters.shared
+            if value is None:
+                shared.unpin_cutoffs(**{n: n == name for n in _MODEL_CUTOFFS})
+            else:
+                pin: dict[str, Any] = {name: value}
+                shared.pin_cutoffs(**pin)
+            self.filters.learns_since_snapshot += 1  # the model changed: the next snapshot keeps it
+        else:
+            changed: dict[str, Any] = {name: value}
+            self.config = dataclasses.replace(self.config, **changed)
+        if value is None:
+            self.cutoff_reasons.pop(name, None)
+        else:
+            self.cutoff_reasons[name] = why
+        event({"event": "cutoff", "name": name, "value": value, "why": why})
+        if name in _MODEL_CUTOFFS:
+            await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:

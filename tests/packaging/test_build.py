@@ -57,6 +57,8 @@ def test_build_check_and_install_the_wheel_into_a_clean_venv(tmp_path):
         entry_points = whl.read("streamnb-0.1.0.dist-info/entry_points.txt").decode()
     assert {"streamnb/py.typed", "streamnb/datasets/data/SMSSpamCollection",
             "streamnb-0.1.0.dist-info/licenses/LICENSE"} <= in_wheel  # fmt: skip
+    page = {f"streamnb/mailserve/console_assets/{name}" for name in ("index.html", "console.css", "console.js")}
+    assert page <= in_sdist and page <= in_wheel  # the mail daemon's admin page
     assert not any(name.startswith("tests/") for name in in_wheel)
     assert "License-Expression: BSD-3-Clause" in metadata and "streamnb = streamnb.cli:main" in entry_points
     compiled = shutil.which(os.environ.get("CC", "cc")) is not None  # optional: built where it can be

@@ -45,6 +45,7 @@ class BaseNB(base.MiniBatchClassifier):
         self._log_prior_cache: np.ndarray | None = None
         self._class_flat: tuple = ()  # see class_view
         self._class_flat_key: tuple | None = None
+        self._class_weights: Any = None  # the class_view held for each event's posterior
 
     # -- to be provided by each learner ----------------------------------------------------
     def _make_parts(self) -> dict[str, Part]:
@@ -271,8 +272,8 @@ class BaseNB(base.MiniBatchClassifier):
         """The posterior of one event's joint log-likelihoods ``jll`` (per class, without the
         prior): :func:`streamnb.stats.cells.posterior`, or where it cannot (values that are not
         finite) :func:`posterior_one`."""
-        counts, (step,) = self.class_view()
-        p = event_ops.posterior(jll, counts, step)
+        self.class_view()
+        p = self._class_weights.posterior(jll)
         if p is None:
             p = posterior_one(jll, self._log_prior_one())
         return dict(zip(self._classes.keys, p))
@@ -280,6 +281,7 @@ class BaseNB(base.MiniBatchClassifier):
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_class_flat"], state["_class_flat_key"] = (), None  # memoryviews: never copied
+        state["_class_weights"] = None
         return state
 
     def class_ids(self) -> Mapping[Hashable, int]:
@@ -298,6 +300,7 @@ class BaseNB(base.MiniBatchClassifier):
         if self._class_flat_key != (cc.generation, len(self._classes.keys)):
             cc.fit()
             self._class_flat = cc.flat("n")
+            self._class_weights = event_ops.ClassWeights(self._class_flat[0], self._class_flat[1][0])
             self._class_flat_key = (cc.generation, len(self._classes.keys))
         return self._class_flat
 

@@ -135,16 +135,15 @@ class CategoricalPart(SmoothedPart):
             return False
         return self._event_cells().learn(x, self.cells.ids, self.features.ids, k, w, *self._fast_args())
 
-    def _scored(self, x: dict) -> bool:
-        """Whether ``x`` and this part's settings are those of :meth:`CategoryCells.score`."""
-        return self.alpha > 0 and self.epsilon == 0 and not self._strings_only_refused(x)
-
     def joint_fast(self, x: dict) -> list | None:
-        if not self._scored(x):
+        # the settings and events of CategoryCells.score (tested inline: this runs per event)
+        if not (self.alpha > 0 and self.epsilon == 0) or (
+                self.fast_strings_only and self._strings_only_refused(x)):
             return None
-        return self._event_cells().joint(x, self.cells.ids, self.features.ids, self._values_per_feature(),
-                                         len(self.classes.keys), self.alpha, self.unseen == "smooth",
-                                         *self._fast_args())
+        self._scalar()  # the cells current
+        return self._cells.joint(x, self.cells.ids, self.features.ids, self._values_per_feature(),
+                                 len(self.classes.keys), self.alpha, self.unseen == "smooth",
+                                 *self._fast_args())
 
     def joint_one(self, prepared: tuple[list, list]) -> list:
         feats, cells = prepared

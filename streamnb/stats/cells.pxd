@@ -2,14 +2,19 @@
 cimport cython
 from libc cimport math
 
-cdef double MAX_ABS, _LOG_2PI, _NAN
+cdef double MAX_ABS, _LOG_2PI, _NAN, _INF
 
 cpdef double number(object value)
 
 cpdef object split_strings(dict x, object kinds=*)
 
-@cython.locals(total=double, v=double, shift=double, top=double, m=double)
+@cython.locals(total=double, v=double, shift=double, top=double, m=double, e=double)
 cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)
+
+cdef class ClassWeights:
+    cdef double[::1] counts
+    cdef Py_ssize_t step
+    cpdef object posterior(self, list jll)
 
 cdef class Event:
     cdef long long[::1] ids

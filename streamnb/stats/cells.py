@@ -24,12 +24,14 @@ from array import array
 from math import fsum
 from typing import Any
 
-__all__ = ["MAX_ABS", "CountCells", "Event", "WelfordCells", "number", "posterior", "split_strings"]
+__all__ = ["MAX_ABS", "ClassWeights", "CountCells", "Event", "WelfordCells", "number", "posterior",
+           "split_strings"]
 
 #: The largest magnitude of a plain value (as :data:`streamnb.naive_bayes.checks.MAX_ABS`).
 MAX_ABS = 1e100
 _LOG_2PI = 1.8378770664093453  # math.log(2 * math.pi)
 _NAN = float("nan")
+_INF = math.inf
 
 
 def number(value: object) -> float:
@@ -96,14 +98,14 @@ def posterior(jll: list, counts: Any, step: int) -> list | None:
         return None
     if step < 0 or (n_classes - 1) * step >= len(counts):
         raise IndexError("streamnb: a class outside its counts")
-    n = [0.0] * n_classes
-    for c in range(n_classes):
-        n[c] = counts[c * step]
-    total = fsum(n)
+    if n_classes == 2:  # one rounding: what fsum gives
+        total = counts[0] + counts[step]
+    else:
+        total = fsum([counts[c * step] for c in range(n_classes)])
     if not (total > 0.0 and math.isfinite(total)):
         return None
     log_total = math.log(total)
-    shift = -math.inf
+    shift = -_INF
     for c in range(n_classes):
         v = jll[c]
         if not math.isfinite(v):
@@ -111,21 +113,42 @@ def posterior(jll: list, counts: Any, step: int) -> list | None:
         if v > shift:
             shift = v
     u = [0.0] * n_classes
-    top = -math.inf
+    top = -_INF
     for c in range(n_classes):
-        m = n[c]
-        v = (math.log(m) - log_total if m > 0.0 else -math.inf) + (jll[c] - shift)
+        m = counts[c * step]
+        v = (math.log(m) - log_total if m > 0.0 else -_INF) + (jll[c] - shift)
         if not math.isfinite(v):
             return None
         u[c] = v
         if v > top:
             top = v
+    total = 0.0
     for c in range(n_classes):
-        u[c] = math.exp(u[c] - top)
-    total = fsum(u)
+        e = math.exp(u[c] - top)
+        u[c] = e
+        total += e
+    if n_classes > 2:
+        total = fsum(u)
     for c in range(n_classes):
         u[c] = u[c] / total
     return u
+
+
+class ClassWeights:
+    """The class counts' flat view (class ``c`` has weight ``counts[c * step]``), taken once and
+    held while it is valid, for the :func:`posterior` of each event: compiled, the view is not
+    acquired again per event.
+
+    >>> ClassWeights(memoryview(array("d", [3.0, 1.0])), 1).posterior([0.0, 0.0])
+    [0.75, 0.25]
+    """
+
+    def __init__(self, counts: Any, step: int) -> None:
+        self.counts, self.step = counts, step
+
+    def posterior(self, jll: list) -> list | None:
+        """:func:`posterior` of ``jll`` with these class counts."""
+        return posterior(jll, self.counts, self.step)
 
 
 class Event:

@@ -396,6 +396,22 @@ def test_posterior_is_posterior_one_bit_for_bit(module):
 
 
 @pytest.mark.parametrize("module", MODULES)
+def test_class_weights_answer_the_posterior_of_the_counts_they_hold(module):
+    """ClassWeights holds the view once: its posterior is posterior's, and follows the counts
+    written through the view afterwards (the learners add each event's weight there)."""
+    data = np.array([3.0, 7.0, 1.0, 7.0, 0.5, 7.0])
+    view = class_counts(data)
+    for n_classes in (1, 2, 3):
+        held = module.ClassWeights(view, 2)
+        jll = [-1.5 * c for c in range(n_classes)]
+        assert held.posterior(jll) == module.posterior(jll, view, 2)
+        view[2] += 1.0
+        assert held.posterior(jll) == module.posterior(jll, view, 2)
+    with pytest.raises(IndexError):
+        module.ClassWeights(view, 2).posterior([0.0] * 4)
+
+
+@pytest.mark.parametrize("module", MODULES)
 def test_posterior_leaves_what_is_not_finite_to_the_general_path(module):
     counts = class_counts([1.0, 2.0])
     for jll in ([-math.inf, 0.0], [math.inf, 0.0], [math.nan, 0.0], [-math.inf, -math.inf]):

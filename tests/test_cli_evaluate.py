@@ -57,7 +57,7 @@ def test_evaluate_prints_metric_names_in_words_and_where_the_plots_went(tmp_path
     assert names == ["accuracy", "spam caught (recall)", "ham called spam", "spam verdicts right (precision)",
                      "F1 score", "Matthews correlation (MCC)", "ROC AUC", "(1 - ROC AUC) x 100",
                      "spam missed at 0.1% ham called spam", "unsure (delivered as ham)", "messages per second"]
-    assert lines[1].split() == ["accuracy", "85.33%"] and lines[2].split()[-1] == "0.00%" and lines[3].split() == ["ham", "called", "spam", "0.00%"]
+    assert lines[1].split() == ["accuracy", "90.67%"] and lines[2].split()[-1] == "36.36%" and lines[3].split() == ["ham", "called", "spam", "0.00%"]
     assert len({len(line) for line in lines[1:-2]}) == 1  # one column of values, right-aligned
     assert lines[-2:] == [f"plot written to {plot}", f"ROC curve written to {roc}"]
     assert plot.read_bytes()[:8] == roc.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from streamnb.drift.base import DriftWrapper
-from streamnb.exceptions import InvalidEventError
+from streamnb.exceptions import InvalidEventError, StreamnbError
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame_arg
 
 __all__ = ["Forgetful"]
@@ -178,11 +178,19 @@ class Forgetful(DriftWrapper):
         now = t if self._now is None else max(self._now, t)
         if self._ref is None:
             self._ref = t
+        before = None
         if self._growth(t) > MAX_GROWTH or self._until_relearn() == 1:
-            # a structure is computed from statistics to scale (pseudo-counts are not scale-free)
+            # a structure is computed from statistics to scale (pseudo-counts are not scale-free);
+            # a copy to put back if the event is rejected (the rebase costs the model's size too)
+            before = (copy.deepcopy(self.model), self._ref)
             self._rebase(now)
         scale = 2.0 ** self._growth(t)
-        self.model.learn_one(self._features(x), y, w * scale if scale != 1.0 else w, **kwargs)
+        try:
+            self.model.learn_one(self._features(x), y, w * scale if scale != 1.0 else w, **kwargs)
+        except StreamnbError:
+            if before is not None:  # a rejected event changes nothing, not even the scale
+                self.model, self._ref = before
+            raise
         self._events += 1
         self._now = now
 

@@ -113,3 +113,18 @@ def test_state_roundtrip_and_decay():
     assert math.isclose(model.n_seen, n / 2, rel_tol=1e-12)
     with pytest.raises(ValueError):
         Forgetful(streamnb.GaussianNB(), half_life=0)
+
+
+@pytest.mark.parametrize("relearn_every", [1, 3])
+def test_a_rejected_event_changes_nothing_where_the_statistics_are_rescaled(relearn_every):
+    """Before a relearn the statistics are brought to scale, then the event is learned; a
+    rejected event was rescaled anyway, so the saved bytes changed."""
+    from streamnb import persistence
+
+    model = Forgetful(streamnb.TANClassifier(relearn_every=relearn_every), half_life=30.0)
+    for i in range(5):
+        model.learn_one({"a": "xy"[i % 2], "b": "z"}, "cd"[i % 2])
+        before = persistence.dumps(model)
+        with pytest.raises(InvalidEventError):
+            model.learn_one({"a": {3}}, "c")
+        assert persistence.dumps(model) == before

@@ -209,13 +209,23 @@ class Forgetful(DriftWrapper):
                 raise InvalidEventError("missing the clock feature", self.clock)
             t = np.array([_time_value(v, self.clock) for v in X[self.clock]], dtype=np.float64)
         frame = self._features_frame(X)
+        # all or nothing: a batch that rescales the statistics (a relearn in it, or past the
+        # growth limit) learns in chunks, so a copy is kept to put back if a row is rejected
+        # (the rescaling costs the model's size too); otherwise only the clock is
+        due, ref = self._until_relearn(), float(t[0]) if self._ref is None else self._ref
+        rescales = (due is not None and due <= n) or (float(t.max()) - ref) / self.half_life > MAX_GROWTH
+        before = (copy.deepcopy(self.model) if rescales else self.model, self._ref, self._now, self._events)
         start = 0
-        while start < n:
-            due = self._until_relearn()
-            stop = n if due is None else min(n, start + due)
-            self._learn_chunk(frame.iloc[start:stop], y.iloc[start:stop], weights[start:stop],
-                              t[start:stop], due == stop - start, **kwargs)
-            start = stop
+        try:
+            while start < n:
+                due = self._until_relearn()
+                stop = n if due is None else min(n, start + due)
+                self._learn_chunk(frame.iloc[start:stop], y.iloc[start:stop], weights[start:stop],
+                                  t[start:stop], due == stop - start, **kwargs)
+                start = stop
+        except StreamnbError:
+            self.model, self._ref, self._now, self._events = before
+            raise
 
     def _learn_chunk(self, X: pd.DataFrame, y: pd.Series, w: np.ndarray, t: np.ndarray,
                      relearns: bool, **kwargs: Any) -> None:

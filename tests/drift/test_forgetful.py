@@ -128,3 +128,20 @@ def test_a_rejected_event_changes_nothing_where_the_statistics_are_rescaled(rele
         with pytest.raises(InvalidEventError):
             model.learn_one({"a": {3}}, "c")
         assert persistence.dumps(model) == before
+
+
+@pytest.mark.parametrize("relearn_every", [1, 3])
+def test_a_rejected_batch_changes_nothing(relearn_every):
+    """A batch is learned in chunks up to each relearn; a bad row in a later chunk left the
+    earlier chunks learned, and the statistics rescaled."""
+    from streamnb import persistence
+
+    model = Forgetful(streamnb.TANClassifier(relearn_every=relearn_every), half_life=30.0)
+    bad = pd.DataFrame({"a": ["x", "y", "x", "y", {3}], "b": ["z"] * 5})
+    labels = pd.Series(["c", "d", "c", "d", "c"])
+    for _ in range(3):
+        before = persistence.dumps(model)
+        with pytest.raises(InvalidEventError):
+            model.learn_many(bad, labels)
+        assert persistence.dumps(model) == before
+        model.learn_one({"a": "x", "b": "z"}, "c")

@@ -13,7 +13,7 @@ DEMO_STAMP := $(VENV)/.installed-demo-$(HASH)
 DEV_STAMP  := $(VENV)/.installed-dev-$(HASH)
 BUILD_FILES := pyproject.toml setup.py $(COMPILED)
 
-.PHONY: setup demo test test-pure typecheck docs bench clean
+.PHONY: setup demo test test-pure typecheck docs bench fuzz clean
 
 setup: $(DEV_STAMP)
 
@@ -46,6 +46,12 @@ test: $(DEV_STAMP)
 # that compare the compiled path with the Python one skip)
 test-pure: $(DEV_STAMP)
 	STREAMNB_PURE_PYTHON=1 $(PYTEST)
+
+# the stream fuzzer's long profile (tests/fuzz: 50 streams of 300 events per configuration),
+# compiled (and compared with pure Python), then on the pure-Python path; each prints its table
+fuzz: $(DEV_STAMP)
+	STREAMNB_FUZZ=long $(BIN)/python -m pytest -q -p no:randomly tests/fuzz
+	STREAMNB_FUZZ=long STREAMNB_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:randomly tests/fuzz
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/python -m mypy

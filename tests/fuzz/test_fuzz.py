@@ -1,0 +1,64 @@
+"""The stream fuzzer in the suite (see :mod:`tests.fuzz`): every configuration, the profile's
+streams (``STREAMNB_FUZZ=long`` for the long one), every oracle; warnings are errors.
+
+A failure prints one line per failing stream: configuration, seed, operation, oracle, and the
+command that replays it. A stream stops at its first failure, so a known failure (``KNOWN``)
+hides what the rest of that stream would have found.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from tests.conftest import needs_native
+from tests.fuzz.configs import CONFIGS
+from tests.fuzz.harness import Outcome
+from tests.fuzz.runner import profile, python_outcome, repro, run_stream, tally
+
+PROFILE = profile()
+
+#: (configuration, oracle) pairs the short profile fails today, each a bug listed in issue 38:
+#: strict xfail, so that each entry turns red when its fix lands, and is then removed.
+KNOWN: dict[tuple[str, str], str] = {}
+
+
+@functools.cache
+def outcomes(name: str) -> list[tuple[int, Outcome]]:
+    return [(seed, run_stream(name, seed, PROFILE.events)) for seed in range(PROFILE.streams)]
+
+
+def failures(name: str, oracle: str | None = None) -> list[str]:
+    return [repro(name, seed, PROFILE.events, out) for seed, out in outcomes(name)
+            if out.failure is not None and (out.failure.oracle == oracle if oracle
+                                            else (name, out.failure.oracle) not in KNOWN)]
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_streams_keep_every_promise(name: str) -> None:
+    tally(name, [out for _, out in outcomes(name)])
+    found = failures(name)
+    assert not found, "\n" + "\n".join(found)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("name, oracle", [pytest.param(name, oracle, marks=pytest.mark.xfail(strict=True, reason=why))
+                                          for (name, oracle), why in sorted(KNOWN.items())])
+def test_known_failures(name: str, oracle: str) -> None:
+    found = failures(name, oracle)
+    assert not found, "\n" + "\n".join(found)
+
+
+@needs_native
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_compiled_equals_python(name: str) -> None:
+    """The same streams on the pure-Python path: the same bits, errors and saved bytes."""
+    found = []
+    for seed, compiled in outcomes(name):
+        pure = python_outcome(name, seed, PROFILE.events, compiled)
+        if pure.failure is not None and pure.failure.oracle == "compiled-vs-python":
+            found.append(repro(name, seed, PROFILE.events, pure, python=True))
+    assert not found, "\n" + "\n".join(found)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import functools
 
 import pytest
+from river import base as river_base
+
+import streamnb
 
 from tests.conftest import needs_native
 from tests.fuzz.configs import CONFIGS
@@ -73,6 +76,19 @@ def failures(name: str, oracle: str | None = None) -> list[str]:
     return [repro(name, seed, PROFILE.events, out) for seed, out in outcomes(name)
             if out.failure is not None and (out.failure.oracle == oracle if oracle
                                             else (name, out.failure.oracle) not in KNOWN)]
+
+
+def test_every_public_learner_is_fuzzed():
+    """Every River classifier streamnb exports is in some configuration (alone or wrapped)."""
+    exported = {n for n in streamnb.__all__ if isinstance(getattr(streamnb, n), type)
+                and issubclass(getattr(streamnb, n), river_base.Classifier)}
+    fuzzed = set()
+    for config in CONFIGS.values():
+        model = config.make()
+        while model is not None:
+            fuzzed.add(type(model).__name__)
+            model = getattr(model, "model", None)
+    assert exported <= fuzzed, exported - fuzzed
 
 
 @pytest.mark.filterwarnings("error")

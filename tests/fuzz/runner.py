@@ -57,8 +57,9 @@ def repro(name: str, seed: int, events: int, outcome: Outcome, python: bool = Fa
     """The failure in one line, with the command that replays it."""
     assert outcome.failure is not None
     flag = " --compare-python" if python else ""
+    env = "STREAMNB_PURE_PYTHON=1 " if os.environ.get("STREAMNB_PURE_PYTHON") else ""
     return (f"[{name} seed={seed} op={outcome.at}] {outcome.failure.oracle}: {outcome.failure.detail[:300]}\n"
-            f"    replay: python -m tests.fuzz --config {name} --seed {seed} --events {events}{flag}")
+            f"    replay: {env}.venv/bin/python -m tests.fuzz --config {name} --seed {seed} --events {events}{flag}")
 
 
 #: configuration -> [streams, events, operations, failures], filled as the tests run

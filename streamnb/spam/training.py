@@ -7,6 +7,7 @@ from typing import Any
 
 from river import base
 
+from streamnb.naive_bayes.checks import check_label
 from streamnb.spam.filter import SpamFilter
 from streamnb.spam.operating import HAM, SPAM
 
@@ -96,6 +97,7 @@ class Trainer(base.Wrapper, base.Classifier):
         return self.model.predict_proba_one(x).get(y, 0.0) < self.confidence
 
     def learn_one(self, x: Mapping, y: Hashable, **kwargs: Any) -> None:
+        check_label(y)  # before the regime looks the label up (an unhashable one would raise TypeError)
         if self.wants(x, y):
             self.model.learn_one(x, y, **kwargs)  # a rejected event raises here: nothing counted
             self.n_learned += 1

@@ -139,3 +139,35 @@ def test_a_rejected_event_or_batch_changes_nothing_even_where_the_past_is_rescal
     for m in (model, clean):
         m.learn_many(pd.DataFrame(rows), pd.Series(["ab"[i % 2] for i in range(7)]))
     assert dumps(model) == dumps(clean)
+
+
+@pytest.mark.parametrize("relearn_every", [1, 3])
+def test_a_rejected_event_changes_nothing_where_the_statistics_are_rescaled(relearn_every):
+    """Before a relearn the statistics are brought to scale, then the event is learned; a
+    rejected event was rescaled anyway, so the saved bytes changed."""
+    from streamnb import persistence
+
+    model = Forgetful(streamnb.TANClassifier(relearn_every=relearn_every), half_life=30.0)
+    for i in range(5):
+        model.learn_one({"a": "xy"[i % 2], "b": "z"}, "cd"[i % 2])
+        before = persistence.dumps(model)
+        with pytest.raises(InvalidEventError):
+            model.learn_one({"a": {3}}, "c")
+        assert persistence.dumps(model) == before
+
+
+@pytest.mark.parametrize("relearn_every", [1, 3])
+def test_a_rejected_batch_changes_nothing(relearn_every):
+    """A batch is learned in chunks up to each relearn; a bad row in a later chunk left the
+    earlier chunks learned, and the statistics rescaled."""
+    from streamnb import persistence
+
+    model = Forgetful(streamnb.TANClassifier(relearn_every=relearn_every), half_life=30.0)
+    bad = pd.DataFrame({"a": ["x", "y", "x", "y", {3}], "b": ["z"] * 5})
+    labels = pd.Series(["c", "d", "c", "d", "c"])
+    for _ in range(3):
+        before = persistence.dumps(model)
+        with pytest.raises(InvalidEventError):
+            model.learn_many(bad, labels)
+        assert persistence.dumps(model) == before
+        model.learn_one({"a": "x", "b": "z"}, "c")

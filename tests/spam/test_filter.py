@@ -10,6 +10,7 @@ import pytest
 from river import checks, compose
 
 import streamnb
+from streamnb import persistence
 from streamnb.evaluate import evaluate, main, metrics, roc_auc
 from streamnb.exceptions import InvalidEventError
 from streamnb.persistence import to_plain
@@ -197,3 +198,17 @@ def test_evaluate_metrics_and_command(tmp_path):
     bad.write_text('{"txt": 1}\n')
     with pytest.raises(SystemExit):
         main([str(bad)])
+
+
+@pytest.mark.parametrize("regime", ["everything", "on_error", "unsure"])
+@pytest.mark.parametrize("label", [["spam"], None, float("nan")])
+def test_trainer_rejects_a_bad_label_and_changes_nothing(regime, label):
+    """An unhashable label reached the regime's lookup (``n_messages.get(y)``) and raised
+    ``TypeError``; it is an ``InvalidEventError`` whatever the regime, and nothing is counted."""
+    trainer = Trainer(SpamFilter(), regime=regime)
+    trainer.learn_one({"cheap": 1}, "spam")
+    trainer.learn_one({"lunch": 1}, "ham")
+    before = (persistence.dumps(trainer.model), trainer.n_seen, trainer.n_learned)
+    with pytest.raises(streamnb.InvalidEventError):
+        trainer.learn_one({"cheap": 1}, label)
+    assert (persistence.dumps(trainer.model), trainer.n_seen, trainer.n_learned) == before

@@ -421,11 +421,29 @@ class PerKey(base.Wrapper, base.Classifier):
         blended with it, with weight ``max(1, shared.n_seen / takeover)``; ``shared`` alone for
         an event of no key or a key with no learner."""
         key, features = self.split(x)
-        user = None if key is None else self.learner(key)
-        if user is None:
+        if key is None:
             return shared.predict_proba_one(features)
-        weight = max(1.0, float(shared.n_seen) / self.takeover) * key_share(user, self.min_key_learns)
-        return getattr(shared, BLEND)(features, user, weight)
+        # as in learning, a refused event changes nothing: the key moves to the most recent
+        # place, and a key read back for it makes another leave, only once it is answered
+        user = self._users.get(key)
+        resident = user is not None
+        if user is None:
+            user = self._read(key, create=False)
+        try:
+            if user is None:
+                return shared.predict_proba_one(features)
+            weight = max(1.0, float(shared.n_seen) / self.takeover) * key_share(user, self.min_key_learns)
+            proba = getattr(shared, BLEND)(features, user, weight)
+        except InvalidEventError:
+            if not resident and user is not None:  # read back for an event refused: gone again
+                self._users.pop(key, None)
+                self._positions.pop(key, None)
+            raise
+        if resident:
+            self._users.move_to_end(key)
+        else:
+            self._evict()
+        return proba
 
     # -- merging ---------------------------------------------------------------------------
     def merge(self, other: PerKey) -> PerKey:

@@ -213,6 +213,27 @@ def test_a_rejected_event_of_a_known_key_keeps_the_recency_order(tmp_path):
     assert persistence.dumps(model.model) == persistence.dumps(clean.model)
 
 
+def test_a_refused_prediction_keeps_the_recency_order_and_reads_back_nothing(tmp_path):
+    """A prediction of an event refused changes nothing either: a resident key stays where it
+    was, and a key read back from the store for it is dropped again, evicting no one."""
+    def keys(path):
+        model = PerKey(streamnb.CategoricalNB(), by="user", max_resident=2, store=str(path))
+        for user in ("a", "b", "c"):  # "a" evicted to the store
+            model.learn_one({"user": user, "x": "1"}, "yes")
+        return model
+
+    model, clean = keys(tmp_path / "m"), keys(tmp_path / "c")
+    assert model.keys() == ["b", "c"]
+    before = persistence.dumps(model)
+    for user in ("b", "a"):  # resident, then in the store
+        with pytest.raises(streamnb.InvalidEventError):
+            model.predict_proba_one({"user": user, "x": {3}})
+    assert persistence.dumps(model) == before and model.keys() == ["b", "c"]
+    for m in (model, clean):
+        m.learn_one({"user": "d", "x": "1"}, "yes")  # evicts the least recent: "b"
+    assert model.keys() == clean.keys() == ["c", "d"]
+
+
 def test_a_learner_without_the_blend_capability_is_refused():
     with pytest.raises(TypeError, match="predict_proba_blend"):
         PerKey(streamnb.GaussianNB())

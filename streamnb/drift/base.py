@@ -52,21 +52,25 @@ class DriftWrapper(base.Wrapper, base.MiniBatchClassifier):
         """Weight of what the model remembers (after forgetting)."""
         return float(self._reader().n_seen)
 
+    def _ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``method`` of the learner that answers, called with ``args``."""
+        return getattr(self._reader(), method)(*args, **kwargs)
+
     def predict_proba_one(self, x: Mapping, **kwargs: Any) -> dict:
-        return self._reader().predict_proba_one(self._features(x), **kwargs)
+        return self._ask("predict_proba_one", self._features(x), **kwargs)
 
     def predict_one(self, x: Mapping, **kwargs: Any) -> Any:
-        return self._reader().predict_one(self._features(x), **kwargs)
+        return self._ask("predict_one", self._features(x), **kwargs)
 
     def predict_proba_many(self, X: pd.DataFrame, **kwargs: Any) -> pd.DataFrame:
-        return self._reader().predict_proba_many(self._features_frame(X), **kwargs)
+        return self._ask("predict_proba_many", self._features_frame(X), **kwargs)
 
     def predict_many(self, X: pd.DataFrame, **kwargs: Any) -> pd.Series:
-        return self._reader().predict_many(self._features_frame(X), **kwargs)
+        return self._ask("predict_many", self._features_frame(X), **kwargs)
 
     def explain_one(self, x: Mapping) -> Any:
         """As the wrapped learner's ``explain_one``, on what the model remembers."""
-        return self._reader().explain_one(self._features(x))
+        return self._ask("explain_one", self._features(x))
 
     def relearn(self) -> None:
         """Recompute the structure of the learner that answers, if it has one (TAN...)."""

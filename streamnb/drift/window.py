@@ -14,10 +14,13 @@ a read costs nothing extra); it is rebuilt from the blocks at the first read aft
 dropped, i.e. once per ``window / blocks`` events at most (cost: ``blocks`` merges). Learners
 with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts,
 then on the merged learner's own ``relearn_every`` clock: its structure depends on when it was
-built (the first read after a drop), so their state saves the merged learner too, and a
-reloaded window answers exactly as the live one (and goes on relearning at the same events).
+built (the first read after a drop). And the merged learner's running statistics (a Welford
+mean learned event by event) differ in their last bits from the merge of the blocks' (Chan et
+al.'s combination). So a saved state holds the merged learner too, and a reloaded window answers
+exactly as the live one, to the bit (and goes on relearning at the same events).
 
-Memory is ``blocks + 1`` learners (and so is a saved state, for a learner with a structure). More blocks: a tighter window, more memory and slower rebuilds.
+Memory is ``blocks + 1`` learners, and so is a saved state. More blocks: a tighter window, more
+memory and slower rebuilds.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from streamnb.drift.base import DriftWrapper, has_relearn
+from streamnb.exceptions import StreamnbError
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_frame_arg
 
 __all__ = ["Windowed"]
@@ -96,6 +100,17 @@ class Windowed(DriftWrapper):
             self._merged = merged
         return self._merged
 
+    def _ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """As the wrapper's; a merged learner built for a read that is refused is dropped again
+        (a refused event changes nothing, not even when the merged learner is built)."""
+        built = self._merged is None
+        try:
+            return super()._ask(method, *args, **kwargs)
+        except StreamnbError:
+            if built:
+                self._merged = None
+            raise
+
     def _start(self, blocks: list) -> None:
         """Append the new ``blocks`` (each already learned its events), dropping the oldest
         beyond ``blocks``."""
@@ -148,12 +163,13 @@ class Windowed(DriftWrapper):
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        """Plain data: every block's state, oldest first, the newest block's fill and, for a
-        learner with a structure, the merged learner that answers if it is built (``view``):
-        its structure was relearned when it was built and on its own clock since, which the
-        blocks cannot tell, so a reloaded window answers as this one does."""
+        """Plain data: every block's state, oldest first, the newest block's fill and the
+        merged learner that answers if it is built (``view``): a structure relearned when it
+        was built and on its own clock since, and statistics learned event by event (not merged
+        from the blocks, which differ in their last bits), neither of which the blocks can
+        tell, so a reloaded window answers as this one does."""
         state: dict[str, Any] = {"blocks": [b.to_state() for b in self._blocks], "fill": self._fill}
-        if self._merged is not None and has_relearn(self._merged):
+        if self._merged is not None:
             state["view"] = self._merged.to_state()
         return state
 

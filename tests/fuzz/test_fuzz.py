@@ -22,49 +22,10 @@ from tests.fuzz.runner import profile, python_outcome, repro, run_stream, tally
 
 PROFILE = profile()
 
-#: (configuration, oracle) pairs the short profile fails today, each a bug of issue 38: strict
-#: xfail, so that each entry turns red when its fix lands, and is then removed. "Through merge":
-#: item 4's stale variance smoothing (``GaussianPart.changed`` drops the spreads, not their
-#: max) reached by ``merge`` after a prediction (the merged model predicts otherwise than its
-#: own saved and loaded copy), which the issue lists for ``learn_many`` only.
-_LATE_CLASS = "issue 38 item 1: TAN's late-class IndexError"
-_PD_NA = "issue 38 item 2: pd.NA in a numeric column of a batch raises TypeError"
-_DRIFT_NA = "issue 38 item 3: DriftTriggered compares the remembered event with =="
-_SMOOTHING = "issue 38 item 4: stale variance smoothing"
-_MERGE = "issue 38 item 4, through merge: stale variance smoothing"
-_WINDOW = "issue 38 item 6: Windowed drops data on a rejected event"
-_PERKEY = "issue 38 item 8: PerKey changes its state on a rejected event"
-_BERNOULLI = "issue 38 item 9: BernoulliNB unlearn_one does not restore"
-KNOWN: dict[tuple[str, str], str] = {
-    ("aode", "merge"): _MERGE,
-    ("aode-alpha-mincount", "merge"): _MERGE,
-    ("bernoulli-nb-threshold", "unlearn"): _BERNOULLI,
-    ("chow-liu-default", "merge"): _MERGE,
-    ("chow-liu-relearn1", "merge"): _MERGE,
-    ("drift-gaussian", "raises"): _DRIFT_NA,
-    ("drift-mixed-keep", "raises"): _DRIFT_NA,
-    ("drift-tan", "raises"): f"{_LATE_CLASS}; {_DRIFT_NA}",
-    ("forgetful-mixed", "merge"): _MERGE,
-    ("forgetful-tan-relearn1", "merge"): _MERGE,
-    ("gaussian-nb", "raises"): _PD_NA,
-    ("gaussian-nb-ddof1-nosmoothing", "raises"): _PD_NA,
-    ("mixed-nb", "merge"): _MERGE,
-    ("mixed-nb-eps", "merge"): _MERGE,
-    ("mixed-nb-eps", "many-vs-one"): _SMOOTHING,
-    ("perkey-categorical", "rejected-changes"): _PERKEY,
-    ("perkey-multinomial", "rejected-changes"): _PERKEY,
-    ("perkey-spam", "rejected-changes"): _PERKEY,
-    ("tan-categorical", "merge"): _MERGE,
-    ("tan-categorical", "raises"): _PD_NA,
-    ("tan-default", "merge"): _MERGE,
-    ("tan-linear-capped", "merge"): _MERGE,
-    ("tan-plain", "merge"): _MERGE,
-    ("tan-relearn1", "raises"): _LATE_CLASS,
-    ("windowed-categorical", "rejected-changes"): _WINDOW,
-    ("windowed-gaussian", "rejected-changes"): _WINDOW,
-    ("windowed-tan", "raises"): _LATE_CLASS,
-    ("windowed-tan", "rejected-changes"): _WINDOW,
-}
+#: (configuration, oracle) pairs the profile fails today, each naming the open bug behind it:
+#: strict xfail, so that an entry turns red when its fix lands, and is then removed. None now
+#: (issue 38's bugs, which the fuzzer found on the code before their fixes, are fixed).
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 @functools.cache

@@ -269,7 +269,9 @@ class SpamFilter(base.Classifier):
     def unlearn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Subtract exactly what ``learn_one(x, y, w)`` added; tokens in no message any more
         are forgotten. Raises :class:`InvalidEventError` (changing nothing) if the message
-        cannot have been learned with this label."""
+        cannot have been learned with this label. Labels taken from the stream (no
+        ``spam_label``) stay once the first message set them, also when it is unlearned: the
+        filter then answers under those labels, where before it named placeholders."""
         k = self._class(y)
         w = check_weight(w)
         keys = split_grams(x)[0]

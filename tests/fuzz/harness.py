@@ -43,6 +43,27 @@ SUM_TOLERANCE = 1e-12
 
 
 
+#: Past this magnitude of a joint log-likelihood, float64 resolves no difference below ~1e-4
+#: between classes: two sums of the same terms in another order (one event, a batch, a merge)
+#: may then answer otherwise (docs/concepts.md, "Bounds").
+PRECISION = 2.0**40
+
+
+def beyond_precision(model: Any, x: dict) -> bool:
+    """Whether some class's joint log-likelihood of ``x`` (of the learner that answers, for a
+    wrapper) is past :data:`PRECISION` in magnitude (a value thousands of standard deviations
+    from a tight class): answers are promised to agree only short of it."""
+    learner = getattr(model, "learner", model)
+    joint = getattr(learner, "joint_log_likelihood", None)
+    if joint is None:
+        return False
+    try:
+        values = list(joint(x).values())
+    except Exception:
+        return False
+    return any(abs(v) > PRECISION for v in values if math.isfinite(v))
+
+
 def labels_unset(model: Any) -> bool:
     """Whether ``model`` (or the learner a wrapper trains) is a spam filter that has taken no
     labels from the stream yet: its answers name placeholders (``True``/``False``), and the
@@ -182,6 +203,8 @@ class Run:
         for x in self.probes if xs is None else xs:
             p, q = self.predict(who, a, x), self.predict(oracle, b, x)
             if (p is None) != (q is None) or (p is not None and q is not None and not same(p, q, tol)):
+                if p is not None and q is not None and beyond_precision(a, x):
+                    continue
                 raise Broken(oracle, f"{who} on {x!r}: {p!r} against {against}'s {q!r}")
 
     # -- the operations -----------------------------------------------------------------------
@@ -226,7 +249,8 @@ class Run:
         for x, p, q in zip(rows, many, ones):
             q = q or {}
             # a frame has a column for every class: a class the twin's answer leaves out is 0 there
-            if not same({k: v for k, v in p.items() if k in q or v != 0.0}, q, TOLERANCE):
+            if not same({k: v for k, v in p.items() if k in q or v != 0.0}, q, TOLERANCE) \
+                    and not beyond_precision(self.model, x):
                 raise Broken("many-vs-one", f"predict_proba_many on {x!r}: {p!r} against one by one {q!r}")
 
     def op_unlearn(self, x: dict, y: Any) -> None:
@@ -288,7 +312,9 @@ class Run:
         self.out.operations += 1
         if self.saves:
             self.compare("merge", self.model, reload(self.model), 0.0, against="its saved and loaded copy")
-        if self.config.merge == "exact":
+        # exact only while ``other`` refused no value at a capped table (``n_discarded``: the
+        # documented condition of merge); past it the statistics are what is promised
+        if self.config.merge == "exact" and not getattr(other, "n_discarded", 0.0) > 0:
             for x, y in events:
                 self.learn("twin", self.twin, x, y)
             self.compare("merge", self.model, self.twin, TOLERANCE, against="the twin fed both streams")

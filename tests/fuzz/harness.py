@@ -121,6 +121,16 @@ def frame(config: Config, rows: list[dict]) -> pd.DataFrame:
     return X.fillna(0) if config.features == "tokens" and config.key is None else X
 
 
+def as_rows(config: Config, rows: list[dict]) -> list[dict]:
+    """The rows of :func:`frame` as the events one by one that the batch promises to equal: for
+    token counts, a token of the batch absent from a row is there with a count of 0 (which puts
+    it in the vocabulary, where an event without the token does not)."""
+    if config.features != "tokens" or config.key is not None:
+        return rows
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    return [{k: row.get(k, 0) for k in columns} for row in rows]
+
+
 def bits(proba: dict) -> list:
     return sorted(((type(k).__name__, repr(k)), float(v).hex() if isinstance(v, float) else repr(v))
                   for k, v in proba.items())
@@ -231,7 +241,7 @@ class Run:
         ok, exc = self.call("model", self.model.learn_many, frame(self.config, rows), pd.Series(labels))
         if not ok and state(self.model) != before:
             raise Broken("rejected-changes", f"learn_many: {type(exc).__name__}: {exc}")
-        for x, y in zip(rows, labels):
+        for x, y in zip(as_rows(self.config, rows), labels):
             self.learn("twin", self.twin, x, y)
         if not ok:  # all or nothing: the twin forgets the rows it took
             self.twin = twin_before

@@ -43,10 +43,11 @@ SUM_TOLERANCE = 1e-12
 
 
 
-#: Past this magnitude of a joint log-likelihood, float64 resolves no difference below ~1e-4
-#: between classes: two sums of the same terms in another order (one event, a batch, a merge)
-#: may then answer otherwise (docs/concepts.md, "Bounds").
-PRECISION = 2.0**40
+#: Past this magnitude of a joint log-likelihood, the rounding of float64 sums (a unit in the
+#: last place is the magnitude times 2**-52, times the few terms summed) exceeds
+#: :data:`TOLERANCE` on the probabilities: two sums of the same terms in another order (one
+#: event, a batch, a merge) may then answer otherwise (docs/concepts.md, "Bounds").
+PRECISION = TOLERANCE * 2.0**52 / 16
 
 
 def beyond_precision(model: Any, x: dict) -> bool:

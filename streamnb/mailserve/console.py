@@ -44,7 +44,6 @@ from aiohttp import web
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.mailserve.auth import Authority
-from streamnb.mailserve.forward import WriterError
 from streamnb.mailserve.headers import message_id
 from streamnb.mailserve.service import MailService, pushes
 
@@ -267,16 +266,8 @@ async def learn(request: web.Request) -> web.Response:
     label = doc.get("class")
     if label not in ("spam", "ham"):
         raise InvalidEventError("expected \"class\": \"spam\" or \"ham\"")
-    try:
-        learned = await service.learn(raw, user, label)
-    except OSError as exc:
-        service.metrics.errors.labels("journal").inc()
-        return _error(500, f"could not write the journal: {exc}")
-    except WriterError as exc:
-        service.metrics.errors.labels("writer").inc()
-        return _error(exc.status, str(exc))
-    return _json({"success": True, "class": learned.label, "user": learned.user, "moved_from": learned.moved_from,
-                  "already": learned.already})  # fmt: skip
+    status, answer = await service.learn_answer(raw, user, label)
+    return web.json_response(answer, status=status, headers=_HEADERS)
 
 
 async def cutoff(request: web.Request) -> web.Response:

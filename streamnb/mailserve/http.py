@@ -38,7 +38,6 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from streamnb.exceptions import InvalidEventError, StreamnbError
 from streamnb.mailserve.auth import Authority
-from streamnb.mailserve.forward import WriterError
 from streamnb.mailserve.headers import message_id, recipient_user
 from streamnb.mailserve.limits import normal_address
 from streamnb.mailserve.service import MailService
@@ -193,16 +192,8 @@ async def _learn(request: web.Request, label: str) -> web.Response:
     raw = await _body(request)
     if not raw.strip():
         return _error(400, "empty message")
-    try:
-        learned = await service.learn(raw, user_of(request), label)
-    except OSError as exc:  # the journal could not be written: not learned durably
-        service.metrics.errors.labels("journal").inc()
-        return _error(500, f"could not write the journal: {exc}")
-    except WriterError as exc:  # a check worker relays the writing process's answer
-        service.metrics.errors.labels("writer").inc()
-        return _error(exc.status, str(exc))
-    return web.json_response({"success": True, "class": learned.label, "user": learned.user,
-                              "moved_from": learned.moved_from, "already": learned.already})  # fmt: skip
+    status, doc = await service.learn_answer(raw, user_of(request), label)
+    return web.json_response(doc, status=status)
 
 
 async def learnspam(request: web.Request) -> web.Response:

@@ -17,7 +17,7 @@ from streamnb.exceptions import InvalidEventError
 from streamnb.mailserve.filters import Learned, MailFilters
 from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
-from streamnb.mailserve.forward import LearnForwarder
+from streamnb.mailserve.forward import LearnForwarder, WriterError
 from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
@@ -275,6 +275,21 @@ class MailService:
             await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------
+    async def learn_answer(self, raw: bytes, user: str | None, label: str) -> tuple[int, dict]:
+        """:meth:`learn`, answered as the learn endpoints answer: ``(200, what was learned)``;
+        ``(500, error)`` when the journal could not be written (nothing learned: a retry
+        learns it); the writing process's status when a check worker relays its refusal."""
+        try:
+            learned = await self.learn(raw, user, label)
+        except OSError as exc:
+            self.metrics.errors.labels("journal").inc()
+            return 500, {"error": f"could not write the journal: {exc}"}
+        except WriterError as exc:
+            self.metrics.errors.labels("writer").inc()
+            return exc.status, {"error": str(exc)}
+        return 200, {"success": True, "class": learned.label, "user": learned.user,
+                     "moved_from": learned.moved_from, "already": learned.already}
+
     async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
         """Learn a message as ``label`` for ``user``; returns once it is durable (a check
         worker hands it to the writing process, then reads it back from the journal)."""

@@ -8,20 +8,13 @@ import smtplib
 
 import pytest
 
-from streamnb import persistence
-from streamnb.spam import SpamFilter
-from streamnb.text import Tokenizer
 from tests.mail.exim import exim_version, running_exim
-from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, corpus, message
+from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, message, trained_model
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    model = tmp_path_factory.mktemp("exim") / "model.snb"
-    filt, tok = SpamFilter(max_ham_rate=0.05), Tokenizer()
-    for raw, label in corpus(300):
-        filt.learn_one(tok.transform_one(raw), label)
-    persistence.save(filt, model)
+    model = trained_model(tmp_path_factory.mktemp("exim"))
     # the spam cut-off pinned: a 300-message model is below the default's 200 hams of evidence
     with Daemon(model, "--reject-above", "0.99", "--spam-cutoff", "0.95") as d:
         yield d

@@ -17,23 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from streamnb import persistence
-from streamnb.spam import SpamFilter
-from streamnb.text import Tokenizer
 from tests.mail.milter_client import Mta
-from tests.mailserve.daemon import NEWS_WORDS, Daemon, corpus, message
+from tests.mailserve.daemon import NEWS_WORDS, Daemon, message, trained_model
 
 ANN = "ann@mail.test"
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("shared") / "model.snb"
-    filt, tok = SpamFilter(max_ham_rate=0.05), Tokenizer()
-    for raw, label in corpus(300):
-        filt.learn_one(tok.transform_one(raw), label)
-    persistence.save(filt, path)
-    return path
+    return trained_model(tmp_path_factory.mktemp("shared"))
 
 
 def start(model: Path, tmp_path: Path, spec: str, *args: str) -> Daemon:

@@ -137,16 +137,21 @@ class Daemon:
         self.kill()
 
 
-def rejecting_daemon(directory: Path) -> Daemon:
-    """A daemon on a milter port over a filter trained on ``corpus(300)`` that rejects above
-    spamicity 0.99999 (the MTA tests; use it as a context manager)."""
+def trained_model(directory: Path, n: int = 300) -> Path:
+    """``directory/model.snb``: a spam filter trained on ``corpus(n)``."""
     from streamnb import persistence
     from streamnb.spam import SpamFilter
     from streamnb.text import Tokenizer
 
     model = directory / "model.snb"
     filt, tok = SpamFilter(max_ham_rate=0.05), Tokenizer()  # 180 hams can keep 1 in 20
-    for raw, label in corpus(300):
+    for raw, label in corpus(n):
         filt.learn_one(tok.transform_one(raw), label)
     persistence.save(filt, model)
-    return Daemon(model, "--milter", "127.0.0.1:0", "--reject-above", "0.99999")
+    return model
+
+
+def rejecting_daemon(directory: Path) -> Daemon:
+    """A daemon on a milter port over a filter trained on ``corpus(300)`` that rejects above
+    spamicity 0.99999 (the MTA tests; use it as a context manager)."""
+    return Daemon(trained_model(directory), "--milter", "127.0.0.1:0", "--reject-above", "0.99999")

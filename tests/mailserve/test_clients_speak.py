@@ -9,19 +9,12 @@ import socket
 
 import pytest
 
-from streamnb import persistence
-from streamnb.spam import SpamFilter
-from streamnb.text import Tokenizer
-from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, corpus, message
+from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, message, trained_model
 
 
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
-    model = tmp_path_factory.mktemp("speak") / "model.snb"
-    filt, tok = SpamFilter(max_ham_rate=0.05), Tokenizer()
-    for raw, label in corpus(300):
-        filt.learn_one(tok.transform_one(raw), label)
-    persistence.save(filt, model)
+    model = trained_model(tmp_path_factory.mktemp("speak"))
     # the cut-off pinned: these tests read the reply's fields, not where the default puts a small model's
     with Daemon(model, "--headers", "spamassassin", "--reject-above", "0.999999", "--spam-cutoff", "0.95") as d:
         yield d

@@ -308,8 +308,20 @@ class TANClassifier(TreeAugmentedNB):
         labels = check_labels(batch_labels(y, len(X))) if y is not None else []
         weights = batch_weights(w, len(X))
         rows = [{f: v for f, v in r.items() if not is_missing(v)} for r in X.to_dict("records")]
+        # a new feature takes its kind from its first row, as one by one: a later row of the
+        # other kind is rejected here, before any row is learned
+        first: dict = {}
         for x in rows:
-            self._split(x)  # validates, touches nothing
+            for f, v in x.items():
+                if f not in first:
+                    first[f] = self.kind_of(f, v) or "categorical"
+        learned = self._learned_kinds
+        self._learned_kinds = {**learned, **{f: k for f, k in first.items() if type(f) is str}}
+        try:
+            for x in rows:
+                self._split(x)  # validates, touches nothing
+        finally:
+            self._learned_kinds = learned
         return rows, labels, weights
 
     @classmethod

@@ -261,6 +261,22 @@ def test_learn_many_equals_learn_one_with_missing_values_and_relearns(car):
             assert_proba_equal(p1, P.iloc[r].to_dict(), rel=1e-12)
 
 
+def test_a_batch_whose_new_feature_changes_kind_is_refused_whole():
+    """A new feature's first row fixes its kind, as one by one: a later row of the other kind
+    refuses the batch before any row is learned (a number then a string for a new feature)."""
+    model = TANClassifier(relearn_every=5)
+    model.learn_many(pd.DataFrame({"a": [1, 2, 3]}), pd.Series(["x", "y", "x"]))
+    before = persistence.dumps(model)
+    batch = pd.DataFrame({"a": [3, 3], "b": [0, "1"]})
+    with pytest.raises(streamnb.InvalidEventError, match="feature 'b': expected a number, got str '1'"):
+        model.learn_many(batch, pd.Series(["x", "y"]))
+    assert persistence.dumps(model) == before
+    # the other order is accepted one by one (0 is a category of a categorical feature)
+    flipped = TANClassifier(relearn_every=5)
+    flipped.learn_many(pd.DataFrame({"a": [3, 3], "b": ["1", 0]}), pd.Series(["x", "y"]))
+    assert flipped.kind_of("b") == "categorical"
+
+
 def test_merge_then_relearn_equals_one_model(car):
     rows = rows_of(car.sample(600, random_state=4), "class")
     a = learned(TANClassifier(relearn_every=0), rows[:250])

@@ -9,15 +9,17 @@ answers with the statistics of exactly the last ``n`` events, where::
     window - window / blocks < n <= window      (once ``window`` events have been learned)
 
 ``n`` is ``window`` right after a block fills and drops to ``window - window/blocks + 1`` when
-the next event starts a new block. The merged learner is cached and learns every event too (so
-a read costs nothing extra); it is rebuilt from the blocks at the first read after a block is
-dropped, i.e. once per ``window / blocks`` events at most (cost: ``blocks`` merges). Learners
-with a structure (TAN, Chow-Liu) relearn it on the rebuilt learner from the window's counts,
-then on the merged learner's own ``relearn_every`` clock: its structure depends on when it was
-built (the first read after a drop). And the merged learner's running statistics (a Welford
-mean learned event by event) differ in their last bits from the merge of the blocks' (Chan et
-al.'s combination). So a saved state holds the merged learner too, and a reloaded window answers
-exactly as the live one, to the bit (and goes on relearning at the same events).
+the next event starts a new block. The merged learner that answers learns every event too (so a
+read costs nothing extra) and is rebuilt from the blocks when a block is dropped, i.e. once per
+``window / blocks`` events (cost: ``blocks`` merges). A learner with a structure (TAN,
+Chow-Liu) relearns it on the rebuilt learner from the window's counts, then on the merged
+learner's own ``relearn_every`` clock; so that its structure depends on the events only, never on
+when someone read, its merged learner is kept from the first event on and rebuilt right after the
+event that drops a block (in :meth:`Windowed.learn_many` too, as if its rows came one by one).
+Other learners build it at the first read after a drop. The merged learner's running statistics
+(a Welford mean learned event by event) differ in their last bits from the merge of the blocks'
+(Chan et al.'s combination), so a saved state holds the merged learner too, and a reloaded window
+answers exactly as the live one, to the bit (and goes on relearning at the same events).
 
 Memory is ``blocks + 1`` learners, and so is a saved state. More blocks: a tighter window, more
 memory and slower rebuilds.
@@ -92,13 +94,22 @@ class Windowed(DriftWrapper):
 
     def _reader(self) -> Any:
         if self._merged is None:
-            merged = self.model.clone()
-            for block in self._blocks:
-                merged.merge(block)
-            if has_relearn(merged) and self._blocks:
-                merged.relearn()
-            self._merged = merged
+            self._merged = self._build(self._blocks)
         return self._merged
+
+    def _build(self, blocks: Any) -> Any:
+        """The merge of ``blocks``, its structure (if any) relearned from their counts."""
+        merged = self.model.clone()
+        for block in blocks:
+            merged.merge(block)
+        if has_relearn(merged) and blocks:
+            merged.relearn()
+        return merged
+
+    @property
+    def _eager(self) -> bool:
+        """Whether the merged learner is kept from the first event on (a structure learner's)."""
+        return has_relearn(self.model)
 
     def _ask(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """As the wrapper's; a merged learner built for a read that is refused is dropped again
@@ -133,6 +144,8 @@ class Windowed(DriftWrapper):
         self._fill += 1
         if self._merged is not None:
             self._merged.learn_one(x, y, w, **kwargs)
+        elif self._eager:
+            self._reader()  # built right after the event (the first, or one that dropped a block)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, **kwargs: Any) -> None:
         """Learn a batch, split at block boundaries: equal to learning the rows in turn. All or
@@ -140,6 +153,21 @@ class Windowed(DriftWrapper):
         the newest block has room for; a rejected batch changes nothing."""
         check_frame_arg(X)
         y, weights = batch_labels(y, len(X)), batch_weights(w, len(X))
+        if self._eager and self._merged is None and len(X):
+            # the merged learner is built right after the first row (rare: a window's first
+            # batch, or a state saved without it): that row alone first, undone if the rest fails
+            saved = self.to_state()
+            try:
+                self._learn_cuts(X.iloc[:1], y.iloc[:1], weights[:1], **kwargs)
+                self._reader()
+                self._learn_cuts(X.iloc[1:], y.iloc[1:], weights[1:], **kwargs)
+            except BaseException:
+                self.load_state(saved)
+                raise
+            return
+        self._learn_cuts(X, y, weights, **kwargs)
+
+    def _learn_cuts(self, X: pd.DataFrame, y: pd.Series, weights: Any, **kwargs: Any) -> None:
         room = min(self._size - self._fill if self._blocks else 0, len(X))
         cuts = [(0, room)] if room else []
         cuts += [(a, min(a + self._size, len(X))) for a in range(room, len(X), self._size)]
@@ -155,11 +183,21 @@ class Windowed(DriftWrapper):
         if room:
             self._blocks[-1].learn_many(*part(0, room), **kwargs)
         merged = self._merged
-        if merged is not None and len(self._blocks) + len(new) <= self.blocks:
+        drops = len(self._blocks) + len(new) > self.blocks
+        if merged is not None and not drops:
             for a, b in cuts:  # the same parts as the blocks: a structure relearns where theirs do
                 merged.learn_many(*part(a, b), **kwargs)
         self._start(new)
         self._fill = cuts[-1][1] - cuts[-1][0] if new else self._fill + room
+        if drops and self._eager:
+            # as one by one: rebuilt when the last new block had learned its first row, then
+            # that block's other rows
+            a, b = cuts[-1]
+            first = self.model.clone()
+            first.learn_many(*part(a, a + 1), **kwargs)
+            self._merged = self._build([*list(self._blocks)[:-1], first])
+            if b > a + 1:
+                self._merged.learn_many(*part(a + 1, b), **kwargs)
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:

@@ -156,3 +156,34 @@ def test_a_reloaded_window_of_numbers_answers_to_the_bit_and_a_refused_read_keep
     again.load_state(model.to_state())
     for x in (1e-5, 6.6e-5, -2e-5):
         assert again.predict_proba_one({"n": x}) == model.predict_proba_one({"n": x})
+
+
+@pytest.mark.parametrize("make", [lambda: streamnb.TANClassifier(relearn_every=10),
+                                  lambda: streamnb.ChowLiuClassifier(relearn_every=7)], ids=["tan", "chow-liu"])
+def test_a_read_changes_nothing_a_window_of_a_structure_later_learns_or_answers(make):
+    """Its merged learner is kept from the first event on and rebuilt right after each event
+    that drops a block, so its structure is relearned at the same events whether or not anyone
+    reads: a model read after every event, one never read and one fed batches across the block
+    boundaries save the same bytes and answer the same bits (a read used to build the merged
+    learner, relearning the structure then)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(130):
+        y = "ab"[int(rng.integers(0, 2))]
+        a = str(int(y == "a") ^ int(rng.random() < 0.2))
+        rows.append(({"a": a, "b": a if rng.random() < 0.9 else "z", "n": float(rng.normal(int(a), 1.0))}, y))
+    read, unread, batched = (Windowed(make(), window=30, blocks=3) for _ in range(3))
+    q = {"a": "1", "b": "0", "n": 0.4}
+    for i, (x, y) in enumerate(rows):
+        read.learn_one(x, y)
+        unread.learn_one(x, y)
+        if i % 3 == 0:
+            read.predict_proba_one(q)
+    for start in (0, 1, 14, 15, 37, 80, 101):  # batches of 1 to 43 rows over 0 to 4 drops
+        end = {0: 1, 1: 14, 14: 15, 15: 37, 37: 80, 80: 101, 101: 130}[start]
+        chunk = rows[start:end]
+        batched.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]))
+    assert dumps(read) == dumps(unread)
+    for x, _ in rows[:20]:
+        assert read.predict_proba_one(x) == unread.predict_proba_one(x)
+        assert_proba_close(batched.predict_proba_one(x), unread.predict_proba_one(x))

@@ -140,5 +140,9 @@ class TreeAugmentedNB(FeatureKinds):
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._part.load_extra_state(state["structure"])
 
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self._part.resume()
+
     def _unit_test_skips(self) -> set:
         return set()

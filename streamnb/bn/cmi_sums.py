@@ -13,12 +13,16 @@ touches, with the counts (:class:`~streamnb.stats.pair_cells.SumCells`), so a re
 they are. Anything else that changes the counts (a merge, a decay, a load, growth past the
 arrays' capacity, an event learned while they were behind) makes the next relearn rebuild the
 sums from the table, once. The sums then differ from a fresh computation by
-rounding only (about 1e-12 relative; ``tests/bn/test_cmi_sums.py``). Plug-in estimates only:
+rounding only (about 1e-12 relative; ``tests/bn/test_cmi_sums.py``), which can decide between two
+trees of equal weight: so a saved state holds them while they are current (:meth:`CMISums.to_state`)
+and a loaded model relearns from the same bits. Plug-in estimates only:
 with ``cmi_alpha > 0`` every cell of a pair's table changes with the number of values, and
 TAN computes the weights from the table.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +48,7 @@ class CMISums:
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_changes"] = -1  # a copy rebuilds at its first read
-        state["_tables"] = None  # memoryviews: never copied
+        state["_tables"] = None  # memoryviews: never copied (made again at the next event)
         return state
 
     # -- learning --------------------------------------------------------------------------
@@ -77,6 +80,41 @@ class CMISums:
         """The counts and these sums just learned one event together (through the views of
         :meth:`tables`)."""
         self._changes += 1
+
+    # -- saving ----------------------------------------------------------------------------
+    _ARRAYS = ("S_joint", "S_marg", "GL", "T", "TL")
+
+    def to_state(self) -> dict[str, np.ndarray] | None:
+        """The sums as kept event by event (feature order of the margins' state); None when
+        the next read rebuilds them anyway."""
+        m = self.margins
+        if self._changes < 0 or self.pairs.changes != self._changes or not m.is_current():
+            return None
+        c, f, k = m.n_classes, len(m.fcells), len(m.cf)
+        out = {name: getattr(self, name)[:c, :f, :f].copy() for name in self._ARRAYS if name != "GL"}
+        out["GL"] = self.GL[:c, :f, :k].copy()
+        return out
+
+    def _block(self, name: str, c: int, ids: np.ndarray, k: int) -> Any:
+        return np.ix_(np.arange(c), ids, np.arange(k) if name == "GL" else ids)
+
+    def holds(self, state: dict[str, np.ndarray], ids: np.ndarray) -> bool:
+        """Whether these sums (brought up to date) hold exactly the saved ``state``."""
+        self._current()
+        c, k = len(state["T"]), state["GL"].shape[2]
+        return all(np.array_equal(getattr(self, name)[self._block(name, c, ids, k)], state[name])
+                   for name in self._ARRAYS)
+
+    def resume(self, state: dict[str, np.ndarray] | None, ids: np.ndarray | None) -> None:
+        """After a load (the margins resumed, with feature order ``ids``): rebuild from the
+        counts, then take the saved sums' bits."""
+        self._changes = -1
+        self._current()
+        if state is None or ids is None:
+            return
+        c, k = len(state["T"]), state["GL"].shape[2]
+        for name in self._ARRAYS:
+            getattr(self, name)[self._block(name, c, ids, k)] = state[name]
 
     # -- reading ---------------------------------------------------------------------------
     def _current(self) -> int:

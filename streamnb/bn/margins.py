@@ -12,9 +12,11 @@ pair counts ``n[y, a, b]`` (:class:`~streamnb.stats.pairwise.PairCounts`) over a
 Deriving them from the table costs ``O(C K**2)``; :class:`Margins` keeps them instead, and an
 event with ``m`` observed features updates ``m**2`` entries of ``D`` and ``m`` of ``T`` (STYLE
 item 14: derive per touched cell; :class:`~streamnb.stats.pair_cells.PairCells` does it). They
-are derived values, never saved nor merged: after any change that is not one event (a batch, a
-merge, a decay, a load) they are rebuilt from the table once, at the next read
-(``PairCounts.changes`` tells which).
+are derived values, never merged: after any change that is not one event (a batch, a merge, a
+decay) they are rebuilt from the table once, at the next read (``PairCounts.changes`` tells
+which). Kept event by event, they differ from a rebuild in their last bits when weights are not
+whole numbers (:class:`~streamnb.Forgetful`): so a saved state holds them while they are current
+(:meth:`Margins.to_state`), and a loaded model goes on with the same bits (:meth:`Margins.resume`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
 
 __all__ = ["Margins"]
@@ -50,9 +53,60 @@ class Margins:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         for name in ("Dv", "Tv"):
-            state.pop(name, None)  # memoryviews are neither copied nor pickled
-        state["changes"] = -1  # rebuilt after a copy
+            state.pop(name, None)  # memoryviews are neither copied nor pickled: made again
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._views()  # a copy goes on with the same bits (as a saved state: see to_state)
+
+    # -- saving ----------------------------------------------------------------------------
+    def is_current(self) -> bool:
+        """Whether ``D`` and ``T`` hold the pair counts' sums as learned (no rebuild is due)."""
+        return self.changes >= 0 and self.changes == self.pairs.changes
+
+    def to_state(self) -> dict[str, Any] | None:
+        """``D`` and ``T`` as kept event by event, with the feature and cell order they use;
+        None when the next read rebuilds them anyway."""
+        if not self.is_current():
+            return None
+        names = [None] * len(self.fid)
+        for f, j in self.fid.items():
+            names[j] = f
+        c, f, k = self.n_classes, len(self.fcells), len(self.cf)
+        return {"features": [encode_key(f) for f in names], "cf": list(self.cf), "D": self.D[:c, :f, :k].copy(), "T": self.T[:c, :f].copy()}
+
+    def order(self, state: dict[str, Any]) -> np.ndarray | None:
+        """The ids, in these margins (rebuilt from the loaded counts), of the features a saved
+        ``state`` numbers ``0, 1, ...``; None if its cells or classes are not these."""
+        fid = self.fid
+        names = [decode_key(f) for f in state["features"]]
+        if any(f not in fid for f in names):
+            return None
+        ids = np.array([fid[f] for f in names], dtype=np.intp)
+        cf = state["cf"]
+        c, f, k = np.shape(state["D"])
+        if (len(cf) != len(self.cf) or c != self.n_classes or f != len(self.fcells)
+                or any(self.cf[i] != ids[j] for i, j in enumerate(cf))):
+            return None
+        return ids
+
+    def holds(self, state: dict[str, Any], ids: np.ndarray) -> bool:
+        """Whether these margins hold exactly the saved ``state`` (features at ``ids``)."""
+        c, f, k = np.shape(state["D"])
+        return (np.array_equal(self.D[np.ix_(np.arange(c), ids, np.arange(k))], state["D"])
+                and np.array_equal(self.T[np.ix_(np.arange(c), ids)], state["T"]))
+
+    def resume(self, state: dict[str, Any] | None) -> np.ndarray | None:
+        """After a load: rebuild from the counts, then take the saved sums' bits (a state
+        saved while they were current); the feature order of :meth:`order`, or None."""
+        self.rebuild()
+        ids = None if state is None else self.order(state)
+        if ids is not None:
+            c, f, k = np.shape(state["D"])  # type: ignore[index]
+            self.D[np.ix_(np.arange(c), ids, np.arange(k))] = state["D"]  # type: ignore[index]
+            self.T[np.ix_(np.arange(c), ids)] = state["T"]  # type: ignore[index]
+        return ids
 
     # -- building --------------------------------------------------------------------------
     def rebuild(self) -> None:

@@ -264,6 +264,7 @@ class TreePart(Part):
     #: :meth:`_sum_cells`); they hold memoryviews: never copied.
     _kernel: tuple | None = None
     _sum_kernel: tuple = ((), None)
+    _running: dict | None = None  # the running sums of a loaded state, until resume()
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
@@ -487,7 +488,34 @@ class TreePart(Part):
                 for key, s in self.structures.items()
             ],
             "history": [history_entry_to_state(e) for e in self.history],
+            "running": self.running_state(),
         }
+
+    def running_state(self) -> dict[str, Any] | None:
+        """The normalizers and entropy sums as kept event by event, while current (see
+        :mod:`streamnb.bn.margins`): a reloaded part goes on with the same bits."""
+        margins = self.margins.to_state()
+        if margins is None:
+            return None
+        sums = self.sums.to_state() if self.sums is not None else None
+        # none when they are what a rebuild from the counts gives (as after a read that rebuilt
+        # them): the saved bytes never depend on whether something was read
+        fresh = Margins(self.pairs)
+        fresh.rebuild()
+        ids = fresh.order(margins)
+        if ids is not None and fresh.holds(margins, ids) and (
+                sums is None or CMISums(self.pairs, fresh).holds(sums, ids)):
+            return None
+        return {"margins": margins, "sums": sums}
+
+    def resume(self) -> None:
+        """After a load (the counts loaded): the running sums the state saved, if any."""
+        running, self._running = self._running, None
+        if running is None:
+            return
+        ids = self.margins.resume(running["margins"])
+        if self.sums is not None:
+            self.sums.resume(running.get("sums"), ids)
 
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self.n_learned = int(state["n_learned"])
@@ -496,4 +524,5 @@ class TreePart(Part):
             None if key is None else decode_key(key): structure_from_state(s) for key, s in state["structures"]
         }
         self.history = deque((history_entry_from_state(e) for e in state["history"]), maxlen=HISTORY_SIZE)
+        self._running = state.get("running")  # taken up by resume(), once the counts are loaded
         self._cache.clear()

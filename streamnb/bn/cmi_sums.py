@@ -88,7 +88,8 @@ class CMISums:
         """The sums as kept event by event (feature order of the margins' state); None when
         the next read rebuilds them anyway."""
         m = self.margins
-        if self._changes < 0 or self.pairs.changes != self._changes or not m.is_current():
+        if (self._changes < 0 or self.pairs.changes != self._changes or not m.is_current()
+                or not self._fits(self.pairs.raw("n"), m)):
             return None
         c, f, k = m.n_classes, len(m.fcells), len(m.cf)
         out = {name: getattr(self, name)[:c, :f, :f].copy() for name in self._ARRAYS if name != "GL"}

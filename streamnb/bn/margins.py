@@ -70,6 +70,9 @@ class Margins:
         None when the next read rebuilds them anyway."""
         if not self.is_current():
             return None
+        # cells and classes registered since the last event join now, as at the next one (with
+        # counts of 0, or by a rebuild from the same table): the saved block is the counts' own
+        self.current()
         names = [None] * len(self.fid)
         for f, j in self.fid.items():
             names[j] = f

@@ -46,7 +46,7 @@ from typing import Any
 from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.mailserve.journal import Journal, Tail, read
-from streamnb.mailserve.shared_state import LearnLog, Restored, Snapshots
+from streamnb.mailserve.shared_state import Captured, LearnLog, Restored, Snapshots
 from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
 from streamnb.text import Tokenizer
@@ -409,13 +409,19 @@ class MailFilters:
             if done is not None and not done.done():
                 done.set_result(learned)
 
-    def _save_snapshot(self) -> None:
-        """(A cluster) the state after the learn at :attr:`seq`, to the store."""
+    def _capture(self) -> Captured:
+        """(A cluster) the state after the learn at :attr:`seq`, as bytes (on the loop: no learn
+        is applied, no user evicted meanwhile)."""
         assert self.snapshots is not None
         self.users.flush()
         extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()]}
-        self.snapshots.save(self.shared, self.seq, extra, Path(f"{self.path}.users"))
+        captured = self.snapshots.capture(self.shared, self.seq, extra, Path(f"{self.path}.users"))
         self.learns_since_snapshot = 0
+        return captured
+
+    def _save_snapshot(self) -> None:
+        assert self.snapshots is not None
+        self.snapshots.save(self._capture())
 
     def _commit(self, record: dict) -> None:
         """A learn on disk: into the models (called by the journal, in the journal's order)."""
@@ -443,9 +449,15 @@ class MailFilters:
     async def snapshot(self) -> None:
         """Write every changed learner and the shared filter with its position and ledger, then
         empty the journal; learns wait meanwhile (those under way are finished first). In a
-        cluster: the state to the store, the log's learns held back meanwhile."""
-        if self.snapshots is not None:  # on the loop: no learn is applied, no user evicted meanwhile
-            self._save_snapshot()
+        cluster: the state as it is now to the store (written in a thread: learns and checks go
+        on); a store that cannot be written is logged, its learns kept for the next snapshot."""
+        if self.snapshots is not None:
+            captured, learns = self._capture(), self.learns_since_snapshot
+            try:
+                await asyncio.to_thread(self.snapshots.save, captured)
+            except OSError as exc:
+                self.learns_since_snapshot += learns + 1  # the next snapshot tries again
+                log.error("snapshot to the state store failed: %s", exc)
             return
         assert self.journal is not None, "a replica does not snapshot"
         async with self._learning:

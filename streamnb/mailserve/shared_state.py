@@ -28,14 +28,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from streamnb import persistence
 from streamnb.exceptions import StateError
 
-__all__ = ["LearnLog", "Restored", "Snapshots"]
+__all__ = ["Captured", "LearnLog", "Restored", "Snapshots"]
 
 log = logging.getLogger("streamnb.mailserve")
 
@@ -150,6 +152,17 @@ class LearnLog:
         self._producer.close(timeout=5)
 
 
+@dataclass(frozen=True)
+class Captured:
+    """A snapshot taken, not yet written: the shared filter's archive, the last offset it holds,
+    the extra fields and the users' archives by name."""
+
+    shared: bytes
+    offset: int
+    extra: dict
+    users: dict[str, bytes]
+
+
 class Restored:
     """A snapshot read back: the shared filter, the extra fields (ledger, pins) and the last
     offset of the log it holds."""
@@ -180,12 +193,22 @@ class Snapshots:
 
         return tp_key(self.topic, _PARTITION)
 
-    def save(self, shared: Any, offset: int, extra: dict, users_dir: Path) -> None:
-        """A snapshot of the state after the learn at ``offset``: ``shared``, ``extra`` and every
+    def capture(self, shared: Any, offset: int, extra: dict, users_dir: Path) -> Captured:
+        """The state after the learn at ``offset`` as it is now: ``shared``, ``extra`` and every
         archive under ``users_dir`` (written and durable: flush the users first)."""
-        users = {str(p.relative_to(users_dir)): np.frombuffer(p.read_bytes(), dtype=np.uint8)
-                 for p in sorted(users_dir.glob("*/*.snb"))}  # fmt: skip
-        self.store.save(shared, {self._key(): offset + 1}, {**extra, "users": users})
+        users = {str(p.relative_to(users_dir)): p.read_bytes() for p in sorted(users_dir.glob("*/*.snb"))}
+        return Captured(persistence.dumps(shared), offset, extra, users)
+
+    def save(self, captured: Captured) -> None:
+        """Write ``captured`` to the store (any thread); ``OSError`` if it could not be."""
+        from kafka.errors import KafkaError
+
+        users = {name: np.frombuffer(data, dtype=np.uint8) for name, data in captured.users.items()}
+        try:
+            self.store.save(persistence.loads(captured.shared), {self._key(): captured.offset + 1},
+                            {**captured.extra, "users": users})  # fmt: skip
+        except (StateError, KafkaError) as exc:
+            raise OSError(f"state store {self.store.url}: {exc}") from exc
 
     def newest(self) -> Restored | None:
         """The snapshot covering the most of the log, of any member (None: there is none)."""

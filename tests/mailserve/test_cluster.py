@@ -219,3 +219,41 @@ def test_three_daemons_one_killed_and_restored_from_nothing_a_fourth_late_all_eq
                 assert persistence.dumps(model) == persistence.dumps(ref[0]), (name, user)
     finally:
         store.release()
+
+
+def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_path, bootstrap):
+    """A record of the learn log that is not a valid learn (not JSON, an unknown class, an id
+    that is not its user's and message's) changes nothing; the next learn is applied."""
+    from click.testing import CliRunner
+    from kafka import KafkaProducer
+
+    from streamnb.cli import main
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["mail", "serve", "--model", str(tmp_path / "m.snb"), "--state", "dir:/nowhere"])
+    assert result.exit_code == 2 and "--bootstrap" in result.output
+    result = runner.invoke(main, ["mail", "serve", "--model", str(tmp_path / "m.snb"), "--state", "dir:/nowhere",
+                                  "--bootstrap", bootstrap, "--workers", "2"])  # fmt: skip
+    assert result.exit_code == 2 and "--workers 1" in result.output
+
+    cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path))
+    try:
+        d = cluster.start("d0", with_base=True)
+        before = cluster.stat(d)
+        topic = cluster.args[cluster.args.index("--learn-topic") + 1]
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        try:
+            raw, label = corpus(1, seed=5)[0]
+            for value in (b"not json", b'{"user": null, "label": "eggs", "tokens": {}, "id": "\\u0000x"}',
+                          b'{"user": "ann", "label": "spam", "tokens": {"a": 1}, "id": "ann\\u0000forged"}'):
+                producer.send(topic, value=value, partition=0).get(timeout=30)
+        finally:
+            producer.close()
+        assert d.learn(raw, label, user="ann")["already"] is False  # after the three in the log
+        after = cluster.stat(d)
+        assert after["log"]["offset"] == before["log"]["offset"] + 4
+        n = {k: after["learned"][k] - before["learned"][k] for k in ("spam", "ham")}
+        assert n == {"spam": label == "spam", "ham": label == "ham"}
+        assert any("learn log offset" in line and "skipped" in line for line in d.log)
+    finally:
+        cluster.kill_all()

@@ -211,6 +211,7 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # --state: the client's connections, not the daemon's news
     events = logging.getLogger("streamnb.mailserve.events")  # lines of JSON as they are
     events.propagate = False
     handler = logging.StreamHandler()

@@ -52,25 +52,41 @@ class LearnLog:
     the daemon last had them all."""
 
     def __init__(self, bootstrap: str, topic: str, timeout: float = 30.0) -> None:
-        from kafka import KafkaProducer
-
         from streamnb.kafka.topics import ensure_topics
 
         self.bootstrap = bootstrap
         self.topic = topic
         self.timeout = timeout
         ensure_topics(bootstrap, {topic: 1}, timeout=timeout, configs={topic: {"retention.ms": "-1"}})
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
-                                       linger_ms=0, retries=5, request_timeout_ms=15_000,
-                                       reconnect_backoff_max_ms=1000, max_request_size=8 << 20)  # fmt: skip
+        self._producer: Any = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.highwater: int | None = None  # the topic's next offset, as the last fetch saw it
         self.delivered = -1  # the last offset handed to deliver
         self._caught_up_at = time.monotonic()
         self.error: str | None = None
+        self._open_producer()
 
     # -- writing ---------------------------------------------------------------------------
+    def _open_producer(self) -> Any:
+        """The producer, made anew after one failed (an idempotent producer does not recover
+        from some errors, e.g. after a broker restart: see :mod:`streamnb.kafka.publisher`)."""
+        if self._producer is None:
+            from kafka import KafkaProducer
+
+            self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
+                                           linger_ms=0, retries=5, request_timeout_ms=15_000,
+                                           reconnect_backoff_max_ms=1000, max_request_size=8 << 20)  # fmt: skip
+        return self._producer
+
+    def _discard_producer(self, producer: Any) -> None:
+        if self._producer is producer:
+            self._producer = None
+            try:
+                producer.close(timeout=0)
+            except Exception:  # noqa: BLE001  (it is broken already)
+                log.debug("closing a broken producer failed", exc_info=True)
+
     async def append(self, value: bytes) -> int:
         """The offset of ``value`` once the broker acknowledged it (``OSError`` if it could not)."""
         from kafka.errors import KafkaError
@@ -91,14 +107,19 @@ class LearnLog:
 
         def failed(exc: BaseException) -> None:
             loop.call_soon_threadsafe(settle, None, OSError(f"learn log {self.topic}: {exc}"))
+            loop.call_soon_threadsafe(self._discard_producer, producer)
 
         try:
-            future = self._producer.send(self.topic, value=value, partition=_PARTITION)
+            producer = self._open_producer()
+            future = producer.send(self.topic, value=value, partition=_PARTITION)
         except KafkaError as exc:
             raise OSError(f"learn log {self.topic}: {exc}") from exc
         future.add_callback(ok)
         future.add_errback(failed)  # sent at once (linger 0)
-        return await asyncio.wait_for(done, self.timeout)
+        try:
+            return await asyncio.wait_for(done, self.timeout)
+        except asyncio.TimeoutError:
+            raise OSError(f"learn log {self.topic}: no acknowledgement in {self.timeout:.0f} s") from None
 
     # -- following -------------------------------------------------------------------------
     def follow(self, start: int, deliver: Callable[[list[tuple[int, bytes]]], None]) -> None:
@@ -149,7 +170,8 @@ class LearnLog:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self._producer.close(timeout=5)
+        if self._producer is not None:
+            self._producer.close(timeout=5)
 
 
 @dataclass(frozen=True)

@@ -44,11 +44,11 @@ def bootstrap():
 class Cluster:
     """Daemons of one cluster, each with a state directory of its own."""
 
-    def __init__(self, root: Path, bootstrap: str, base: Path) -> None:
+    def __init__(self, root: Path, bootstrap: str, base: Path, url: str | None = None) -> None:
         run = uuid.uuid4().hex[:10]
         self.root = root
         self.base = base
-        self.url = f"kafka:mailstate-{run}"
+        self.url = url or f"kafka:mailstate-{run}"
         self.args = ("--state", self.url, "--bootstrap", bootstrap, "--learn-topic", f"learns-{run}", *SETTINGS)
         self.bootstrap = bootstrap
         self.daemons: dict[str, Daemon] = {}
@@ -223,7 +223,8 @@ def test_three_daemons_one_killed_and_restored_from_nothing_a_fourth_late_all_eq
 
 def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_path, bootstrap):
     """A record of the learn log that is not a valid learn (not JSON, an unknown class, an id
-    that is not its user's and message's) changes nothing; the next learn is applied."""
+    that is not its user's and message's) changes nothing; the next learn is applied. The
+    snapshots in a directory store (``dir:``) restore a daemon started from nothing."""
     from click.testing import CliRunner
     from kafka import KafkaProducer
 
@@ -236,7 +237,7 @@ def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_
                                   "--bootstrap", bootstrap, "--workers", "2"])  # fmt: skip
     assert result.exit_code == 2 and "--workers 1" in result.output
 
-    cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path))
+    cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path), url=f"dir:{tmp_path / 'state'}")
     try:
         d = cluster.start("d0", with_base=True)
         before = cluster.stat(d)
@@ -255,5 +256,10 @@ def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_
         n = {k: after["learned"][k] - before["learned"][k] for k in ("spam", "ham")}
         assert n == {"spam": label == "spam", "ham": label == "ham"}
         assert any("learn log offset" in line and "skipped" in line for line in d.log)
+        assert d.stop() == 0  # its last snapshot
+        again = cluster.start("d1")
+        model = ("learned", "tokens", "operating_point", "thresholds", "total_learns")
+        assert {k: cluster.stat(again)[k] for k in model} == {k: after[k] for k in model}
+        assert cluster.stat(again)["log"]["offset"] == after["log"]["offset"]
     finally:
         cluster.kill_all()

@@ -51,9 +51,11 @@ from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
 from streamnb.text import Tokenizer
 
-__all__ = ["Learned", "MailFilters"]
+__all__ = ["MODEL_CUTOFFS", "Learned", "MailFilters"]
 
 CLASSES = ("spam", "ham")
+#: The shared filter's cut-offs that may be pinned (:meth:`MailFilters.pin`).
+MODEL_CUTOFFS = ("spam_cutoff", "ham_cutoff", "reject_cutoff")
 
 log = logging.getLogger("streamnb.mailserve")
 
@@ -141,7 +143,7 @@ class MailFilters:
         self.snapshots = snapshots
         self.instance = uuid.uuid4().hex  # names this process's learns in the log
         self._nonces = itertools.count()
-        self._mine: dict[int, asyncio.Future[Learned]] = {}
+        self._mine: dict[int, asyncio.Future[Any]] = {}
         if snapshots is not None:
             restored = snapshots.newest()
             if restored is not None:
@@ -335,21 +337,48 @@ class MailFilters:
     async def _learn_through_log(self, tokens: dict, user: str | None, label: str) -> Learned:
         """(A cluster) append the learn to the log; once this process has applied it in the
         log's order, what it did there (see the module)."""
+        record = {"id": self._ledger_key(user, tokens), "user": user, "label": label, "tokens": tokens}
+        learned = await self._through_log(record)
+        assert isinstance(learned, Learned)
+        return learned
+
+    async def _through_log(self, record: dict) -> Any:
+        """(A cluster) append ``record`` to the log; what applying it here gave (its error raised)."""
         assert self.log is not None
         nonce = next(self._nonces)
-        done: asyncio.Future[Learned] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._mine[nonce] = done
-        record = {"id": self._ledger_key(user, tokens), "user": user, "label": label, "tokens": tokens,
-                  "from": [self.instance, nonce]}  # fmt: skip
         try:
-            await self.log.append(json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode())
+            await self.log.append(json.dumps({**record, "from": [self.instance, nonce]}, separators=(",", ":"),
+                                              ensure_ascii=False).encode())  # fmt: skip
             try:
                 return await asyncio.wait_for(asyncio.shield(done), self.log.timeout)
             except asyncio.TimeoutError:
-                raise OSError(f"learn log {self.log.topic}: the learn is in the log but not applied here "
+                raise OSError(f"learn log {self.log.topic}: the record is in the log but not applied here "
                               f"after {self.log.timeout:.0f} s (see the follow lag)") from None
         finally:
             self._mine.pop(nonce, None)
+
+    async def pin(self, name: str, value: float | None) -> None:
+        """Pin the shared filter's cut-off ``name`` (one of :data:`MODEL_CUTOFFS`) at the
+        spamicity ``value``, or free it (None); in a cluster through the log, so every daemon
+        pins it at the same place among the learns. :class:`InvalidEventError` (nothing changed)
+        if the cut-offs would be out of order."""
+        if self.log is None:
+            self._pin(name, value)
+        else:
+            await self._through_log({"pin": name, "value": value})
+
+    def _pin(self, name: str, value: float | None) -> None:
+        if name not in MODEL_CUTOFFS or not (value is None or (isinstance(value, (int, float))
+                                                                and not isinstance(value, bool))):  # fmt: skip
+            raise InvalidEventError(f"cannot pin {name!r} at {value!r}")
+        if value is None:
+            self.shared.unpin_cutoffs(**{n: n == name for n in MODEL_CUTOFFS})
+        else:
+            pin: dict[str, Any] = {name: value}
+            self.shared.pin_cutoffs(**pin)
+        self.learns_since_snapshot += 1  # the model changed: the next snapshot keeps it
 
     def follow(self) -> None:
         """(A cluster) start applying the log after the snapshot's offset (on the event loop)."""
@@ -378,36 +407,45 @@ class MailFilters:
             self.seq = offset
 
     def _follow_log(self, offset: int, value: bytes) -> None:
-        """One learn of the log at ``offset``: decided (new, a move, a repeat) and applied; a
-        record that is not a valid learn is skipped (so by every daemon)."""
+        """One record of the log at ``offset`` applied: a learn decided (new, a move, a repeat)
+        or a pin; one that is not valid is skipped (so by every daemon). The process that
+        appended it gets what it did."""
+        result: Any
+        record: Any = None
         try:
             record = json.loads(value)
-            user, label, tokens, key = record["user"], record["label"], record["tokens"], record["id"]
-            if (label not in CLASSES or not isinstance(tokens, dict) or not isinstance(key, str)
-                    or not (user is None or isinstance(user, str))):  # fmt: skip
-                raise ValueError("not a learn")
-            if key != self._ledger_key(user, tokens):
-                raise ValueError("its id is not its user's and message's")
-        except (ValueError, KeyError, TypeError) as exc:
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            if "pin" in record:
+                self._pin(record["pin"], record["value"])
+                result = None
+            else:
+                result = self._follow_learn(offset, record)
+        except (ValueError, KeyError, TypeError, InvalidEventError) as exc:
             log.error("learn log offset %d skipped: %s", offset, exc)
-            return
-        before = self.ledger.get(key)
-        if before == label:
-            learned = Learned(label, user, already=True)
-        else:
-            try:
-                self._apply({"seq": offset, "user": user, "label": label, "moved_from": before, "key": key,
-                             "tokens": tokens})  # fmt: skip
-            except (KeyError, TypeError, ValueError, InvalidEventError) as exc:
-                log.error("learn log offset %d skipped: %s", offset, exc)
-                return
-            self.learns_since_snapshot += 1
-            learned = Learned(label, user, moved_from=before)
-        source = record.get("from")
+            result = exc if isinstance(exc, InvalidEventError) else InvalidEventError(f"not applied: {exc}")
+        source = record.get("from") if isinstance(record, dict) else None
         if isinstance(source, list) and len(source) == 2 and source[0] == self.instance:
             done = self._mine.get(source[1])
             if done is not None and not done.done():
-                done.set_result(learned)
+                if isinstance(result, Exception):
+                    done.set_exception(result)
+                else:
+                    done.set_result(result)
+
+    def _follow_learn(self, offset: int, record: dict) -> Learned:
+        user, label, tokens, key = record["user"], record["label"], record["tokens"], record["id"]
+        if (label not in CLASSES or not isinstance(tokens, dict) or not isinstance(key, str)
+                or not (user is None or isinstance(user, str))):  # fmt: skip
+            raise ValueError("not a learn")
+        if key != self._ledger_key(user, tokens):
+            raise ValueError("its id is not its user's and message's")
+        before = self.ledger.get(key)
+        if before == label:
+            return Learned(label, user, already=True)
+        self._apply({"seq": offset, "user": user, "label": label, "moved_from": before, "key": key, "tokens": tokens})
+        self.learns_since_snapshot += 1
+        return Learned(label, user, moved_from=before)
 
     def _capture(self) -> Captured:
         """(A cluster) the state after the learn at :attr:`seq`, as bytes (on the loop: no learn

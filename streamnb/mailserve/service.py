@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamnb.exceptions import InvalidEventError, StateError
-from streamnb.mailserve.filters import Learned, MailFilters
+from streamnb.mailserve.filters import MODEL_CUTOFFS, Learned, MailFilters
 from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder, WriterError
@@ -144,7 +144,6 @@ class Check:
 CUTOFFS = {"spam_cutoff": "Spam at or above spamicity", "ham_cutoff": "Ham below spamicity",
            "reject_cutoff": "Reject spam at or above spamicity",
            "quarantine_above": "Quarantine spam at or above spamicity"}  # fmt: skip
-_MODEL_CUTOFFS = ("spam_cutoff", "ham_cutoff", "reject_cutoff")
 
 
 def pushes(evidence: list[TokenScore], top: int = 5) -> list[tuple[str, float]]:
@@ -248,7 +247,7 @@ class MailService:
         point = self.filters.shared.operating_point
         pins = point.pins() if point is not None else {}
         out: dict[str, Any] = {}
-        for name in _MODEL_CUTOFFS:
+        for name in MODEL_CUTOFFS:
             short = name.split("_")[0]
             pinned = pins.get(short) is not None
             why = model.get(f"{short}_reason", "pinned" if model.get(name) is not None else None)
@@ -272,17 +271,8 @@ class MailService:
             raise InvalidEventError(f"{name}: expected a spamicity in [0, 1] or null, got {value!r}")
         if self.writer is not None:
             raise InvalidEventError("cut-offs are pinned in the writing process (the --controller listener)")
-        if self.filters.log is not None and name in _MODEL_CUTOFFS:
-            raise InvalidEventError("in a cluster (--state) the model's cut-offs are pinned at start "
-                                    "(--spam-cutoff, --ham-cutoff, --reject-cutoff, the same on every daemon)")
-        if name in _MODEL_CUTOFFS:
-            shared = self.filters.shared
-            if value is None:
-                shared.unpin_cutoffs(**{n: n == name for n in _MODEL_CUTOFFS})
-            else:
-                pin: dict[str, Any] = {name: value}
-                shared.pin_cutoffs(**pin)
-            self.filters.learns_since_snapshot += 1  # the model changed: the next snapshot keeps it
+        if name in MODEL_CUTOFFS:
+            await self.filters.pin(name, value)  # in a cluster: on every daemon, through the log
         else:
             changed: dict[str, Any] = {name: value}
             self.config = dataclasses.replace(self.config, **changed)
@@ -291,7 +281,7 @@ class MailService:
         else:
             self.cutoff_reasons[name] = why
         event({"event": "cutoff", "name": name, "value": value, "why": why})
-        if name in _MODEL_CUTOFFS:
+        if name in MODEL_CUTOFFS:
             await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------

@@ -53,14 +53,14 @@ class Cluster:
         self.bootstrap = bootstrap
         self.daemons: dict[str, Daemon] = {}
 
-    def start(self, name: str, with_base: bool = False) -> Daemon:
+    def start(self, name: str, *extra: str, with_base: bool = False) -> Daemon:
         """Daemon ``name`` on an empty state directory (with the trained base model: the first one)."""
         directory = self.root / f"{name}-{uuid.uuid4().hex[:6]}"
         directory.mkdir()
         model = directory / "m.snb"
         if with_base:
             shutil.copy(self.base, model)
-        self.daemons[name] = Daemon(model, *self.args, "--member", name).start()
+        self.daemons[name] = Daemon(model, *self.args, "--member", name, *extra).start()
         return self.daemons[name]
 
     def stat(self, daemon: Daemon) -> dict:
@@ -261,5 +261,42 @@ def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_
         model = ("learned", "tokens", "operating_point", "thresholds", "total_learns")
         assert {k: cluster.stat(again)[k] for k in model} == {k: after[k] for k in model}
         assert cluster.stat(again)["log"]["offset"] == after["log"]["offset"]
+    finally:
+        cluster.kill_all()
+
+
+def test_a_cutoff_pinned_on_one_daemon_is_pinned_on_every_one(tmp_path, bootstrap):
+    """The admin's page pins the model's cut-offs through the learn log: every daemon pins it
+    at the same place among the learns; one out of order is refused and changes nothing."""
+    import subprocess
+    import sys
+
+    from tests.mailserve.test_console import PASSWORD, Client
+
+    password = tmp_path / "password"
+    out = subprocess.run([sys.executable, "-m", "streamnb.mailserve.auth", str(password)],
+                         input=PASSWORD.encode() + b"\n", capture_output=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr.decode()
+    cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path))
+    try:
+        d0 = cluster.start("d0", "--password-file", str(password), with_base=True)
+        d1 = cluster.start("d1", "--password-file", str(password))
+        page = Client(d0.port)
+        assert page.login() == 200
+        status, doc, _ = page.request("POST", "/console/cutoff", {"name": "spam_cutoff", "value": 0.9})
+        assert status == 200, doc
+        cluster.converged()
+        for d in (d0, d1):
+            thresholds = cluster.stat(d)["thresholds"]
+            assert thresholds["spam_cutoff"] == pytest.approx(0.9, abs=1e-12) and thresholds["spam_reason"] == "pinned"
+        status, doc, _ = page.request("POST", "/console/cutoff", {"name": "ham_cutoff", "value": 0.95})
+        assert status == 400 and "ham <= spam" in doc["error"], doc
+        cluster.converged()
+        assert cluster.stat(d0)["thresholds"] == cluster.stat(d1)["thresholds"]
+        assert cluster.stat(d1)["thresholds"]["ham_reason"] != "pinned"
+        status, doc, _ = page.request("POST", "/console/cutoff", {"name": "spam_cutoff", "value": None})
+        assert status == 200, doc
+        cluster.converged()
+        assert all(cluster.stat(d)["thresholds"]["spam_reason"] != "pinned" for d in (d0, d1))
     finally:
         cluster.kill_all()

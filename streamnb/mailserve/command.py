@@ -181,11 +181,20 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
             raise click.UsageError("--state needs --bootstrap HOST:PORT (the Kafka of the learn log)")
         if workers > 1:
             raise click.UsageError("--state runs one process per daemon (--workers 1): run a daemon per core")
+        from streamnb.kafka.stores import parse_state_url
+
+        try:
+            parse_state_url(state)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--state") from None
+    import re
+
     if member is None:
-        import re
         import socket
 
         member = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:100] or "mail"
+    elif not re.fullmatch(r"[A-Za-z0-9_-]{1,100}", member):
+        raise click.BadParameter(f"{member!r}: use 1-100 letters, digits, '_' or '-'", param_hint="--member")
     config = ServeConfig(model, max_ham_rate=max_ham_rate, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),

@@ -236,6 +236,9 @@ def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_
     result = runner.invoke(main, ["mail", "serve", "--model", str(tmp_path / "m.snb"), "--state", "dir:/nowhere",
                                   "--bootstrap", bootstrap, "--workers", "2"])  # fmt: skip
     assert result.exit_code == 2 and "--workers 1" in result.output
+    for bad, words in ((["--state", "ftp://x"], "dir:PATH"), (["--state", "dir:/nowhere", "--member", "a.b"], "letters")):
+        result = runner.invoke(main, ["mail", "serve", "--model", str(tmp_path / "m.snb"), "--bootstrap", bootstrap, *bad])
+        assert result.exit_code == 2 and words in result.output, result.output
 
     cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path), url=f"dir:{tmp_path / 'state'}")
     try:

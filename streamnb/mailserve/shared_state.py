@@ -42,6 +42,8 @@ __all__ = ["Captured", "LearnLog", "Restored", "Snapshots"]
 log = logging.getLogger("streamnb.mailserve")
 
 _PARTITION = 0
+#: Learns applied at a time: a daemon catching up answers checks in between.
+_SLICE = 50
 
 
 class LearnLog:
@@ -148,9 +150,10 @@ class LearnLog:
                 high = consumer.highwater(tp)
                 if high is not None:
                     self.highwater = high
+                for start_ in range(0, len(batch), _SLICE):  # the loop answers between slices
+                    loop.call_soon_threadsafe(deliver, batch[start_:start_ + _SLICE])
                 if batch:
                     self.delivered = batch[-1][0]
-                    loop.call_soon_threadsafe(deliver, batch)
                 if self.highwater is not None and self.delivered >= self.highwater - 1:
                     self._caught_up_at = time.monotonic()
         except Exception as exc:  # noqa: BLE001  (the daemon reports it: /stat, lag growing)

@@ -181,6 +181,12 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
             raise click.UsageError("--state needs --bootstrap HOST:PORT (the Kafka of the learn log)")
         if workers > 1:
             raise click.UsageError("--state runs one process per daemon (--workers 1): run a daemon per core")
+        try:
+            import kafka  # noqa: F401  (the learn log's client)
+        except ImportError as exc:
+            click.echo(f"streamnb mail serve --state needs the kafka extra: pip install 'streamnb[mail,kafka]' ({exc})",
+                       err=True)  # fmt: skip
+            sys.exit(5)
         from streamnb.kafka.stores import parse_state_url
 
         try:

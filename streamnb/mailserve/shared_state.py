@@ -49,8 +49,8 @@ _SLICE = 50
 class LearnLog:
     """The learn topic of one daemon: :meth:`append` a learn, :meth:`follow` every learn in order.
 
-    ``deliver(batch)`` is called on the event loop with ``[(offset, record), ...]`` in log order;
-    the follow lag (:meth:`lag`) is the learns in the topic not yet delivered, and the seconds since
+    ``deliver(batch)`` is called on the event loop with ``[(offset, value), ...]`` in log order;
+    the follow lag (:meth:`lag`) is the learns in the topic not yet applied, and the seconds since
     the daemon last had them all."""
 
     def __init__(self, bootstrap: str, topic: str, timeout: float = 30.0) -> None:
@@ -189,8 +189,8 @@ class Captured:
 
 
 class Restored:
-    """A snapshot read back: the shared filter, the extra fields (ledger, pins) and the last
-    offset of the log it holds."""
+    """A snapshot read back: the shared filter, the extra fields (the ledger, the shared filter's
+    position), the users' archives by name and the last offset of the log it holds."""
 
     def __init__(self, shared: Any, offset: int, extra: dict, users: dict[str, bytes], member: str) -> None:
         self.shared = shared

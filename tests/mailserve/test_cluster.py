@@ -259,6 +259,9 @@ def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_
         n = {k: after["learned"][k] - before["learned"][k] for k in ("spam", "ham")}
         assert n == {"spam": label == "spam", "ham": label == "ham"}
         assert any("learn log offset" in line and "skipped" in line for line in d.log)
+        assert after["log"]["lag_learns"] == 0 and after["log"]["lag_seconds"] == 0.0
+        metrics = d.request("GET", "/metrics")[1]
+        assert "streamnb_mail_follow_lag_learns 0.0" in metrics and "streamnb_mail_follow_lag_seconds 0.0" in metrics
         assert d.stop() == 0  # its last snapshot
         again = cluster.start("d1")
         model = ("learned", "tokens", "operating_point", "thresholds", "total_learns")

@@ -22,9 +22,15 @@ messages asked about. Printed, never asserted:
   the evicted users' filters written, made durable at the snapshots);
 * growth: verdict latency p50 / p99 at 1 HTTP client against a model of ~1,000 distinct tokens
   (trained on the first few messages) and one of ~100,000 (the 3,000 messages plus synthetic
-  tokens of messages of random words), the same messages asked.
+  tokens of messages of random words), the same messages asked;
+* a cluster (``mail serve --state --bootstrap``, the embedded Kafka broker, or
+  ``STREAMNB_BOOTSTRAP``): checks over HTTP from 10 aiohttp clients spread over 1, 2 and 3
+  daemons (p50 / p99, messages per second; broker, daemons and clients share the machine's
+  cores), against one daemon without ``--state`` under the same client, and learns per second through the learn log (8 clients spread over 3 daemons, each
+  learn answered once the broker has it from every in-sync replica and the daemon applied it).
 
-Run: ``.venv/bin/python benchmarks/bench_mail_serve.py`` (``--quick``: fewer messages and users).
+Run: ``.venv/bin/python benchmarks/bench_mail_serve.py`` (``--quick``: fewer messages and users;
+``--cluster``: the cluster rows alone).
 """
 
 from __future__ import annotations
@@ -78,13 +84,21 @@ class Daemon:
                 break
         else:
             raise SystemExit("the daemon did not start")
+        import threading  # its log read on: a full pipe would stop the daemon
+
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
 
     def rss(self) -> float:
         return psutil.Process(self.proc.pid).memory_info().rss / 2**20
 
     def stop(self) -> None:
         self.proc.terminate()
-        self.proc.wait(timeout=120)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
 
 
 def summary(latencies: list[float], wall: float) -> tuple[float, float, float]:
@@ -214,9 +228,88 @@ def growth(tmp: Path, train: list[tuple[bytes, str]], ask: list[bytes]) -> list[
     return out
 
 
+async def spread_load(ports: list[int], messages: list[bytes], clients: int,
+                      label: str | None = None) -> tuple[float, float, float]:  # fmt: skip
+    """``clients`` keep-alive clients, client ``k`` on daemon ``k % len(ports)``: checks (or
+    learns as ``label``, each message once) of ``messages``; (p50 ms, p99 ms, per second) of
+    those answered 200 (the others are printed)."""
+    queue = list(enumerate(messages))
+    latencies: list[float] = []
+    errors: list[str] = []
+    path = "/checkv2" if label is None else f"/learn{label}"
+
+    async def client(session: aiohttp.ClientSession, port: int) -> None:
+        while queue:
+            i, raw = queue.pop()
+            start = time.perf_counter()
+            async with session.post(f"http://127.0.0.1:{port}{path}", data=raw, headers={"User": f"u{i % 20}"},
+                                    timeout=aiohttp.ClientTimeout(total=120)) as r:  # fmt: skip
+                body = await r.read()
+            if r.status != 200:
+                errors.append(f"{r.status} {body[:200]!r} after {time.perf_counter() - start:.1f} s")
+                continue
+            latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=clients)) as session:
+        await asyncio.gather(*(client(session, ports[k % len(ports)]) for k in range(clients)))
+    wall = time.perf_counter() - start
+    if errors:
+        print(f"{len(errors)} of {len(messages)} answered with an error: {errors[:5]}")
+    return summary(latencies, wall)
+
+
+def cluster(tmp: Path, model: Path, ask: list[bytes], learn: list[bytes]) -> list[tuple[str, float, float, float]]:
+    """The cluster rows (see the module)."""
+    import uuid
+
+    from streamnb.kafka import EmbeddedBroker
+
+    broker = None if os.environ.get("STREAMNB_BOOTSTRAP") else EmbeddedBroker().start()
+    bootstrap = os.environ.get("STREAMNB_BOOTSTRAP") or broker.bootstrap  # type: ignore[union-attr]
+    rows = []
+    alone = Daemon(model, "--http", "127.0.0.1:0")  # the baseline: the same load, no --state
+    try:
+        rows.append(("mail serve x1 alone, checks, 10 clients", *asyncio.run(spread_load([alone.ports["http"]], ask, 10))))
+    finally:
+        alone.stop()
+    try:
+        for n in (1, 2, 3):
+            run = uuid.uuid4().hex[:8]
+            args = ["--http", "127.0.0.1:0", "--state", f"kafka:bench-state-{run}", "--bootstrap", bootstrap,
+                    "--learn-topic", f"bench-learns-{run}"]  # fmt: skip
+            daemons = []
+            try:
+                for k in range(n):
+                    here = tmp / f"cluster-{run}-{k}"
+                    here.mkdir()
+                    if k == 0:  # the base the others restore from
+                        shutil.copy(model, here / "m.snb")
+                    daemons.append(Daemon(here / "m.snb", *args, "--member", f"d{k}"))
+                ports = [d.ports["http"] for d in daemons]
+                rows.append((f"cluster x{n}, checks, 10 clients", *asyncio.run(spread_load(ports, ask, 10))))
+                if n == 3:
+                    p50, p99, rate = asyncio.run(spread_load(ports, learn, 8, "spam"))
+                    rows.append(("cluster x3, learns through the log, 8 clients", p50, p99, rate))
+            finally:
+                for d in daemons:
+                    d.stop()
+    finally:
+        if broker is not None:
+            broker.kill()
+    return rows
+
+
+def print_rows(rows: list[tuple[str, float, float, float]]) -> None:
+    print(f"{'':45} {'p50 ms':>8} {'p99 ms':>8} {'msg/s':>9}")
+    for name_, p50, p99, rate in rows:
+        print(f"{name_:45} {p50:8.2f} {p99:8.2f} {rate:9.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cluster", action="store_true", help="the cluster rows alone")
     args = parser.parse_args()
     n_ask, n_shot, n_users = (400, 10, 2000) if args.quick else (3046, 30, 10_000)
     seconds = 3.0 if args.quick else 10.0
@@ -230,6 +323,10 @@ def main() -> None:
             filt.learn_one(tok.transform_one(raw), label)
         model = tmp / "m.snb"
         persistence.save(filt, model)
+        learn = [raw for raw, _ in data[TRAIN:]][n_ask:n_ask + (300 if args.quick else 1000)] or ask
+        if args.cluster:
+            print_rows(cluster(tmp, model, ask, learn))
+            return
         print(f"SpamFilter trained on {len(train):,} SpamAssassin messages ({filt.n_tokens:,} tokens); "
               f"{len(ask):,} messages asked about\n")  # fmt: skip
         service = []  # the CPU one verdict costs, in this process: tokens, verdict, evidence
@@ -296,9 +393,8 @@ def main() -> None:
             rows.append(("bogofilter -T, one process per message", median_b * 1000, float("nan"), 1 / median_b))
         else:
             print("bogofilter not installed (apt-get install bogofilter): skipped")
-        print(f"{'':45} {'p50 ms':>8} {'p99 ms':>8} {'msg/s':>9}")
-        for name_, p50, p99, rate in rows:
-            print(f"{name_:45} {p50:8.2f} {p99:8.2f} {rate:9.1f}")
+        rows += cluster(tmp, model, ask, learn)
+        print_rows(rows)
         best = max(rate for name_, _, _, rate in rows if "HTTP" in name_)
         print(f"\ndaemon over HTTP / one-shot command: {best * median:.0f}x the messages per second")
         if bogo:

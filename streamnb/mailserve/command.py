@@ -131,6 +131,16 @@ def _cutoff(value: float | None, name: str) -> float | None:
               help="Learns between snapshots of the models (the journal keeps them meanwhile).")
 @click.option("--snapshot-seconds", default=60.0, show_default=True, type=float,
               help="Seconds between snapshots when something was learned.")
+@click.option("--state", default=None, metavar="kafka:TOPIC|s3://BUCKET/PREFIX|dir:PATH",
+              help="Share the learned state between daemons on any number of hosts: learns go through a Kafka "
+                   "topic (--learn-topic) every daemon follows, snapshots to this store; MODEL and MODEL.users/ "
+                   "become this host's copies (a daemon on an empty disk restores from the store).")
+@click.option("--bootstrap", default=None, metavar="HOST:PORT", help="The Kafka of --state's learn log.")
+@click.option("--learn-topic", default="streamnb-mail-learns", show_default=True,
+              help="With --state: the learn log's topic (one partition), the same on every daemon.")
+@click.option("--member", default=None,
+              help="With --state: this daemon's name in the store (1-100 letters, digits, '_' or '-'; "
+                   "default: the host name), unique among live daemons.")
 def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float,
           learn_shared: bool, user_min_learns: int, spam_cutoff: float | None, ham_cutoff: float | None,
           reject_cutoff: float | None, max_resident: int,
@@ -138,7 +148,8 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
           headers: str, timeout: float, milter_timeout: float, max_connections: int, max_clients: int, per_client: int,
           reserved: int, mta_address: str, password_file: str | None, secure_ip: str | None,
           controller: str | None, workers: int, snapshot_every: int,
-          snapshot_seconds: float) -> None:  # fmt: skip
+          snapshot_seconds: float, state: str | None, bootstrap: str | None, learn_topic: str,
+          member: str | None) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
 
     \b
@@ -165,6 +176,31 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
     given = [v for v in (ham_cutoff, spam_cutoff, reject_cutoff) if v is not None]
     if given != sorted(given):
         raise click.UsageError("the cut-offs must keep --ham-cutoff <= --spam-cutoff <= --reject-cutoff")
+    if state is not None:
+        if not bootstrap:
+            raise click.UsageError("--state needs --bootstrap HOST:PORT (the Kafka of the learn log)")
+        if workers > 1:
+            raise click.UsageError("--state runs one process per daemon (--workers 1): run a daemon per core")
+        try:
+            import kafka  # noqa: F401  (the learn log's client)
+        except ImportError as exc:
+            click.echo(f"streamnb mail serve --state needs the kafka extra: pip install 'streamnb[mail,kafka]' ({exc})",
+                       err=True)  # fmt: skip
+            sys.exit(5)
+        from streamnb.kafka.stores import parse_state_url
+
+        try:
+            parse_state_url(state)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--state") from None
+    import re
+
+    if member is None:
+        import socket
+
+        member = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname())[:100] or "mail"
+    elif not re.fullmatch(r"[A-Za-z0-9_-]{1,100}", member):
+        raise click.BadParameter(f"{member!r}: use 1-100 letters, digits, '_' or '-'", param_hint="--member")
     config = ServeConfig(model, max_ham_rate=max_ham_rate, takeover=takeover, max_resident=max_resident, learn_shared=learn_shared,
                          user_max_tokens=user_max_tokens, max_bytes=max_bytes,
                          reject_above=_fraction(reject_above, "--reject-above"),
@@ -172,7 +208,8 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
                          snapshot_every=snapshot_every, snapshot_seconds=snapshot_seconds, headers=headers,
                          user_min_learns=user_min_learns, spam_cutoff=_cutoff(spam_cutoff, "--spam-cutoff"),
                          ham_cutoff=_cutoff(ham_cutoff, "--ham-cutoff"),
-                         reject_cutoff=_cutoff(reject_cutoff, "--reject-cutoff"))  # fmt: skip
+                         reject_cutoff=_cutoff(reject_cutoff, "--reject-cutoff"), state=state,
+                         bootstrap=bootstrap, learn_topic=learn_topic, member=member)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
                           max_connections, milter_user=milter_user, workers=workers, max_clients=max_clients,
                           per_client=per_client, reserved=reserved, mta=_addresses(mta_address, "--mta-address"),
@@ -189,6 +226,7 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
     if listeners.http is None and listeners.milter is None:
         raise click.UsageError("give --http or --milter (or both)")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)  # --state: the client's connections, not the daemon's news
     events = logging.getLogger("streamnb.mailserve.events")  # lines of JSON as they are
     events.propagate = False
     handler = logging.StreamHandler()

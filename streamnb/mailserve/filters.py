@@ -9,6 +9,14 @@ Files, beside the shared model ``MODEL`` (a file :command:`streamnb mail train` 
 
 One process writes these; check workers (``replica=True``) follow the journal to stay current.
 
+With ``--state`` (a :mod:`~streamnb.mailserve.shared_state` given as ``log`` and ``snapshots``)
+the journal is a Kafka topic shared by every daemon of a cluster instead: a learn is appended to
+it, and every daemon applies every learn in the topic's order (its own when it reads it back),
+deciding there whether it is a move, a repeat (``already``: the ledger already holds that class
+for that user and message, so a retried learn is applied once) or new; snapshots go to the state
+store, and ``MODEL``/``MODEL.users/`` are only this host's copies (the users' filters are read
+back from there when evicted).
+
 A learn is appended to the journal, and applied in memory and answered only once the journal is
 on disk: a learn that could not be written (disk full, an I/O error) changes nothing.
 Every learner's snapshot carries the position (journal sequence number) of the last learn it
@@ -24,8 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
+import logging
 import os
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,13 +46,18 @@ from typing import Any
 from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.mailserve.journal import Journal, Tail, read
+from streamnb.mailserve.shared_state import Captured, LearnLog, Restored, Snapshots
 from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
 from streamnb.text import Tokenizer
 
-__all__ = ["Learned", "MailFilters"]
+__all__ = ["MODEL_CUTOFFS", "Learned", "MailFilters"]
 
 CLASSES = ("spam", "ham")
+#: The shared filter's cut-offs that may be pinned (:meth:`MailFilters.pin`).
+MODEL_CUTOFFS = ("spam_cutoff", "ham_cutoff", "reject_cutoff")
+
+log = logging.getLogger("streamnb.mailserve")
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,10 @@ class MailFilters:
         learns journaled since (every user's, kept until the journal is next emptied).
     fsync
         What makes the journal durable (``os.fsync``; see :class:`~streamnb.mailserve.journal.Journal`).
+    log, snapshots
+        A cluster's learn log and snapshot store (both or neither; see the module): the state
+        is restored from the newest snapshot of the store and the log is followed from there
+        (:meth:`follow`, once the event loop runs).
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
@@ -103,7 +123,10 @@ class MailFilters:
                  ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False,
                  user_min_learns: int = 200,
                  pins: tuple[float | None, float | None, float | None] = (None, None, None),
-                 fsync: Callable[[int], None] = os.fsync) -> None:  # fmt: skip
+                 fsync: Callable[[int], None] = os.fsync, log: LearnLog | None = None,
+                 snapshots: Snapshots | None = None) -> None:  # fmt: skip
+        if (log is None) != (snapshots is None) or (log is not None and replica):
+            raise ValueError("a cluster needs a log and snapshots, and has no replicas")
         self.path = Path(model)
         self.max_bytes = max_bytes
         self.ledger_size = ledger_size
@@ -116,7 +139,19 @@ class MailFilters:
         self.learns_since_snapshot = 0
         self.journal: Journal | None = None
         self.tail: Tail | None = None
-        if replica:
+        self.log = log
+        self.snapshots = snapshots
+        self.instance = uuid.uuid4().hex  # names this process's learns in the log
+        self._nonces = itertools.count()
+        self._mine: dict[int, asyncio.Future[Any]] = {}
+        if snapshots is not None:
+            restored = snapshots.newest()
+            if restored is not None:
+                self._restore_users(restored)
+            self._load(restored)
+            if restored is None:  # the base every daemon starts from: this host's MODEL (or a new one)
+                self._save_snapshot()
+        elif replica:
             self.reload()
         else:
             self._load()
@@ -127,10 +162,14 @@ class MailFilters:
         self._snapshotting = False
         self._pending: set[str] = set()
 
-    def _load(self) -> None:
-        """The shared filter, the ledger and the position from the snapshot; no user resident."""
+    def _load(self, restored: Restored | None = None) -> None:
+        """The shared filter, the ledger and the position from the snapshot (``restored``: from
+        the cluster's store); no user resident."""
         cfg = self._settings
-        shared, position, seq, ledger = self._load_shared(cfg["max_ham_rate"])
+        if restored is not None:
+            shared, position, seq, ledger = self._read_restored(restored)
+        else:
+            shared, position, seq, ledger = self._load_shared(cfg["max_ham_rate"])
         self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
                             max_resident=cfg["max_resident"], store=f"{self.path}.users", sync_evictions=False,
                             write_back=not self.replica, remember_absent=True,
@@ -161,6 +200,29 @@ class MailFilters:
             raise StateError(f"{self.path}: invalid ledger")
         position = int(extra.get("position", -1))
         return model, position, max(position, int(extra.get("seq", -1))), ledger
+
+    def _read_restored(self, restored: Restored) -> tuple[SpamFilter, int, int, list]:
+        model, extra = restored.shared, restored.extra
+        if not isinstance(model, SpamFilter):
+            raise StateError(f"the snapshot of {restored.member} holds a {type(model).__name__}, not a SpamFilter")
+        ledger = extra.get("ledger", [])
+        if not isinstance(ledger, list) or not all(isinstance(e, list) and len(e) == 2 for e in ledger):
+            raise StateError(f"the snapshot of {restored.member}: invalid ledger")
+        return model, int(extra.get("position", -1)), restored.offset, ledger
+
+    def _restore_users(self, restored: Restored) -> None:
+        """The users' filters of a snapshot into this host's users' directory, each unless the
+        one there holds more of the log (this host's own, written after the snapshot)."""
+        directory = Path(f"{self.path}.users")
+        for name, data in restored.users.items():
+            path = directory / name
+            if path.exists():
+                _, here = persistence.loads(path.read_bytes(), with_extra=True)
+                _, there = persistence.loads(data, with_extra=True)
+                if int(here.get("position", -1)) >= int(there.get("position", -1)):
+                    continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            persistence.write_atomic(path, data)
 
     def _replay(self) -> None:
         for record in read(f"{self.path}.journal"):
@@ -250,6 +312,8 @@ class MailFilters:
         class); none runs while a snapshot is written."""
         if label not in CLASSES:
             raise InvalidEventError(f"can only learn spam or ham, not {label!r}")
+        if self.log is not None:
+            return await self._learn_through_log(tokens, user, label)
         assert self.journal is not None, "a replica does not learn"
         key = self._ledger_key(user, tokens)
         async with self._learning:
@@ -269,6 +333,133 @@ class MailFilters:
                 self._inflight -= 1
                 self._pending.discard(key)
                 self._learning.notify_all()
+
+    async def _learn_through_log(self, tokens: dict, user: str | None, label: str) -> Learned:
+        """(A cluster) append the learn to the log; once this process has applied it in the
+        log's order, what it did there (see the module)."""
+        record = {"id": self._ledger_key(user, tokens), "user": user, "label": label, "tokens": tokens}
+        learned = await self._through_log(record)
+        assert isinstance(learned, Learned)
+        return learned
+
+    async def _through_log(self, record: dict) -> Any:
+        """(A cluster) append ``record`` to the log; what applying it here gave (its error raised)."""
+        assert self.log is not None
+        nonce = next(self._nonces)
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._mine[nonce] = done
+        try:
+            await self.log.append(json.dumps({**record, "from": [self.instance, nonce]}, separators=(",", ":"),
+                                              ensure_ascii=False).encode())  # fmt: skip
+            try:
+                return await asyncio.wait_for(asyncio.shield(done), self.log.timeout)
+            except asyncio.TimeoutError:
+                raise OSError(f"learn log {self.log.topic}: the record is in the log but not applied here "
+                              f"after {self.log.timeout:.0f} s (see the follow lag)") from None
+        finally:
+            self._mine.pop(nonce, None)
+
+    async def pin(self, name: str, value: float | None) -> None:
+        """Pin the shared filter's cut-off ``name`` (one of :data:`MODEL_CUTOFFS`) at the
+        spamicity ``value``, or free it (None); in a cluster through the log, so every daemon
+        pins it at the same place among the learns. :class:`InvalidEventError` (nothing changed)
+        if the cut-offs would be out of order."""
+        if self.log is None:
+            self._pin(name, value)
+        else:
+            await self._through_log({"pin": name, "value": value})
+
+    def _pin(self, name: str, value: float | None) -> None:
+        if name not in MODEL_CUTOFFS or not (value is None or (isinstance(value, (int, float))
+                                                                and not isinstance(value, bool))):  # fmt: skip
+            raise InvalidEventError(f"cannot pin {name!r} at {value!r}")
+        if value is None:
+            self.shared.unpin_cutoffs(**{n: n == name for n in MODEL_CUTOFFS})
+        else:
+            pin: dict[str, Any] = {name: value}
+            self.shared.pin_cutoffs(**pin)
+        self.learns_since_snapshot += 1  # the model changed: the next snapshot keeps it
+
+    def follow(self) -> None:
+        """(A cluster) start applying the log after the snapshot's offset (on the event loop)."""
+        assert self.log is not None
+        self.log.follow(self.seq + 1, self._deliver)
+
+    async def caught_up(self, timeout: float) -> bool:
+        """(A cluster) wait until this process applied the log as far as it was when asked."""
+        assert self.log is not None
+        deadline = asyncio.get_running_loop().time() + timeout
+        target: int | None = None
+        while asyncio.get_running_loop().time() < deadline and self.log.error is None:
+            if target is None and self.log.highwater is not None:
+                target = self.log.highwater - 1
+            if target is not None and self.seq >= target:
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    def _deliver(self, batch: list[tuple[int, bytes]]) -> None:
+        """Learns read from the log, applied in order."""
+        for offset, value in batch:
+            if offset <= self.seq:
+                continue
+            self._follow_log(offset, value)
+            self.seq = offset
+
+    def _follow_log(self, offset: int, value: bytes) -> None:
+        """One record of the log at ``offset`` applied: a learn decided (new, a move, a repeat)
+        or a pin; one that is not valid is skipped (so by every daemon). The process that
+        appended it gets what it did."""
+        result: Any
+        record: Any = None
+        try:
+            record = json.loads(value)
+            if not isinstance(record, dict):
+                raise ValueError("not an object")
+            if "pin" in record:
+                self._pin(record["pin"], record["value"])
+                result = None
+            else:
+                result = self._follow_learn(offset, record)
+        except (ValueError, KeyError, TypeError, InvalidEventError) as exc:
+            log.error("learn log offset %d skipped: %s", offset, exc)
+            result = exc if isinstance(exc, InvalidEventError) else InvalidEventError(f"not applied: {exc}")
+        source = record.get("from") if isinstance(record, dict) else None
+        if isinstance(source, list) and len(source) == 2 and source[0] == self.instance:
+            done = self._mine.get(source[1])
+            if done is not None and not done.done():
+                if isinstance(result, Exception):
+                    done.set_exception(result)
+                else:
+                    done.set_result(result)
+
+    def _follow_learn(self, offset: int, record: dict) -> Learned:
+        user, label, tokens, key = record["user"], record["label"], record["tokens"], record["id"]
+        if (label not in CLASSES or not isinstance(tokens, dict) or not isinstance(key, str)
+                or not (user is None or isinstance(user, str))):  # fmt: skip
+            raise ValueError("not a learn")
+        if key != self._ledger_key(user, tokens):
+            raise ValueError("its id is not its user's and message's")
+        before = self.ledger.get(key)
+        if before == label:
+            return Learned(label, user, already=True)
+        self._apply({"seq": offset, "user": user, "label": label, "moved_from": before, "key": key, "tokens": tokens})
+        self.learns_since_snapshot += 1
+        return Learned(label, user, moved_from=before)
+
+    def _capture(self) -> Captured:
+        """(A cluster) the state after the learn at :attr:`seq`, as bytes (on the loop: no learn
+        is applied, no user evicted meanwhile)."""
+        assert self.snapshots is not None
+        self.users.flush()
+        extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()]}
+        captured = self.snapshots.capture(self.shared, self.seq, extra, Path(f"{self.path}.users"))
+        self.learns_since_snapshot = 0
+        return captured
+
+    def _save_snapshot(self) -> None:
+        assert self.snapshots is not None
+        self.snapshots.save(self._capture())
 
     def _commit(self, record: dict) -> None:
         """A learn on disk: into the models (called by the journal, in the journal's order)."""
@@ -295,7 +486,17 @@ class MailFilters:
     # -- snapshots -------------------------------------------------------------------------
     async def snapshot(self) -> None:
         """Write every changed learner and the shared filter with its position and ledger, then
-        empty the journal; learns wait meanwhile (those under way are finished first)."""
+        empty the journal; learns wait meanwhile (those under way are finished first). In a
+        cluster: the state as it is now to the store (written in a thread: learns and checks go
+        on); a store that cannot be written is logged, its learns kept for the next snapshot."""
+        if self.snapshots is not None:
+            captured, learns = self._capture(), self.learns_since_snapshot
+            try:
+                await asyncio.to_thread(self.snapshots.save, captured)
+            except OSError as exc:
+                self.learns_since_snapshot += learns + 1  # the next snapshot tries again
+                log.error("snapshot to the state store failed: %s", exc)
+            return
         assert self.journal is not None, "a replica does not snapshot"
         async with self._learning:
             while self._snapshotting:
@@ -320,6 +521,10 @@ class MailFilters:
             await self.journal.close()
         if self.tail is not None:
             self.tail.close()
+        if self.log is not None:
+            self.log.close()
+        if self.snapshots is not None:
+            self.snapshots.close()
 
     # -- reports ---------------------------------------------------------------------------
     def stat(self, user: str | None = None) -> dict[str, Any]:
@@ -337,6 +542,10 @@ class MailFilters:
                                 if self.shared.operating_point is not None else None),  # fmt: skip
             "thresholds": self.shared.cutoffs(),
         }
+        if self.log is not None:
+            learns, seconds = self.log.lag(self.seq)
+            out["log"] = {"topic": self.log.topic, "offset": self.seq, "lag_learns": learns,
+                          "lag_seconds": round(seconds, 3), "error": self.log.error}  # fmt: skip
         if user is not None:
             learner = self.users.learner(user)
             own = learner.n_messages if learner is not None else {"spam": 0.0, "ham": 0.0}

@@ -63,6 +63,12 @@ class Metrics:
         self.refused = Counter("streamnb_mail_connections_refused",
                                "Connections closed at once for want of a slot, by listener", ["listener"],
                                registry=reg)  # fmt: skip
+        self.follow_lag_learns = Gauge("streamnb_mail_follow_lag_learns",
+                                       "Learns in the cluster's learn log not yet applied here (--state)",
+                                       registry=reg, multiprocess_mode="liveall")  # fmt: skip
+        self.follow_lag_seconds = Gauge("streamnb_mail_follow_lag_seconds",
+                                        "Seconds since this daemon last had every learn of the log (--state)",
+                                        registry=reg, multiprocess_mode="liveall")  # fmt: skip
         self.check_seconds = self.latency.labels("check")
         self.learn_seconds = self.latency.labels("learn")
         self.checked = {label: self.checks.labels(label) for label in ("ham", "unsure", "spam")}

@@ -322,6 +322,10 @@ async def serve(config: ServeConfig, listeners: Listeners,
     timer = loop.create_task(service.snapshot_timer())
     tasks: list[asyncio.Task] = []
     try:
+        if service.filters.log is not None:  # a cluster: the learns since the snapshot, before answering
+            service.filters.follow()
+            if not await service.filters.caught_up(timeout=600.0):
+                raise StreamnbError(f"could not read the learn log {config.learn_topic}: {service.filters.log.error}")
         for name in ("http", "milter"):
             address = getattr(listeners, name)
             if address is not None:

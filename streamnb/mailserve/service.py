@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from streamnb.exceptions import InvalidEventError
-from streamnb.mailserve.filters import Learned, MailFilters
+from streamnb.exceptions import InvalidEventError, StateError
+from streamnb.mailserve.filters import MODEL_CUTOFFS, Learned, MailFilters
 from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder, WriterError
@@ -55,6 +55,10 @@ class ServeConfig:
     spam_cutoff: float | None = None  # pinned on the model at start (spamicities)
     ham_cutoff: float | None = None
     reject_cutoff: float | None = None
+    state: str | None = None  # a cluster's snapshot store (``--state``; see shared_state)
+    bootstrap: str | None = None  # its Kafka (``--bootstrap``)
+    learn_topic: str = "streamnb-mail-learns"
+    member: str = "mail"  # this daemon's name in the store
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,6 @@ class Check:
 CUTOFFS = {"spam_cutoff": "Spam at or above spamicity", "ham_cutoff": "Ham below spamicity",
            "reject_cutoff": "Reject spam at or above spamicity",
            "quarantine_above": "Quarantine spam at or above spamicity"}  # fmt: skip
-_MODEL_CUTOFFS = ("spam_cutoff", "ham_cutoff", "reject_cutoff")
 
 
 def pushes(evidence: list[TokenScore], top: int = 5) -> list[tuple[str, float]]:
@@ -177,13 +180,26 @@ class MailService:
     def __init__(self, config: ServeConfig, writer: LearnForwarder | None = None) -> None:
         self.config = config
         self.writer = writer
+        cluster: dict[str, Any] = {}
+        if config.state is not None:
+            from streamnb.mailserve.shared_state import LearnLog, Snapshots
+
+            if not config.bootstrap:
+                raise StateError("--state needs --bootstrap (the Kafka of the learn log)")
+            snapshots = Snapshots(config.state, config.member, config.bootstrap, config.learn_topic)
+            cluster = {"log": LearnLog(config.bootstrap, config.learn_topic), "snapshots": snapshots}
         self.filters = MailFilters(config.model, takeover=config.takeover, max_resident=config.max_resident,
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,
                                    max_bytes=config.max_bytes, ledger_size=config.ledger_size,
                                    max_ham_rate=config.max_ham_rate, replica=writer is not None,
                                    user_min_learns=config.user_min_learns,
-                                   pins=(config.spam_cutoff, config.ham_cutoff, config.reject_cutoff))  # fmt: skip
+                                   pins=(config.spam_cutoff, config.ham_cutoff, config.reject_cutoff),
+                                   **cluster)  # fmt: skip
         self.metrics = Metrics()
+        learn_log = self.filters.log
+        if learn_log is not None:
+            self.metrics.follow_lag_learns.set_function(lambda: learn_log.lag(self.filters.seq)[0])
+            self.metrics.follow_lag_seconds.set_function(lambda: learn_log.lag(self.filters.seq)[1])
         self.metrics.users.set(self.filters.users.n_resident())
         self.scanned: dict[str, int] = {}  # checks by action, of this process
         self.history = History()  # the last verdicts of this process, for the admin's page
@@ -231,7 +247,7 @@ class MailService:
         point = self.filters.shared.operating_point
         pins = point.pins() if point is not None else {}
         out: dict[str, Any] = {}
-        for name in _MODEL_CUTOFFS:
+        for name in MODEL_CUTOFFS:
             short = name.split("_")[0]
             pinned = pins.get(short) is not None
             why = model.get(f"{short}_reason", "pinned" if model.get(name) is not None else None)
@@ -255,14 +271,8 @@ class MailService:
             raise InvalidEventError(f"{name}: expected a spamicity in [0, 1] or null, got {value!r}")
         if self.writer is not None:
             raise InvalidEventError("cut-offs are pinned in the writing process (the --controller listener)")
-        if name in _MODEL_CUTOFFS:
-            shared = self.filters.shared
-            if value is None:
-                shared.unpin_cutoffs(**{n: n == name for n in _MODEL_CUTOFFS})
-            else:
-                pin: dict[str, Any] = {name: value}
-                shared.pin_cutoffs(**pin)
-            self.filters.learns_since_snapshot += 1  # the model changed: the next snapshot keeps it
+        if name in MODEL_CUTOFFS:
+            await self.filters.pin(name, value)  # in a cluster: on every daemon, through the log
         else:
             changed: dict[str, Any] = {name: value}
             self.config = dataclasses.replace(self.config, **changed)
@@ -271,7 +281,7 @@ class MailService:
         else:
             self.cutoff_reasons[name] = why
         event({"event": "cutoff", "name": name, "value": value, "why": why})
-        if name in _MODEL_CUTOFFS:
+        if name in MODEL_CUTOFFS:
             await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------
@@ -346,7 +356,9 @@ class MailService:
                     log.error("snapshot failed: %s", exc)
 
     async def close(self) -> None:
-        if self.writer is None and self.filters.learns_since_snapshot:
+        """Stop: a last snapshot if anything was learned since (in a cluster, always: this
+        member's snapshot of what it applied)."""
+        if self.writer is None and (self.filters.learns_since_snapshot or self.filters.log is not None):
             await self.snapshot()
         await self.filters.close()
         if self.writer is not None:

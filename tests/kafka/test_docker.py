@@ -101,6 +101,30 @@ def test_compose_commands_match_the_cli(compose):
     assert services["service"]["stop_signal"] == "SIGTERM"
 
 
+def test_two_mail_daemons_share_one_filter_through_kafka():
+    """The ``mail-cluster`` profile: two daemons on one learn log and state store, each with a
+    member name and a volume of its own, started once Kafka is healthy."""
+    binary = compose_binary()
+    out = subprocess.run([binary, "-f", str(DOCKER / "compose.yaml"), "--profile", "mail-cluster", "config",
+                          "--format", "json"], capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    services = json.loads(out.stdout)["services"]
+    daemons = []
+    for name in ("mail-a", "mail-b"):
+        group = parse(services[name]["command"])  # ``mail``, then its ``serve``
+        sub, command, rest = group.command.resolve_command(group, group.protected_args + group.args)
+        assert sub == "serve" and command is not None
+        daemons.append(command.make_context(sub, rest, parent=group))
+    for key in ("state", "bootstrap", "learn_topic"):
+        assert daemons[0].params[key] == daemons[1].params[key] is not None, key
+    assert daemons[0].params["bootstrap"] == "kafka:9092"
+    assert daemons[0].params["member"] != daemons[1].params["member"]
+    volumes = [services[name]["volumes"][0]["source"] for name in ("mail-a", "mail-b")]
+    assert volumes[0] != volumes[1]
+    for name in ("mail-a", "mail-b"):
+        assert services[name]["depends_on"]["kafka"]["condition"] == "service_healthy"
+        assert all(p.get("host_ip") == "127.0.0.1" for p in services[name]["ports"])
+
+
 def test_parse_rejects_an_unknown_option():
     with pytest.raises(click.UsageError):
         parse(["run", "--bootstrap", "x:1", "--input", "t", "--no-such-option"])

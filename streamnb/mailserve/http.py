@@ -11,6 +11,9 @@
                           the ``Password`` or from outside ``--secure-ip``
                           (:mod:`streamnb.mailserve.auth`)
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
+``GET /auth``             what ``rspamc uptime`` prints, ``/counters`` what ``rspamc
+                          counters`` prints, ``/symbols`` and ``/actions`` as rspamd's
+                          controller lists them (:mod:`streamnb.mailserve.controller`)
 ``GET /healthz``          ``{"status": "ok", "pid": N}`` (N: the process that answered)
 ``GET /metrics``          Prometheus text
 ``GET /``                 the admin's page, on the listener that learns
@@ -37,6 +40,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from streamnb.exceptions import InvalidEventError, StreamnbError
+from streamnb.mailserve import controller
 from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.headers import message_id, recipient_user
 from streamnb.mailserve.limits import normal_address
@@ -209,6 +213,22 @@ async def stat(request: web.Request) -> web.Response:
     return web.json_response(request.app[SERVICE].stat(user.lower() if user else None))
 
 
+async def auth(request: web.Request) -> web.Response:
+    return web.json_response(controller.auth(request.app[SERVICE], read_only=not request.app[LIMITS]["learn"]))
+
+
+async def counters(request: web.Request) -> web.Response:
+    return web.json_response(controller.counters(request.app[SERVICE]))
+
+
+async def symbols(request: web.Request) -> web.Response:
+    return web.json_response(controller.symbols(request.app[SERVICE]))
+
+
+async def actions(request: web.Request) -> web.Response:
+    return web.json_response(controller.actions(request.app[SERVICE]))
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "pid": os.getpid()})
 
@@ -238,6 +258,10 @@ def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, tim
     app.router.add_get("/stat", stat)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/ping", ping)
+    app.router.add_get("/auth", auth)
+    app.router.add_get("/counters", counters)
+    app.router.add_get("/symbols", symbols)
+    app.router.add_get("/actions", actions)
     app.router.add_get("/metrics", metrics)
     if console and authority is not None:
         from streamnb.mailserve.console import add_console

@@ -85,5 +85,6 @@ def auth(service: MailService, read_only: bool) -> dict[str, Any]:
     return {"auth": "ok", "version": streamnb.__version__, "uptime": int(_uptime(service)),
             "clean": scanned.get(NO_ACTION, 0), "probable": scanned.get(ADD_HEADER, 0), "greylist": 0,
             "reject": scanned.get(REJECT, 0), "soft_reject": 0, "scanned": sum(scanned.values()),
-            "learned": int(sum(service.filters.stat(None)["learned"].values())), "read_only": read_only}  # fmt: skip
+            "learned": int(sum(service.filters.stat(None)["learned"].values())),
+            "read_only": read_only}  # fmt: skip
 

@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from streamnb.exceptions import StreamnbError
-from streamnb.mailserve.limits import Budget, normal_address
+from streamnb.mailserve.limits import READ_BUFFER, Budget, normal_address
 from streamnb.mailserve.milter_wire import (
     ACTIONS_WANTED,
     CMD_ABORT,
@@ -157,12 +157,12 @@ class MilterServer:
         """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`)."""
         if self._server is not None:
             raise StreamnbError("milter server already started")
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=READ_BUFFER)
 
     async def serve_accepted(self, conn: socket.socket, done: Callable[[], None] | None = None) -> None:
         """Serve ``conn``, an MTA connection the caller accepted, in a task of its own (counted
         in :attr:`connections` on return); ``done()`` is called when the connection ends."""
-        reader, writer = await asyncio.open_connection(sock=conn)
+        reader, writer = await asyncio.open_connection(sock=conn, limit=READ_BUFFER)
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
         if done is not None:
             task.add_done_callback(lambda _: done())

@@ -27,8 +27,8 @@ from streamnb.mailserve.legacy import LegacyRequest, is_legacy
 from streamnb.mailserve.legacy import error as legacy_error
 from streamnb.mailserve.legacy import reply as legacy_reply
 from streamnb.mailserve.auth import LOOPBACK, Authority, read_password_file
-from streamnb.mailserve.limits import (CLIENT_BYTES, MTA_ADDRESSES, Budget, Gate, notify, raise_open_files,
-                                      watchdog_interval)
+from streamnb.mailserve.limits import (CLIENT_BYTES, MTA_ADDRESSES, READ_BUFFER, Budget, Gate, notify,
+                                      raise_open_files, watchdog_interval)
 from streamnb.mailserve.metrics import share_between_processes
 from streamnb.mailserve.service import MailService, ServeConfig, event
 from streamnb.mailserve.workers import Workers, spec
@@ -115,7 +115,8 @@ async def app_runner(service: MailService, listeners: Listeners, authority: Auth
     with ``console``; the bodies of clients outside the MTA's addresses within ``budget``."""
     app = make_app(service, service.config.max_bytes, listeners.max_body, listeners.timeout,
                    listeners.max_connections, authority, learn, listeners.mta, console, budget)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout,
+                           read_bufsize=READ_BUFFER)
     await runner.setup()
     return runner
 

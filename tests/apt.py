@@ -1,14 +1,21 @@
-"""Debian packages the tests need (Postfix, procmail), installed with apt where missing."""
+"""Debian packages the tests need: installed with apt where missing (Postfix, procmail, rspamd),
+or unpacked into a cache directory (Sendmail, Exim: they conflict with Postfix)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-__all__ = ["Unavailable", "apt", "apt_install", "dependencies", "install_missing", "missing"]
+__all__ = ["Unavailable", "apt", "apt_install", "cache_dir", "dependencies", "install_missing", "missing", "required",
+           "unpacked"]
+
+T = TypeVar("T")
 
 
 class Unavailable(RuntimeError):
@@ -83,3 +90,74 @@ def install_missing(packages: list[str], timeout: float) -> None:
         got = apt(["install", "-y", "--no-install-recommends", *absent], timeout=timeout)
     if got.returncode != 0:
         raise Unavailable(f"apt-get cannot install {' '.join(absent)}: {got.stderr.strip()[-500:]}")
+
+
+def cache_dir(name: str) -> Path:
+    """Where the packages unpacked for ``name`` are kept between runs (``STREAMNB_TEST_CACHE``
+    or ~/.cache/streamnb-tests)."""
+    base = os.environ.get("STREAMNB_TEST_CACHE") or os.path.expanduser("~/.cache/streamnb-tests")
+    return Path(base) / name
+
+
+def unpacked(name: str, packages: tuple[str, ...], binary: str, needs: Callable[[list[Path]], list[str]],
+             prepare: Callable[[Path], None] | None = None, timeout: float = 600.0) -> tuple[Path, float]:  # fmt: skip
+    """Debian's ``packages`` unpacked (``apt-get download``, ``dpkg -x``) into
+    ``cache_dir(name)/root`` rather than installed, where they would conflict with other
+    packages the tests need; the tree and the seconds it took (0.0 when it was cached and
+    nothing was missing).
+
+    ``needs(debs)`` names the installed packages the unpacked ``binary`` needs to run; they are
+    installed with apt where missing, now and on every later call. ``prepare(tree)`` adjusts the
+    tree before it is kept. The tree appears whole or not at all (a rename), so a run never sees
+    half of one. ``apt-get update`` runs only when a first try fails. Raises
+    :class:`Unavailable` when this is impossible here.
+    """
+    started = time.monotonic()
+    root = cache_dir(name) / "root"
+    record = root / "streamnb-needs"  # the packages to install for the unpacked binary to run
+    if (root / binary).exists() and record.exists():
+        before = missing(record.read_text().split())
+        install_missing(before, timeout)
+        return root, time.monotonic() - started if before else 0.0
+    cache_dir(name).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir(name)) as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)  # apt-get download writes as the _apt user where it can
+        got = apt(["download", *packages], cwd=work, timeout=timeout)
+        if got.returncode != 0:
+            apt(["update"], timeout=timeout)
+            got = apt(["download", *packages], cwd=work, timeout=timeout)
+        if got.returncode != 0:
+            raise Unavailable(f"apt-get cannot fetch {' '.join(packages)}: {got.stderr.strip()[-500:]}")
+        debs = sorted(work.glob("*.deb"))
+        needed = needs(debs)
+        install_missing(needed, timeout)
+        tree = work / "root"
+        for deb in debs:
+            subprocess.run(["dpkg", "-x", str(deb), str(tree)], check=True, capture_output=True, timeout=120)
+        if not (tree / binary).exists():
+            raise Unavailable(f"the unpacked {' '.join(packages)} have no {binary}")
+        if prepare is not None:
+            prepare(tree)
+        (tree / record.name).write_text(" ".join(needed) + "\n")
+        if root.exists() and not record.exists():
+            shutil.rmtree(root)  # left by an older layout of this cache
+        try:
+            tree.rename(root)
+        except OSError:
+            if not record.exists():  # else another test run unpacked it first: use theirs
+                raise
+    return root, time.monotonic() - started
+
+
+def required(what: str, install: Callable[[], T]) -> T:
+    """``install()``'s result; where it raises :class:`Unavailable` (or apt fails) the test
+    skips, except in CI (``CI=true``), where it fails: CI must run the ``what`` tests."""
+    import pytest
+
+    try:
+        return install()
+    except (Unavailable, subprocess.CalledProcessError) as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the {what} tests: {err}")
+        pytest.skip(str(err))

@@ -24,7 +24,7 @@ from streamnb.spam import SpamFilter
 from streamnb.spam.command import EXIT
 from streamnb.spam.mailbox import labelled, messages
 from streamnb.text import Tokenizer
-from tests.apt import Unavailable, apt_install
+from tests.apt import apt_install, required
 
 ROOT = Path(__file__).resolve().parents[1]
 SPAM_WORDS = "viagra cheap pills winner prize claim offer unsubscribe casino bonus cash".split()
@@ -340,14 +340,10 @@ def test_missing_matplotlib_names_the_extra_before_any_work(corpus):
 
 @pytest.fixture(scope="session")
 def procmail() -> str:
-    """procmail, installed from Debian's package if missing. Where it cannot be (not root, no
-    apt-get) the test skips, except in CI (``CI=true``), where it fails: CI must run it."""
-    try:
-        apt_install("procmail", "/usr/bin/procmail", recommends=False)  # (it recommends an MTA)
-    except Unavailable as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the procmail test: {err}")
-        pytest.skip(str(err))
+    """procmail, installed from Debian's package if missing (where impossible the test skips,
+    and fails in CI: :func:`tests.apt.required`)."""
+    # (without recommends: procmail recommends an MTA)
+    required("procmail", lambda: apt_install("procmail", "/usr/bin/procmail", recommends=False))
     return "/usr/bin/procmail"
 
 

@@ -11,6 +11,9 @@
                           the ``Password`` or from outside ``--secure-ip``
                           (:mod:`streamnb.mailserve.auth`)
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
+``GET /auth``             what ``rspamc uptime`` prints, ``/counters`` what ``rspamc
+                          counters`` prints, ``/symbols`` and ``/actions`` as rspamd's
+                          controller lists them (:mod:`streamnb.mailserve.controller`)
 ``GET /healthz``          ``{"status": "ok", "pid": N}`` (N: the process that answered)
 ``GET /metrics``          Prometheus text
 ``GET /``                 the admin's page, on the listener that learns
@@ -18,8 +21,10 @@
 ========================  ==============================================================
 
 Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the hard limit,
-503 when the daemon is at its bound of concurrent requests). A body is read up to
-``max_bytes`` for the verdict; the rest, up to ``max_body``, is read and dropped.
+503 when the daemon is at its bound of concurrent requests, or when the bodies read for clients
+outside the MTA's addresses would pass the ``budget``, :class:`~streamnb.mailserve.limits.Budget`).
+A body is read up to ``max_bytes`` for the verdict; the rest, up to ``max_body``, is read and
+dropped.
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from streamnb.exceptions import InvalidEventError, StreamnbError
+from streamnb.mailserve import controller
 from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.headers import message_id, recipient_user
-from streamnb.mailserve.limits import normal_address
+from streamnb.mailserve.limits import Budget, normal_address
 from streamnb.mailserve.service import MailService
 
 __all__ = ["answer_check", "make_app", "user_of"]
@@ -53,6 +59,7 @@ log = logging.getLogger("streamnb.mailserve")
 
 SERVICE: web.AppKey[MailService] = web.AppKey("service", MailService)
 LIMITS: web.AppKey[dict] = web.AppKey("limits", dict)
+_HELD = "streamnb.held"  # a request's bytes in the budget
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -104,6 +111,18 @@ def _decompress(data: bytes, keep: int, how: str) -> bytes:
     return bytes(out)
 
 
+def _hold(request: web.Request, n: int) -> None:
+    """Count ``n`` bytes kept for ``request`` in the budget of clients outside the MTA's
+    addresses (given back when the request ends); 503 if they are not there."""
+    limits = request.app[LIMITS]
+    budget: Budget | None = limits["budget"]
+    if budget is None or normal_address(request.remote or "") in limits["mta"]:
+        return
+    if not budget.take(n):
+        raise web.HTTPServiceUnavailable(reason="too many bytes held for clients outside the MTA's addresses")
+    request[_HELD] = request.get(_HELD, 0) + n
+
+
 async def _body(request: web.Request) -> bytes:
     limits = request.app[LIMITS]
     keep, cap = limits["max_bytes"], limits["max_body"]
@@ -120,9 +139,14 @@ async def _body(request: web.Request) -> bytes:
             raise web.HTTPRequestEntityTooLarge(max_size=cap, actual_size=seen)
         if kept < keep:
             chunks.append(chunk[: keep - kept])
+            _hold(request, len(chunks[-1]))
             kept += len(chunks[-1])
     raw = b"".join(chunks)
-    return _decompress(raw, keep, compression) if compression else raw
+    if not compression:
+        return raw
+    plain = _decompress(raw, keep, compression)
+    _hold(request, len(plain))
+    return plain
 
 
 @web.middleware
@@ -148,12 +172,17 @@ async def _guard(request: web.Request, handler: Any) -> web.StreamResponse:
     except StreamnbError as exc:
         service.metrics.errors.labels("invalid").inc()
         return _error(400, str(exc))
+    except ConnectionError:  # the client left in the middle of its request: nobody to answer
+        service.metrics.errors.labels("aborted").inc()
+        return _error(400, "connection lost")
     except Exception:  # a defect: an error reply, logged, never a plain-text page
         log.exception("%s %s failed", request.method, request.path)
         service.metrics.errors.labels("internal").inc()
         return _error(500, "internal error (logged)")
     finally:
         limits["inflight"] -= 1
+        if limits["budget"] is not None:
+            limits["budget"].give(request.get(_HELD, 0))
 
 
 def answer_check(service: MailService, raw: bytes, user: str | None, queue_id: str) -> dict[str, Any]:
@@ -209,6 +238,23 @@ async def stat(request: web.Request) -> web.Response:
     return web.json_response(request.app[SERVICE].stat(user.lower() if user else None))
 
 
+async def auth(request: web.Request) -> web.Response:
+    read_only = not request.app[LIMITS]["learn"]
+    return web.json_response(controller.auth(request.app[SERVICE], read_only))
+
+
+async def counters(request: web.Request) -> web.Response:
+    return web.json_response(controller.counters(request.app[SERVICE]))
+
+
+async def symbols(request: web.Request) -> web.Response:
+    return web.json_response(controller.symbols(request.app[SERVICE]))
+
+
+async def actions(request: web.Request) -> web.Response:
+    return web.json_response(controller.actions(request.app[SERVICE]))
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "pid": os.getpid()})
 
@@ -220,24 +266,31 @@ async def metrics(request: web.Request) -> web.Response:
 
 def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, timeout: float = 30.0,
              max_connections: int = 256, authority: Authority | None = None, learn: bool = True,
-             mta: Iterable[str] = (), console: bool = False) -> web.Application:  # fmt: skip
+             mta: Iterable[str] = (), console: bool = False,
+             budget: Budget | None = None) -> web.Application:  # fmt: skip
     """The aiohttp application of the HTTP listener: learns are allowed as ``authority`` says
     (None: every learn, for the daemon's private socket), none at all unless ``learn``; the
     ``mta`` addresses are served beyond ``max_connections`` requests in progress (their
     connections are bounded by the listener's slots), so slow clients elsewhere cannot hold
     every request slot the MTA needs. With ``console`` (and an ``authority``) it serves the
-    admin's page (:mod:`streamnb.mailserve.console`) at ``GET /``."""
+    admin's page (:mod:`streamnb.mailserve.console`) at ``GET /``. The bodies read for other
+    addresses than ``mta`` are held within ``budget`` (None: no bound but each body's)."""
     app = web.Application(middlewares=[_guard], client_max_size=max_body)
     app[SERVICE] = service
     app[LIMITS] = {"max_bytes": max_bytes, "max_body": max_body, "timeout": timeout,
                    "max_connections": max_connections, "inflight": 0, "authority": authority,
-                   "learn": learn, "mta": frozenset(normal_address(a) for a in mta)}  # fmt: skip
+                   "learn": learn, "mta": frozenset(normal_address(a) for a in mta),
+                   "budget": budget}  # fmt: skip
     app.router.add_post("/checkv2", checkv2)
     app.router.add_post("/learnspam", learnspam)
     app.router.add_post("/learnham", learnham)
     app.router.add_get("/stat", stat)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/ping", ping)
+    app.router.add_get("/auth", auth)
+    app.router.add_get("/counters", counters)
+    app.router.add_get("/symbols", symbols)
+    app.router.add_get("/actions", actions)
     app.router.add_get("/metrics", metrics)
     if console and authority is not None:
         from streamnb.mailserve.console import add_console

@@ -25,7 +25,10 @@ Postfix (tests/mail).
 
 Bounds: a read timeout per packet and for ``decide``, at most ``max_connections`` connections
 (one more is closed at once, so the MTA applies its ``milter_default_action``), packets of at most
-:data:`MAX_PACKET_BYTES` (1 MiB and a little), at most ``max_message_bytes`` of each message kept. A malformed packet closes that
+:data:`MAX_PACKET_BYTES` (1 MiB and a little), at most ``max_message_bytes`` of each message kept;
+with a ``budget`` (:class:`~streamnb.mailserve.limits.Budget`), what the connections from other
+addresses than ``exempt`` hold at once (the packet being read and the message being received)
+stays within it: a connection that would pass it is closed. A malformed packet closes that
 connection (logged); it never stops the server. ``decide`` raising answers TEMPFAIL.
 """
 
@@ -35,10 +38,11 @@ import asyncio
 import logging
 import socket
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.limits import READ_BUFFER, Budget, normal_address
 from streamnb.mailserve.milter_wire import (
     ACTIONS_WANTED,
     CMD_ABORT,
@@ -133,6 +137,8 @@ class MilterServer:
         timeout: float = 30.0,
         max_connections: int = 256,
         remove_headers: tuple[str, ...] = ("X-Spam", "X-Spam-Score"),
+        budget: Budget | None = None,
+        exempt: Iterable[str] = (),
     ) -> None:
         if max_message_bytes < 0 or timeout <= 0 or max_connections < 1:
             raise StreamnbError("max_message_bytes >= 0, timeout > 0 and max_connections >= 1 are needed")
@@ -144,17 +150,19 @@ class MilterServer:
         self.removed = {name.lower(): header_name(name) for name in remove_headers}
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
+        self.budget = budget  # for the connections from outside ``exempt``
+        self.exempt = frozenset(normal_address(a) for a in exempt)
 
     async def start(self, host: str, port: int) -> None:
         """Listen on ``host:port`` (port 0 picks a free one, see :attr:`port`)."""
         if self._server is not None:
             raise StreamnbError("milter server already started")
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=READ_BUFFER)
 
     async def serve_accepted(self, conn: socket.socket, done: Callable[[], None] | None = None) -> None:
         """Serve ``conn``, an MTA connection the caller accepted, in a task of its own (counted
         in :attr:`connections` on return); ``done()`` is called when the connection ends."""
-        reader, writer = await asyncio.open_connection(sock=conn)
+        reader, writer = await asyncio.open_connection(sock=conn, limit=READ_BUFFER)
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer))
         if done is not None:
             task.add_done_callback(lambda _: done())
@@ -194,13 +202,16 @@ class MilterServer:
             writer.close()
             return
         self._connections[task] = writer
+        held = isinstance(peer, tuple) and normal_address(str(peer[0])) not in self.exempt
+        connection = _Connection(self, reader, writer, self.budget if held else None)
         try:
-            await _Connection(self, reader, writer).run()
+            await connection.run()
         except (MilterProtocolError, asyncio.IncompleteReadError, TimeoutError, OSError) as err:
             log.warning("milter: connection from %s closed: %s", peer, err or type(err).__name__)
         except asyncio.CancelledError:  # close(): ending quietly (Python 3.11's streams log a cancelled handler)
             pass
         finally:
+            connection.release()
             self._connections.pop(task, None)
             writer.close()
 
@@ -208,8 +219,11 @@ class MilterServer:
 class _Connection:
     """One MTA connection: reads packets, answers them, keeps the message state."""
 
-    def __init__(self, server: MilterServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, server: MilterServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 budget: Budget | None = None) -> None:  # fmt: skip
         self.server = server
+        self.budget = budget
+        self.charged = 0  # the bytes this connection holds of the budget
         self.reader = reader
         self.writer = writer
         self.negotiated = False
@@ -230,9 +244,30 @@ class _Connection:
         (length,) = struct.unpack("!I", head)
         if length == 0 or length > MAX_PACKET_BYTES:
             raise MilterProtocolError(f"packet length {length} out of 1..{MAX_PACKET_BYTES}")
+        self.charge(length)
         data = await self.within_timeout(self.reader.readexactly(length))
         self.ack_now()
         return data[0], data[1:]
+
+    def charge(self, n: int) -> None:
+        """Hold ``n`` more bytes of the budget; :class:`MilterProtocolError` if they are not there."""
+        if self.budget is None:
+            return
+        if not self.budget.take(n):
+            raise MilterProtocolError(f"{n} bytes more would pass the {self.budget.limit} bytes that clients "
+                                      "outside the MTA's addresses may hold")  # fmt: skip
+        self.charged += n
+
+    def settle(self) -> None:
+        """Hold what the message being received holds (no longer the packet read)."""
+        if self.budget is not None:
+            self.release()
+            self.charge(len(self.message.data) if self.message is not None else 0)
+
+    def release(self) -> None:
+        if self.budget is not None:
+            self.budget.give(self.charged)
+            self.charged = 0
 
     def ack_now(self) -> None:
         """Acknowledge what was read at once (Linux), rather than with the delayed-ACK timer.
@@ -282,6 +317,7 @@ class _Connection:
             command, payload = packet
             if not await self.handle(command, payload):
                 return
+            self.settle()
             if self.out:
                 self.writer.write(bytes(self.out))
                 self.out.clear()

@@ -10,7 +10,7 @@ Every message gets ``X-Spam`` (the line ``streamnb mail classify`` prints) and `
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from email.parser import BytesHeaderParser
 from email.policy import compat32
 from email.utils import getaddresses
@@ -18,6 +18,7 @@ from email.utils import getaddresses
 from streamnb.exceptions import StreamnbError
 from streamnb.mailserve.milter import Decision, Envelope, MilterServer
 from streamnb.mailserve.headers import remove_headers
+from streamnb.mailserve.limits import Budget
 from streamnb.mailserve.service import REJECT, MailService
 
 __all__ = ["MILTER_USERS", "UserKey", "start_milter", "user_key", "user_of"]
@@ -94,11 +95,12 @@ def user_key(spec: str) -> UserKey:
     return lambda raw, envelope: header_user(raw, name)
 
 
-def milter_server(service: MailService, timeout: float, max_connections: int,
-                  user: str = "first-recipient") -> MilterServer:  # fmt: skip
+def milter_server(service: MailService, timeout: float, max_connections: int, user: str = "first-recipient",
+                  budget: Budget | None = None, mta: Iterable[str] = ()) -> MilterServer:  # fmt: skip
     """A milter server answering with ``service``'s verdicts, for the connections handed to it
     (:meth:`MilterServer.serve_accepted`); ``user`` is a ``--milter-user`` form
-    (:func:`user_key`)."""
+    (:func:`user_key`); the connections from other addresses than ``mta`` hold what they read
+    within ``budget``."""
     key = user_key(user)
 
     async def decide(raw: bytes, envelope: Envelope) -> Decision:
@@ -114,4 +116,5 @@ def milter_server(service: MailService, timeout: float, max_connections: int,
 
     return MilterServer(decide, max_message_bytes=service.config.max_bytes, timeout=timeout,
                         max_connections=max_connections,
-                        remove_headers=remove_headers(service.config.headers))  # fmt: skip
+                        remove_headers=remove_headers(service.config.headers),
+                        budget=budget, exempt=mta)  # fmt: skip

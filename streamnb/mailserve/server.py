@@ -27,7 +27,8 @@ from streamnb.mailserve.legacy import LegacyRequest, is_legacy
 from streamnb.mailserve.legacy import error as legacy_error
 from streamnb.mailserve.legacy import reply as legacy_reply
 from streamnb.mailserve.auth import LOOPBACK, Authority, read_password_file
-from streamnb.mailserve.limits import MTA_ADDRESSES, Gate, notify, raise_open_files, watchdog_interval
+from streamnb.mailserve.limits import (CLIENT_BYTES, MTA_ADDRESSES, READ_BUFFER, Budget, Gate, notify,
+                                      raise_open_files, watchdog_interval)
 from streamnb.mailserve.metrics import share_between_processes
 from streamnb.mailserve.service import MailService, ServeConfig, event
 from streamnb.mailserve.workers import Workers, spec
@@ -63,6 +64,7 @@ class Listeners:
     password_file: str | None = None  # see auth
     secure_ip: tuple[str, ...] | None = None  # None: loopback without a password file, else none
     controller: str | None = None  # HOST:PORT or unix:PATH: learns there only
+    client_bytes: int = CLIENT_BYTES  # held at once by connections outside ``mta`` (see limits.Budget)
 
     def authority(self) -> Authority:
         """Who may learn (read the password file)."""
@@ -106,13 +108,15 @@ class Answering:
 
 
 async def app_runner(service: MailService, listeners: Listeners, authority: Authority | None,
-                     learn: bool = True, console: bool = False) -> web.AppRunner:  # fmt: skip
+                     learn: bool = True, console: bool = False,
+                     budget: Budget | None = None) -> web.AppRunner:  # fmt: skip
     """The HTTP app of ``service`` with the listeners' bounds, set up for a site to serve;
     learns allowed as ``authority`` says (None: all), none unless ``learn``; the admin's page
-    with ``console``."""
+    with ``console``; the bodies of clients outside the MTA's addresses within ``budget``."""
     app = make_app(service, service.config.max_bytes, listeners.max_body, listeners.timeout,
-                   listeners.max_connections, authority, learn, listeners.mta, console)
-    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout)
+                   listeners.max_connections, authority, learn, listeners.mta, console, budget)
+    runner = web.AppRunner(app, access_log=None, keepalive_timeout=listeners.timeout,
+                           read_bufsize=READ_BUFFER)
     await runner.setup()
     return runner
 
@@ -124,14 +128,15 @@ async def answer(service: MailService, listeners: Listeners, sockets: dict[str, 
     sharing ``load_path`` (its slot ``slot``; None: this process alone)."""
     # the page where learns are, when one process answers there (its sessions and history are its own)
     learn = listeners.controller is None
+    budget = Budget(listeners.client_bytes)  # this process's, for both listeners
     runner = await app_runner(service, listeners, listeners.authority(), learn=learn,
-                              console=learn and listeners.workers == 1)  # fmt: skip
+                              console=learn and listeners.workers == 1, budget=budget)  # fmt: skip
     milter = None
     if listeners.milter is not None:
         from streamnb.mailserve.milter_bridge import milter_server
 
-        milter = milter_server(service, timeout=listeners.milter_timeout,
-                               max_connections=listeners.max_clients, user=listeners.milter_user)
+        milter = milter_server(service, timeout=listeners.milter_timeout, max_connections=listeners.max_clients,
+                               user=listeners.milter_user, budget=budget, mta=listeners.mta)  # fmt: skip
     loop = asyncio.get_running_loop()
     server = runner.server
     assert server is not None  # set up

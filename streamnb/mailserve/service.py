@@ -21,7 +21,7 @@ from streamnb.mailserve.forward import LearnForwarder, WriterError
 from streamnb.mailserve.metrics import Metrics
 from streamnb.spam import TokenScore, Verdict
 
-__all__ = ["CUTOFFS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
+__all__ = ["CUTOFFS", "SYMBOLS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
 
 log = logging.getLogger("streamnb.mailserve")
 #: One JSON object per line: a message checked, a learn, the daemon's start and stop.
@@ -34,6 +34,14 @@ def event(fields: dict[str, Any]) -> None:
 
 #: rspamd's action names.
 NO_ACTION, ADD_HEADER, REJECT = "no action", "add header", "reject"
+
+#: The symbols of a reply (:meth:`Check.rspamd`), with what each means.
+SYMBOLS = {"STREAMNB_SPAM": "the message is spam; the score is the logit of its spamicity",
+           "STREAMNB_HAM": "the message is ham; the score is the logit of its spamicity",
+           "STREAMNB_UNSURE": "the message is neither; the score is the logit of its spamicity",
+           "STREAMNB_SPAM_TOKENS": "the tokens that pushed towards spam, with their log-odds",
+           "STREAMNB_HAM_TOKENS": "the tokens that pushed towards ham, with their log-odds"}  # fmt: skip
+
 @dataclass(frozen=True)
 class ServeConfig:
     """The daemon's settings (``streamnb mail serve --help`` documents each)."""
@@ -70,7 +78,7 @@ class Check:
     action: str
     evidence: list[TokenScore]
     quarantine: bool
-    reject_logit: float | None = None  # --reject-above on the score's scale
+    reject_logit: float | None = None  # MailService.reject_threshold
     headers_style: str = "streamnb"
 
     @property
@@ -105,6 +113,15 @@ class Check:
         if self.headers_style == "both":
             return (own[0], *sa)
         return own
+
+    def symbol_names(self) -> list[str]:
+        """The names of the symbols in :meth:`rspamd`'s ``symbols`` (of :data:`SYMBOLS`)."""
+        names = [f"STREAMNB_{self.verdict.label.upper()}"]
+        if any(t.log_odds > 0 for t in self.evidence):
+            names.append("STREAMNB_SPAM_TOKENS")
+        if any(t.log_odds < 0 for t in self.evidence):
+            names.append("STREAMNB_HAM_TOKENS")
+        return names
 
     def rspamd(self) -> dict[str, Any]:
         """The ``/checkv2`` answer: rspamd's fields (score and required score on the logit of
@@ -202,6 +219,9 @@ class MailService:
             self.metrics.follow_lag_seconds.set_function(lambda: learn_log.lag(self.filters.seq)[1])
         self.metrics.users.set(self.filters.users.n_resident())
         self.scanned: dict[str, int] = {}  # checks by action, of this process
+        self.hits: dict[str, int] = {}  # checks by symbol (of SYMBOLS), of this process
+        self.check_seconds = 0.0  # the time those checks took
+        self.started = time.monotonic()
         self.history = History()  # the last verdicts of this process, for the admin's page
         self.cutoff_reasons = {name: f"--{name.replace('_', '-')} at start"
                                for name in CUTOFFS if getattr(config, name) is not None}  # fmt: skip
@@ -221,13 +241,36 @@ class MailService:
             action = ADD_HEADER if verdict.label == "spam" else NO_ACTION
         quarantine = (cfg.quarantine_above is not None and verdict.label == "spam"
                       and verdict.score >= cfg.quarantine_above)  # fmt: skip
+        check = Check(verdict, user, action, evidence, quarantine, self.reject_threshold(), cfg.headers)
         metrics = self.metrics
         self.scanned[action] = self.scanned.get(action, 0) + 1
+        for name in check.symbol_names():
+            self.hits[name] = self.hits.get(name, 0) + 1
+        seconds = time.perf_counter() - start
+        self.check_seconds += seconds
         metrics.checked[verdict.label].inc()
-        metrics.check_seconds.observe(time.perf_counter() - start)
+        metrics.check_seconds.observe(seconds)
         metrics.users.set(self.filters.users.n_resident())
-        reject = None if cfg.reject_above is None else _logit(cfg.reject_above)
-        return Check(verdict, user, action, evidence, quarantine, reject, cfg.headers)
+        return check
+
+    def reject_threshold(self) -> float | None:
+        """The score (the logit of the spamicity) at or above which spam is rejected: the lower
+        of the model's pinned reject cut-off and ``--reject-above``; None for neither."""
+        point = self.filters.shared.operating_point
+        found = [point.reject_threshold()] if point is not None else []
+        if self.config.reject_above is not None:
+            found.append(_logit(self.config.reject_above))
+        found = [x for x in found if math.isfinite(x)]
+        return min(found) if found else None
+
+    def action_thresholds(self) -> dict[str, float]:
+        """The scores (as ``/checkv2``'s) from which the shared filter's verdicts take an action:
+        ``add header`` at its spam threshold, ``reject`` at :meth:`reject_threshold` if any."""
+        out = {ADD_HEADER: _clip(self.filters.shared.spam_threshold())}
+        reject = self.reject_threshold()
+        if reject is not None:
+            out[REJECT] = _clip(reject)
+        return out
 
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
         """The JSON log line of a message checked, and its entry in :attr:`history`."""

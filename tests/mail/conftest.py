@@ -4,32 +4,22 @@ for Sendmail, whose packages are unpacked into a cache directory rather than ins
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.mail.exim import EximUnavailable, exim_version, install_exim
-from tests.mail.postfix import (PostfixUnavailable, PrivatePostfix, install_postfix, postfix_version,
-                                running_postfix)
-from tests.mail.sendmail import (PrivateSendmail, SendmailUnavailable, install_sendmail, running_sendmail,
-                                 sendmail_version)
+from tests.apt import required
+from tests.mail.exim import exim_version, install_exim
+from tests.mail.postfix import PrivatePostfix, install_postfix, postfix_version, running_postfix
+from tests.mail.sendmail import PrivateSendmail, install_sendmail, running_sendmail, sendmail_version
 
 
 @pytest.fixture(scope="session")
 def postfix_installed() -> str:
-    """The installed Postfix's version, installing it first if needed.
-
-    Where it cannot be installed (not root, no apt-get) the tests skip, except in CI
-    (``CI=true``), where they fail: CI must run them.
-    """
-    try:
-        seconds = install_postfix()
-    except PostfixUnavailable as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the Postfix tests: {err}")
-        pytest.skip(str(err))
+    """The installed Postfix's version, installing it first if needed (where impossible the
+    tests skip, and fail in CI: :func:`tests.apt.required`)."""
+    seconds = required("Postfix", install_postfix)
     version = postfix_version()
     if seconds:
         print(f"installed Postfix {version} in {seconds:.1f} s")
@@ -47,17 +37,9 @@ def postfix(postfix_installed: str, milter_port: int) -> Iterator[PrivatePostfix
 @pytest.fixture(scope="session")
 def sendmail_install() -> Path:
     """Debian's Sendmail packages unpacked into a cache directory (not installed: they conflict
-    with Postfix), fetching them first if needed.
-
-    Where they cannot be fetched (not root, no apt-get, apt fails) the tests skip, except in CI
-    (``CI=true``), where they fail: CI must run them.
-    """
-    try:
-        root, seconds = install_sendmail()
-    except SendmailUnavailable as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the Sendmail tests: {err}")
-        pytest.skip(str(err))
+    with Postfix), fetching them first if needed (where impossible the tests skip, and fail in
+    CI: :func:`tests.apt.required`)."""
+    root, seconds = required("Sendmail", install_sendmail)
     if seconds:
         print(f"Sendmail {sendmail_version(root)} ready in {seconds:.1f} s (fetched what was missing)")
     return root
@@ -74,17 +56,9 @@ def sendmail(sendmail_install: Path, milter_port: int) -> Iterator[PrivateSendma
 @pytest.fixture(scope="session")
 def exim_install() -> Path:
     """Debian's exim4-daemon-heavy unpacked into a cache directory (not installed: it conflicts
-    with Postfix), fetching it first if needed.
-
-    Where it cannot be fetched (not root, no apt-get, apt fails) the tests skip, except in CI
-    (``CI=true``), where they fail: CI must run them.
-    """
-    try:
-        root, seconds = install_exim()
-    except EximUnavailable as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must run the Exim tests: {err}")
-        pytest.skip(str(err))
+    with Postfix), fetching it first if needed (where impossible the tests skip, and fail in CI:
+    :func:`tests.apt.required`)."""
+    root, seconds = required("Exim", install_exim)
     if seconds:
         print(f"Exim {exim_version(root)} ready in {seconds:.1f} s (fetched what was missing)")
     return root

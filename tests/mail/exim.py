@@ -19,12 +19,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.apt import Unavailable, apt, dependencies, install_missing, missing
+from tests.apt import Unavailable, dependencies, unpacked
 from tests.mail.postfix import free_port, wait_until
 
 PACKAGE = "exim4-daemon-heavy"
@@ -37,57 +36,20 @@ class EximUnavailable(Unavailable):
     """Exim's package cannot be fetched or unpacked here (not root, no apt-get, no network)."""
 
 
-def cache_dir() -> Path:
-    """Where the unpacked package is kept between runs (``STREAMNB_TEST_CACHE`` or ~/.cache)."""
-    base = os.environ.get("STREAMNB_TEST_CACHE") or os.path.expanduser("~/.cache/streamnb-tests")
-    return Path(base) / "exim"
-
-
 def install_exim(timeout: float = 600.0) -> tuple[Path, float]:
-    """The unpacked Exim tree (fetching and unpacking it first if needed) and the seconds it took
-    (0.0 when cached and nothing was missing). Raises :class:`EximUnavailable` when this is
-    impossible here."""
+    """The unpacked Exim tree (fetching and unpacking it first if needed, with
+    :func:`tests.apt.unpacked`) and the seconds it took (0.0 when cached and nothing was
+    missing). Raises :class:`EximUnavailable` when this is impossible here."""
     if os.geteuid() != 0:
         raise EximUnavailable("a private Exim needs root (its daemon changes user)")
     for tool in ("apt-get", "dpkg", "dpkg-deb", "dpkg-query"):
         if shutil.which(tool) is None:
             raise EximUnavailable(f"a private Exim needs {tool}, which is missing")
-    started = time.monotonic()
-    root = cache_dir() / "root"
-    needs = root / "streamnb-needs"
     try:
-        if (root / BINARY).exists() and needs.exists():
-            before = missing(needs.read_text().split())
-            install_missing(before, timeout)
-            return root, time.monotonic() - started if before else 0.0
-        cache_dir().mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
-            work = Path(tmp)
-            work.chmod(0o755)  # apt-get download writes as the _apt user where it can
-            got = apt(["download", PACKAGE], cwd=work, timeout=timeout)
-            if got.returncode != 0:
-                apt(["update"], timeout=timeout)
-                got = apt(["download", PACKAGE], cwd=work, timeout=timeout)
-            if got.returncode != 0:
-                raise EximUnavailable(f"apt-get cannot fetch {PACKAGE}: {got.stderr.strip()[-500:]}")
-            deb = next(work.glob("*.deb"))
-            needed = dependencies(deb, own=("exim4",))
-            install_missing(needed, timeout)
-            unpacked = work / "root"
-            subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], check=True, capture_output=True, timeout=120)
-            if not (unpacked / BINARY).exists():
-                raise EximUnavailable(f"the unpacked {PACKAGE} has no {BINARY}")
-            (unpacked / needs.name).write_text(" ".join(needed) + "\n")
-            try:
-                unpacked.rename(root)  # complete or absent
-            except OSError:
-                if not needs.exists():  # else another test run unpacked it first: use theirs
-                    raise
+        return unpacked("exim", (PACKAGE,), BINARY, lambda debs: dependencies(debs[0], own=("exim4",)),
+                        timeout=timeout)  # fmt: skip
     except Unavailable as err:
-        if isinstance(err, EximUnavailable):
-            raise
         raise EximUnavailable(str(err)) from err
-    return root, time.monotonic() - started
 
 
 def exim_version(root: Path) -> str:

@@ -21,8 +21,9 @@ def cstr(*strings: bytes) -> bytes:
 class Mta:
     """The MTA's end of a milter connection."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    def __init__(self, port: int, source: str | None = None) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                             source_address=(source, 0) if source else None)  # fmt: skip
 
     def send(self, command: bytes, payload: bytes = b"") -> None:
         self.sock.sendall(packet(command, payload))

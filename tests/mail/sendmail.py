@@ -21,12 +21,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.apt import Unavailable, apt, dependencies, install_missing, missing
+from tests.apt import Unavailable, dependencies, unpacked
 from tests.mail.postfix import LocalDelivery, free_port, wait_until
 
 PACKAGES = ("sendmail-bin", "sendmail-base", "sendmail-cf")
@@ -41,72 +40,32 @@ class SendmailUnavailable(Unavailable):
     """Sendmail's packages cannot be fetched or unpacked here (not root, no apt-get, no network)."""
 
 
-def cache_dir() -> Path:
-    """Where the unpacked packages are kept between runs (``STREAMNB_TEST_CACHE`` or ~/.cache)."""
-    base = os.environ.get("STREAMNB_TEST_CACHE") or os.path.expanduser("~/.cache/streamnb-tests")
-    return Path(base) / "sendmail"
-
-
-def _install_missing(packages: list[str], timeout: float) -> None:
-    try:
-        install_missing(packages, timeout)
-    except Unavailable as err:
-        raise SendmailUnavailable(str(err)) from err
-
-
 def install_sendmail(timeout: float = 600.0) -> tuple[Path, float]:
-    """The unpacked Sendmail tree (fetching and unpacking it first if needed) and the seconds it
-    took (0.0 when cached and nothing was missing).
+    """The unpacked Sendmail tree (fetching and unpacking it first if needed, with
+    :func:`tests.apt.unpacked`) and the seconds it took (0.0 when cached and nothing was missing).
 
-    ``apt-get download`` fetches the three packages and ``dpkg -x`` unpacks them into the cache;
     ``m4`` and the libraries ``sendmail-bin`` depends on (none of which conflicts with Postfix)
-    are installed with apt where missing. ``apt-get update`` runs only when a first try fails.
-    Raises :class:`SendmailUnavailable` when this is impossible here.
+    are installed with apt where missing. Raises :class:`SendmailUnavailable` when this is
+    impossible here.
     """
     if os.geteuid() != 0:
         raise SendmailUnavailable("a private Sendmail needs root (namespaces, bind mounts, its daemon)")
     for tool in ("apt-get", "dpkg", "dpkg-deb", "dpkg-query", "unshare", "mount"):
         if shutil.which(tool) is None:
             raise SendmailUnavailable(f"a private Sendmail needs {tool}, which is missing")
-    started = time.monotonic()
-    root = cache_dir() / "root"
-    needs = root / "streamnb-needs"  # the packages to install for the unpacked binary to run
-    if (root / BINARY).exists() and needs.exists():
-        before = missing(needs.read_text().split())
-        _install_missing(before, timeout)
-        return root, time.monotonic() - started if before else 0.0
-    cache_dir().mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
-        work = Path(tmp)
-        work.chmod(0o755)  # apt-get download writes as the _apt user where it can
-        got = apt(["download", *PACKAGES], cwd=work, timeout=timeout)
-        if got.returncode != 0:
-            apt(["update"], timeout=timeout)
-            got = apt(["download", *PACKAGES], cwd=work, timeout=timeout)
-        if got.returncode != 0:
-            why = got.stderr.strip()[-500:]
-            raise SendmailUnavailable(f"apt-get cannot fetch {' '.join(PACKAGES)}: {why}")
-        debs = sorted(work.glob("*.deb"))
+
+    def needs(debs: list[Path]) -> list[str]:
         bin_deb = next(d for d in debs if d.name.startswith("sendmail-bin_"))
-        needed = ["m4", *dependencies(bin_deb, own=("sendmail",))]
-        _install_missing(needed, timeout)
-        unpacked = work / "root"
-        for deb in debs:
-            subprocess.run(["dpkg", "-x", str(deb), str(unpacked)], check=True, capture_output=True,
-                           timeout=120)  # fmt: skip
-        if not (unpacked / BINARY).exists():
-            raise SendmailUnavailable(f"the unpacked sendmail-bin has no {BINARY}")
+        return ["m4", *dependencies(bin_deb, own=("sendmail",))]
+
+    def prepare(tree: Path) -> None:
         # not set-group-id: exec would clear the parent-death signal that ends it with unshare
-        (unpacked / BINARY).chmod(0o755)
-        (unpacked / needs.name).write_text(" ".join(needed) + "\n")
-        if root.exists() and not needs.exists():
-            shutil.rmtree(root)  # left by an older layout of this cache
-        try:
-            unpacked.rename(root)  # complete or absent: a later run never sees half a tree
-        except OSError:
-            if not needs.exists():  # else another test run unpacked it first: use theirs
-                raise
-    return root, time.monotonic() - started
+        (tree / BINARY).chmod(0o755)
+
+    try:
+        return unpacked("sendmail", PACKAGES, BINARY, needs, prepare, timeout)
+    except Unavailable as err:
+        raise SendmailUnavailable(str(err)) from err
 
 
 def sendmail_version(root: Path) -> str:

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from streamnb.exceptions import StreamnbError
+from streamnb.mailserve.limits import Budget
 from streamnb.mailserve.milter import Decision, Envelope, MilterServer
+from streamnb.mailserve.milter_wire import MAX_PACKET_BYTES
 from tests.mail.milter_client import ALL_ACTIONS, NR_FLAGS, Mta, cstr, packet
 from tests.mail.milter_thread import MilterThread
 from tests.mail.postfix import wait_until
@@ -281,3 +283,40 @@ def test_close_ends_open_connections_at_once(recorder: Recorder) -> None:
     assert time.monotonic() - started < 5.0
     assert mta.closed_by_server()
     mta.close()
+
+
+def test_a_budget_bounds_what_connections_from_other_addresses_hold_together(recorder: Recorder) -> None:
+    budget = Budget(3 << 20)  # two of the largest packets, not three
+    almost = struct.pack("!I", MAX_PACKET_BYTES) + b"L" + b"a" * (MAX_PACKET_BYTES - 2)  # one byte short
+
+    def held() -> tuple[int, int]:
+        return milter.connections, milter.call(lambda: budget.held)
+
+    with MilterThread(recorder, timeout=20.0, max_connections=20, budget=budget, exempt=("127.0.0.1",)) as milter:
+        others = [Mta(milter.port, source="127.0.0.2") for _ in range(5)]
+        for mta in others:
+            mta.negotiate()
+            try:
+                mta.sock.sendall(almost)
+            except ConnectionError:
+                pass  # the budget was spent: closed while it was sending
+        wait_until(lambda: held() == (2, 2 * MAX_PACKET_BYTES), 10, "two packets held, three connections closed")
+        mta = Mta(milter.port)  # the MTA's address: not held to the budget
+        mta.negotiate(NR_FLAGS)
+        mta.message([(b"X-Big", b"b" * (MAX_PACKET_BYTES - 100))], [b"hello\r\n"])
+        assert mta.replies_until_final()[-1][0] == b"c"
+        mta.close()
+        for mta in others:
+            mta.close()
+        wait_until(lambda: held() == (0, 0), 10, "every byte given back")
+        # a message's own bytes count too: the third 1 MiB header passes the budget
+        mta = Mta(milter.port, source="127.0.0.2")
+        mta.negotiate(NR_FLAGS)
+        try:
+            mta.message([(b"X-Big", b"c" * (1 << 20))] * 3, [b"hello\r\n"])
+        except ConnectionError:
+            pass  # closed while it was sending
+        assert mta.closed_by_server()
+        mta.close()
+        wait_until(lambda: held() == (0, 0), 10, "every byte given back")
+        assert len(recorder.calls) == 1 and recorder.calls[0][0].startswith(b"X-Big: bbb")

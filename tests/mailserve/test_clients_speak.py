@@ -1,14 +1,18 @@
 """What rspamd's and Exim's clients send, over real sockets: /ping, /stat in rspamd's layout,
 zstd bodies, Deliver-To/Rcpt choosing the filter, the reply's milter/message-id/time_real/
-thresholds fields, SpamAssassin's headers, and the legacy RSPAMC/1.3 request Exim sends."""
+thresholds fields, SpamAssassin's headers, the legacy RSPAMC/1.3 request Exim sends, and the
+read-only requests of rspamd's controller (/actions, /symbols, /counters, /auth)."""
 
 from __future__ import annotations
 
+import asyncio
+import math
 import re
 import socket
 
 import pytest
 
+from streamnb.mailserve.service import SYMBOLS, MailService, ServeConfig
 from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, message, trained_model
 
 
@@ -112,3 +116,41 @@ def test_the_legacy_rspamc_request_exim_sends(daemon):
     assert _exchange(daemon.port, b"PING RSPAMC/1.3\r\n\r\n") == b"RSPAMD/1.3 0 PONG\r\n\r\n"
     assert _exchange(daemon.port, b"CHECK RSPAMC/1.3\r\nFrom: <a@b>\r\n\r\n").startswith(b"RSPAMD/1.3 1 EX_ERROR")
     assert daemon.request("GET", "/healthz")[0] == 200
+
+
+def test_rspamds_controller_lists_actions_symbols_counters_and_auth(daemon):
+    status, actions = daemon.request("GET", "/actions")
+    assert status == 200
+    assert actions == [{"action": "add header", "value": round(math.log(0.95 / 0.05), 3)},
+                       {"action": "reject", "value": round(math.log(0.999999 / 0.000001), 3)}]  # fmt: skip
+    before = {c["symbol"]: c["hits"] for c in daemon.request("GET", "/counters")[1]}
+    doc = daemon.check(message(SPAM_WORDS[:6], 6))
+    assert doc["thresholds"] == {a["action"]: a["value"] for a in actions}
+    after = {c["symbol"]: c["hits"] for c in daemon.request("GET", "/counters")[1]}
+    assert set(after) == set(SYMBOLS)
+    assert {name: after[name] - before[name] for name in SYMBOLS} == {name: int(name in doc["symbols"]) for name in SYMBOLS}
+    status, groups = daemon.request("GET", "/symbols")
+    assert status == 200 and [g["group"] for g in groups] == ["streamnb"]
+    assert [(r["symbol"], r["weight"], r["description"]) for r in groups[0]["rules"]] == [
+        (name, 1.0, text) for name, text in SYMBOLS.items()]
+    status, auth = daemon.request("GET", "/auth")
+    stat = daemon.request("GET", "/stat")[1]
+    assert status == 200 and auth["auth"] == "ok" and auth["read_only"] is False and auth["uptime"] >= 0
+    assert auth["scanned"] == stat["scanned"] == auth["clean"] + auth["probable"] + auth["reject"]
+    assert (auth["clean"], auth["probable"], auth["reject"]) == (
+        stat["actions"]["no action"], stat["actions"]["add header"], stat["actions"]["reject"])
+    assert auth["learned"] == stat["total_learns"] == 300
+
+
+def test_a_pinned_reject_cut_off_is_the_replys_and_the_actions_reject_threshold(tmp_path):
+    model = trained_model(tmp_path)
+    service = MailService(ServeConfig(str(model), spam_cutoff=0.95, reject_cutoff=0.99))
+    try:
+        reply = service.check(message(SPAM_WORDS[:6], 7), None).rspamd()
+        want = {"add header": round(math.log(0.95 / 0.05), 3), "reject": round(math.log(0.99 / 0.01), 3)}
+        assert reply["thresholds"] == service.action_thresholds() == want
+        both = MailService(ServeConfig(str(tmp_path / "other.snb"), reject_cutoff=0.9999, reject_above=0.99999))
+        assert both.reject_threshold() == pytest.approx(math.log(0.9999 / 0.0001))  # the lower of the two
+        asyncio.run(both.close())
+    finally:
+        asyncio.run(service.close())

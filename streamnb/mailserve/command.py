@@ -93,7 +93,8 @@ def _cutoff(value: float | None, name: str) -> float | None:
 @click.option("--max-bytes", default=1 << 20, show_default=True, type=click.IntRange(min=1),
               help="At most this much of a message is read and learned.")
 @click.option("--reject-above", type=float, default=None,
-              help="Reject spam at or above this spamicity (milter: 5xx; HTTP: action 'reject'). Default: tag only.")
+              help="Reject spam at or above this spamicity (milter: 5xx; HTTP: action 'reject'), unless the model has a "
+                   "reject cut-off pinned (--reject-cutoff, `mail set`): a pinned one wins. Default: tag only.")
 @click.option("--quarantine-above", type=float, default=None,
               help="Milter: put spam at or above this spamicity on hold in the MTA's queue.")
 @click.option("--headers", "headers", type=click.Choice(HEADER_STYLES), default="streamnb", show_default=True,

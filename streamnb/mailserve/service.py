@@ -198,8 +198,9 @@ class MailService:
         tokens = self.filters.tokens(raw)
         verdict, evidence = self.filters.check(tokens, user)
         cfg = self.config
-        if verdict.reject or (cfg.reject_above is not None and verdict.label == "spam"
-                              and verdict.score >= cfg.reject_above):  # fmt: skip
+        reject, pinned = self.reject_level()
+        if verdict.label == "spam" and (verdict.reject if pinned else cfg.reject_above is not None
+                                        and verdict.score >= cfg.reject_above):  # fmt: skip
             action = REJECT
         else:
             action = ADD_HEADER if verdict.label == "spam" else NO_ACTION
@@ -210,8 +211,17 @@ class MailService:
         metrics.checked[verdict.label].inc()
         metrics.check_seconds.observe(time.perf_counter() - start)
         metrics.users.set(self.filters.users.n_resident())
-        reject = None if cfg.reject_above is None else _logit(cfg.reject_above)
         return Check(verdict, user, action, evidence, quarantine, reject, cfg.headers)
+
+    def reject_level(self) -> tuple[float | None, bool]:
+        """``(score, pinned)``: spam at or above the score (a logit; None: no level) is rejected.
+        One rule: **a reject cut-off pinned on the model wins** (``--reject-cutoff``, ``mail
+        set``, the admin's page; ``pinned`` True); ``--reject-above`` applies only while none is
+        pinned."""
+        point = self.filters.shared.operating_point
+        if point is not None and point.pins()["reject"] is not None:
+            return point.reject_threshold(), True
+        return (None if self.config.reject_above is None else _logit(self.config.reject_above)), False
 
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
         """The JSON log line of a message checked, and its entry in :attr:`history`."""

@@ -266,7 +266,7 @@ async def learn(request: web.Request) -> web.Response:
     label = doc.get("class")
     if label not in ("spam", "ham"):
         raise InvalidEventError("expected \"class\": \"spam\" or \"ham\"")
-    status, answer = await service.learn_answer(raw, user, label)
+    status, answer = await service.learn_answer(raw, user, label, limit=False)  # the admin: no --report-rate
     return web.json_response(answer, status=status, headers=_HEADERS)
 
 

@@ -19,6 +19,7 @@ from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder, WriterError
 from streamnb.mailserve.metrics import Metrics
+from streamnb.mailserve.reports import TooManyReports
 from streamnb.spam import TokenScore, Verdict
 
 __all__ = ["CUTOFFS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
@@ -55,6 +56,7 @@ class ServeConfig:
     spam_cutoff: float | None = None  # pinned on the model at start (spamicities)
     ham_cutoff: float | None = None
     reject_cutoff: float | None = None
+    report_rate: int = 50  # reports (learns against the verdict) per user and hour; 0: no limit
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ class MailService:
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,
                                    max_bytes=config.max_bytes, ledger_size=config.ledger_size,
                                    max_ham_rate=config.max_ham_rate, replica=writer is not None,
-                                   user_min_learns=config.user_min_learns,
+                                   user_min_learns=config.user_min_learns, report_rate=config.report_rate,
                                    pins=(config.spam_cutoff, config.ham_cutoff, config.reject_cutoff))  # fmt: skip
         self.metrics = Metrics()
         self.metrics.users.set(self.filters.users.n_resident())
@@ -285,12 +287,17 @@ class MailService:
             await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------
-    async def learn_answer(self, raw: bytes, user: str | None, label: str) -> tuple[int, dict]:
+    async def learn_answer(self, raw: bytes, user: str | None, label: str, limit: bool = True) -> tuple[int, dict]:
         """:meth:`learn`, answered as the learn endpoints answer: ``(200, what was learned)``;
-        ``(500, error)`` when the journal could not be written (nothing learned: a retry
-        learns it); the writing process's status when a check worker relays its refusal."""
+        ``(429, error)`` for a report over the user's ``--report-rate`` (with ``retry_after``,
+        seconds; nothing learned); ``(500, error)`` when the journal could not be written
+        (nothing learned: a retry learns it); the writing process's status when a check worker
+        relays its refusal."""
         try:
-            learned = await self.learn(raw, user, label)
+            learned = await self.learn(raw, user, label, limit)
+        except TooManyReports as exc:
+            self.metrics.errors.labels("reports").inc()
+            return 429, {"error": str(exc), "retry_after": exc.retry_after}
         except OSError as exc:
             self.metrics.errors.labels("journal").inc()
             return 500, {"error": f"could not write the journal: {exc}"}
@@ -298,28 +305,52 @@ class MailService:
             self.metrics.errors.labels("writer").inc()
             return exc.status, {"error": str(exc)}
         return 200, {"success": True, "class": learned.label, "user": learned.user,
-                     "moved_from": learned.moved_from, "already": learned.already}
+                     "moved_from": learned.moved_from, "already": learned.already, "report": learned.report}
 
-    async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
+    async def learn(self, raw: bytes, user: str | None, label: str, limit: bool = True) -> Learned:
         """Learn a message as ``label`` for ``user``; returns once it is durable (a check
-        worker hands it to the writing process, then reads it back from the journal)."""
+        worker hands it to the writing process, then reads it back from the journal). With
+        ``limit``, a report over the user's ``report_rate`` raises
+        :class:`~streamnb.mailserve.reports.TooManyReports` (the admin's page learns without)."""
         start = time.perf_counter()
         if self.writer is not None:
             learned = await self.writer.learn(raw, user, label)  # the writer counts it
             self.filters.catch_up()
             self.metrics.users.set(self.filters.users.n_resident())
             return learned
-        learned = await self.filters.learn(self.filters.tokens(raw), user, label)
+        learned = await self.filters.learn(self.filters.tokens(raw), user, label, message_id(raw), limit)
         if not learned.already:
             self.metrics.learns.labels(label).inc()
         event({"event": "learn", "message_id": message_id(raw), "user": user, "class": label,
-               "moved_from": learned.moved_from, "already": learned.already,
+               "moved_from": learned.moved_from, "already": learned.already, "report": learned.report,
                "ms": round((time.perf_counter() - start) * 1000, 3)})  # fmt: skip
         self.metrics.learn_seconds.observe(time.perf_counter() - start)
         self.metrics.users.set(self.filters.users.n_resident())
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:
             await self.snapshot()
         return learned
+
+    # -- reports ---------------------------------------------------------------------------
+    def reports(self, user: str | None = None, every_user: bool = True, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` reports (learns against the verdict), of ``user`` unless
+        ``every_user``: id, time, user, class learned, the verdict and spamicity it contradicted,
+        Message-ID, digest, and ``undone`` (None, or the undo's id and time)."""
+        if self.writer is not None:
+            self.filters.catch_up()
+        return self.filters.reports.listing(user, every_user, limit)
+
+    async def undo(self, report: int) -> dict[str, Any]:
+        """Undo the report ``report`` (:meth:`~streamnb.mailserve.filters.MailFilters.undo`):
+        journaled first, then unlearned exactly; :class:`~streamnb.mailserve.reports.UndoRefused`
+        (nothing changed) when it cannot be."""
+        if self.writer is not None:
+            raise InvalidEventError("reports are undone in the writing process (the --controller listener, or "
+                                    "`streamnb mail undo` with the daemon stopped)")
+        entry = await self.filters.undo(report)
+        event({"event": "undo", "report": report, "user": entry["user"], "class": entry["class"],
+               "message_id": entry["message_id"], "applied": entry["undone"]["applied"]})  # fmt: skip
+        self.metrics.users.set(self.filters.users.n_resident())
+        return entry
 
     def stat(self, user: str | None) -> dict[str, Any]:
         """``/stat``: rspamd's layout (what ``rspamc stat`` prints: ``scanned``, ``actions``,

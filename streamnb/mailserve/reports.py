@@ -145,7 +145,9 @@ class Reports:
 
     def listing(self, user: str | None = None, every_user: bool = True, limit: int = 100) -> list[dict[str, Any]]:
         """The newest ``limit`` reports (of ``user`` unless ``every_user``), without their tokens."""
-        out = []
+        out: list[dict[str, Any]] = []
+        if limit < 1:
+            return out
         for report in reversed(self._kept.values()):
             if every_user or report["user"] == user:
                 out.append({k: v for k, v in report.items() if k not in ("tokens", "key")})

@@ -30,7 +30,9 @@ SMS 0.10-0.31% ham called spam, 86.5-89.4% spam recall, 3.1-3.9% unsure; SpamAss
 
 Measures, at each system's default decision: ham called spam (hams tagged / hams), spam recall
 (spam tagged / spams, unsure counted as not tagged, as delivered), unsure (share of all
-messages), over the whole stream (stream) or the last 40% (60/40).
+messages), over the whole stream (stream) or the last 40% (60/40); and of the ranking, whatever
+the thresholds: (1-ROCA)% (TREC's area above the ROC curve, in percent; ties count half), on
+streamnb's score (the logit) and bogofilter's spamicity (``-T``'s second field).
 
 **Wrong reports** (60/40, streamnb): after training, the ``k`` (1, 5, 20) training spams the
 filter scores highest are reported as ham (moved: unlearned as spam, learned as ham, as the
@@ -43,7 +45,8 @@ Targets (issue 39), in every stream: ham called spam <= max(0.3%, bogofilter's),
 below the run without them, and closer to it in the second half.
 
 Run: ``.venv/bin/python benchmarks/bench_spam.py`` (``--quick``: first 1,500 messages of each
-corpus, given order and one shuffle; ``--no-bogofilter``; ``--jobs N`` bogofilter runs at once).
+corpus, given order and one shuffle; ``--no-bogofilter``; ``--jobs N`` bogofilter runs at once;
+``--corpus SMS|SpamAssassin`` and ``--order given|"shuffle N"`` run single streams).
 """
 
 from __future__ import annotations
@@ -94,12 +97,35 @@ def orders(n: int, shuffles: int) -> dict[str, list[int]]:
     return out
 
 
-def measures(truth: list[bool], labels: list[str]) -> dict[str, float]:
+def measures(truth: list[bool], labels: list[str], scores: list[float] | None = None) -> dict[str, float]:
     t = np.array(truth)
     lab = np.array(labels)
     spam, unsure = lab == "spam", lab == "unsure"
-    return {"ham_spam": float((spam & ~t).sum() / max(1, (~t).sum())),
-            "recall": float((spam & t).sum() / max(1, t.sum())), "unsure": float(unsure.mean()) if len(lab) else 0.0}
+    out = {"ham_spam": float((spam & ~t).sum() / max(1, (~t).sum())),
+           "recall": float((spam & t).sum() / max(1, t.sum())), "unsure": float(unsure.mean()) if len(lab) else 0.0}
+    if scores is not None:
+        out["1-roca"] = one_minus_roca(t, np.array(scores, dtype=float))
+    return out
+
+
+def one_minus_roca(truth: np.ndarray, scores: np.ndarray) -> float:
+    """(1 - area under the ROC curve) as a share: the chance that a random ham scores above a
+    random spam, ties counting half (the Mann-Whitney statistic, by average ranks)."""
+    n_spam, n_ham = int(truth.sum()), int((~truth).sum())
+    if not n_spam or not n_ham:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    s = scores[order]
+    i = 0
+    while i < len(s):  # average ranks over ties
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    auc = (ranks[truth].sum() - n_spam * (n_spam + 1) / 2.0) / (n_spam * n_ham)
+    return float(1.0 - auc)
 
 
 # -- streamnb ------------------------------------------------------------------------------
@@ -107,19 +133,22 @@ def ours(data: list[tuple[dict, str]]) -> dict[str, dict[str, float]]:
     """Both protocols and the wrong reports, for one order."""
     out: dict[str, dict[str, float]] = {}
     f = SpamFilter()
-    truth, labels = [], []
+    truth, labels, scores = [], [], []
     cut = int(TRAIN * len(data))
     trained = None
     for i, (x, y) in enumerate(data):
         if i == cut:
             trained = copy.deepcopy(f)
         truth.append(y == "spam")
-        labels.append(f.classify_one(x).label)
+        verdict = f.classify_one(x)
+        labels.append(verdict.label)
+        scores.append(verdict.logit)
         f.learn_one(x, y)
-    out["stream"] = measures(truth, labels)
+    out["stream"] = measures(truth, labels, scores)
     assert trained is not None
     test = data[cut:]
-    out["60/40"] = measures([y == "spam" for _, y in test], [trained.classify_one(x).label for x, _ in test])
+    verdicts = [trained.classify_one(x) for x, _ in test]
+    out["60/40"] = measures([y == "spam" for _, y in test], [v.label for v in verdicts], [v.logit for v in verdicts])
     # wrong reports: the most spam-like training spams learned again as ham
     spams = [x for x, y in data[:cut] if y == "spam"]
     ranked = sorted(range(len(spams)), key=lambda j: -trained.classify_one(spams[j]).logit)
@@ -152,18 +181,19 @@ def bogofilter(data: list[tuple[bytes, str]]) -> dict[str, dict[str, float]]:
     cut = int(TRAIN * len(data))
     for protocol in ("stream", "60/40"):
         home = Path(tempfile.mkdtemp(prefix="bogofilter-"))
-        truth, labels = [], []
+        truth, labels, scores = [], [], []
         try:
             for i, (mail, y) in enumerate(data):
                 if protocol == "stream" or i >= cut:
-                    verdict = (_bogo(["-T"], home, mail).split() or ["U"])[0]  # empty wordlist: unsure
+                    answer = _bogo(["-T"], home, mail).split() or ["U", "0.5"]  # empty wordlist: unsure
                     truth.append(y == "spam")
-                    labels.append({"S": "spam", "H": "ham"}.get(verdict, "unsure"))
+                    labels.append({"S": "spam", "H": "ham"}.get(answer[0], "unsure"))
+                    scores.append(float(answer[1]) if len(answer) > 1 else 0.5)
                 if protocol == "stream" or i < cut:
                     _bogo(["-s" if y == "spam" else "-n"], home, mail)
         finally:
             shutil.rmtree(home, ignore_errors=True)
-        out[protocol] = measures(truth, labels)
+        out[protocol] = measures(truth, labels, scores)
     return out
 
 
@@ -176,6 +206,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="first 1,500 messages of each corpus, one shuffle")
     parser.add_argument("--no-bogofilter", action="store_true", help="skip bogofilter")
     parser.add_argument("--jobs", type=int, default=2, help="bogofilter runs at once")
+    parser.add_argument("--corpus", choices=["SMS", "SpamAssassin"], help="this corpus only")
+    parser.add_argument("--order", help='this order only: "given" or "shuffle N"')
     args = parser.parse_args(argv)
     limit = 1500 if args.quick else None
     use_bogo = not args.no_bogofilter and shutil.which("bogofilter") is not None
@@ -185,20 +217,25 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     rows: dict = {}
     try:
-        corpora = {"SMS": list(sms_spam())[:limit]}
-        sa = spamassassin(tmp)
+        corpora = {} if args.corpus == "SpamAssassin" else {"SMS": list(sms_spam())[:limit]}
+        sa = spamassassin(tmp) if args.corpus != "SMS" else None
         if sa is not None:
             corpora["SpamAssassin"] = sa[:limit]
+
+        def chosen(n: int) -> dict[str, list[int]]:
+            every = orders(n, 1 if args.quick else 5)
+            return every if args.order is None else {args.order: every[args.order]}
+
         pool = ThreadPoolExecutor(max(1, args.jobs))
         pending = {}
         for corpus, data in corpora.items():
             mails = [(as_mail(x), y) for x, y in data]
-            for name, order in orders(len(data), 1 if args.quick else 5).items():
+            for name, order in chosen(len(data)).items():
                 if use_bogo:
                     pending[corpus, name] = pool.submit(bogofilter, [mails[i] for i in order])
         for corpus, data in corpora.items():
             tokens = [(Tokenizer().transform_one(x), y) for x, y in data]
-            for name, order in orders(len(data), 1 if args.quick else 5).items():
+            for name, order in chosen(len(data)).items():
                 rows[corpus, name, "streamnb"] = ours([tokens[i] for i in order])
                 print(f"{corpus} {name}: streamnb done ({time.perf_counter() - start:,.0f} s)", flush=True)
         for key, future in pending.items():
@@ -213,7 +250,7 @@ def main(argv: list[str]) -> int:
 
 def report(rows: dict, corpora: dict) -> None:
     print("\n| corpus | order | protocol | streamnb ham called spam | bogofilter | streamnb spam recall | bogofilter "
-          "| streamnb unsure | bogofilter | targets |\n|" + "---|" * 10)
+          "| streamnb unsure | bogofilter | streamnb (1-ROCA)% | bogofilter | targets |\n|" + "---|" * 12)
     met: dict[str, list[bool]] = {"ham called spam": [], "recall": [], "unsure": [], "reports": [], "recovery": []}
     for (corpus, name, system), r in rows.items():
         if system != "streamnb":
@@ -229,9 +266,10 @@ def report(rows: dict, corpora: dict) -> None:
                 for k, v in ok.items():
                     met[k].append(v)
                 line += (f" {b['ham_spam']:.3%} | {m['recall']:.1%} | {b['recall']:.1%} | {m['unsure']:.1%} "
-                         f"| {b['unsure']:.1%} | {', '.join(k for k, v in ok.items() if not v) or 'all met'} |")
+                         f"| {b['unsure']:.1%} | {m['1-roca']:.3%} | {b['1-roca']:.3%} "
+                         f"| {', '.join(k for k, v in ok.items() if not v) or 'all met'} |")
             else:
-                line += f" - | {m['recall']:.1%} | - | {m['unsure']:.1%} | - | - |"
+                line += f" - | {m['recall']:.1%} | - | {m['unsure']:.1%} | - | {m['1-roca']:.3%} | - | - |"
             print(line)
     print("\nwrong reports (60/40, then the last 40% classified and learned): spam recall over the 40% "
           "(its second half), ham called spam\n\n| corpus | order | none | " + " | ".join(f"{k} reports" for k in REPORTS)

@@ -195,6 +195,12 @@ def main() -> None:
               help="With --model-key: at most this many keys in memory; the others go to the state store "
                    "(<dir>/keys/<member>, s3://.../keys/<member>, or the topic <state topic>-keys) "
                    "[default: all resident].")
+@click.option("--spam-cutoff", type=float, metavar="SPAMICITY",
+              help="spamfilter: pin its spam cut-off at every start (kept in its state; wins over the calibration, "
+                   "as `streamnb mail serve --spam-cutoff`).")
+@click.option("--ham-cutoff", type=float, metavar="SPAMICITY", help="spamfilter: pin its ham cut-off.")
+@click.option("--reject-cutoff", type=float, metavar="SPAMICITY",
+              help="spamfilter: pin its reject level (the published verdict's spam at or above it has \"reject\").")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="auto: predict each event with the model that learned the events before it "

@@ -139,6 +139,12 @@ class ServiceConfig:
         directory). With a model topic the members publish their shared learners (not the keys)
         and predict with the merge of every member's blended with the key's own
         (:class:`~streamnb.kafka.keyed.KeyedView`). Not with ``on_checkpoint_ahead="reset"``.
+    spam_cutoff, ham_cutoff, reject_cutoff
+        With the ``spamfilter`` model: cut-offs (spamicities) pinned on the model (its shared
+        learner with ``model_key``) at every start, fresh or from a checkpoint, as ``streamnb mail
+        serve --spam-cutoff`` does: they win over the default and the calibration
+        (:meth:`~streamnb.spam.SpamFilter.pin_cutoffs`) and need ``ham <= spam <= reject``; None
+        leaves the model's as they are.
     on_checkpoint_ahead
         ``"fail"`` (stop with :class:`~streamnb.kafka.errors.CheckpointAheadError`) or
         ``"reset"`` (learn such a partition again from its first event).
@@ -173,6 +179,9 @@ class ServiceConfig:
     model_key_takeover: float = 50.0
     model_key_resident: int | None = None
     model_key_min_learns: float = 0.0
+    spam_cutoff: float | None = None
+    ham_cutoff: float | None = None
+    reject_cutoff: float | None = None
     max_pending: int = 100_000
     idempotent_producer: bool = False
     producer: str = "auto"
@@ -232,6 +241,7 @@ class ServiceConfig:
                                          self.model_topic):
             raise ValueError("the state topic must differ from the input, output, dead-letter and model topics")
         self._check_model_key()
+        self._check_cutoffs()
         if self.health_timeout <= 0:
             raise ValueError("health_timeout must be > 0")
         if not 0 < self.state_lease < float("inf"):
@@ -253,6 +263,26 @@ class ServiceConfig:
 
             return keys_url(self.bootstrap, f"{where}-keys", self.member)
         return keys_directory(where, self.member)
+
+    def cutoffs(self) -> dict[str, float]:
+        """The cut-offs to pin (``spam_cutoff``, ``ham_cutoff``, ``reject_cutoff``), those given."""
+        given = {"spam_cutoff": self.spam_cutoff, "ham_cutoff": self.ham_cutoff, "reject_cutoff": self.reject_cutoff}
+        return {name: value for name, value in given.items() if value is not None}
+
+    def _check_cutoffs(self) -> None:
+        cutoffs = self.cutoffs()
+        if not cutoffs:
+            return
+        cls = MODELS.get(self.model)
+        if cls is not None and not callable(getattr(cls, "pin_cutoffs", None)):
+            raise ValueError(f"--spam-cutoff, --ham-cutoff and --reject-cutoff pin a spamfilter's cut-offs, "
+                             f"not {self.model!r}'s")
+        for name, value in cutoffs.items():
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be a spamicity in [0, 1], got {value}")
+        given = [cutoffs[n] for n in ("ham_cutoff", "spam_cutoff", "reject_cutoff") if n in cutoffs]
+        if given != sorted(given):
+            raise ValueError("the cut-offs must keep ham_cutoff <= spam_cutoff <= reject_cutoff")
 
     def _check_model_key(self) -> None:
         key = self.model_key

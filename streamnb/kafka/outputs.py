@@ -83,7 +83,8 @@ class Predictions:
          "source": {"topic": ..., "partition": ..., "offset": ..., "key": ...}}
 
     A model with a three-way verdict (``classify_one``: a spam filter, event by event) adds
-    ``"verdict"`` (``ham``, ``unsure`` or ``spam``) and ``"spamicity"``; its ``prediction`` is the
+    ``"verdict"`` (``ham``, ``unsure`` or ``spam``) and ``"spamicity"``, and ``"reject": true`` for
+    spam at or above its pinned reject cut-off (``--reject-cutoff``); its ``prediction`` is the
     model's ``predict_one`` (spam only for a spam verdict: unsure mail is delivered).
 
     and keeps the rolling accuracy of the labelled ones. ``summary`` has a ``predicted`` count.
@@ -152,8 +153,10 @@ def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float, ve
     source = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
               "key": key_text(record.key)}
     doc: dict[str, Any] = {"prediction": pred, "proba": proba}
-    if verdict is not None:  # (three-way label, spamicity, the class it is delivered as)
+    if verdict is not None:  # (three-way label, spamicity, the class it is delivered as[, reject])
         doc["verdict"], doc["spamicity"] = verdict[0], verdict[1]
+        if len(verdict) > 3 and verdict[3]:  # spam at or above a pinned reject cut-off
+            doc["reject"] = True
     if ex.y is not NO_LABEL:
         doc["label"] = ex.y
     doc["n_seen"] = n_seen

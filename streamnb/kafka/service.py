@@ -23,10 +23,11 @@ import threading
 import time
 from typing import Any
 
-from streamnb.exceptions import StateError
+from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.kafka.checkpointing import Checkpointing, Due
 from streamnb.kafka.config import ServiceConfig, make_model
 from streamnb.kafka.decode import Deserializer, get_deserializer
+from streamnb.kafka.errors import ConfigError
 from streamnb.kafka.featurize import Featurizer, FieldFeaturizer, TextFeaturizer
 from streamnb.kafka.intake import Intake, Offsets
 from streamnb.kafka.keyed import KeyedFeaturizer, KeyedView, KeyMoves, keyed_model, same_keying
@@ -318,8 +319,23 @@ class Service:
             self.pending = Pending.from_state(ck.extra.get("pending", {}), c.max_pending)
             log.info("resumed from checkpoint %d: %s events learned, offsets %s", ck.id, ck.model.n_seen,
                      ck.offsets, extra={"event": "resume", "checkpoint": ck.id})
+        self._pin_cutoffs()
         if self.models is not None:  # a rollback: do not predict with what was forgotten
             self.view = self._merged()
+
+    def _pin_cutoffs(self) -> None:
+        """Pin the configured cut-offs on the spam filter (the shared learner of a keyed
+        model), fresh or restored: the command line wins over what a checkpoint holds."""
+        cutoffs = self.config.cutoffs()
+        if not cutoffs:
+            return
+        model = self.model.model if isinstance(self.model, PerKey) else self.model
+        if not callable(getattr(model, "pin_cutoffs", None)):
+            raise ConfigError(f"cut-offs are pinned on a spamfilter, not a {type(model).__name__}")
+        try:
+            model.pin_cutoffs(**cutoffs)
+        except InvalidEventError as exc:  # e.g. a pinned spam cut-off from before above a new reject one
+            raise ConfigError(f"cannot pin the cut-offs {cutoffs}: {exc}") from exc
 
     def _keyed(self, model: Any) -> Any:
         """``model`` as the service runs it: with ``model_key``, one learner per key over it."""

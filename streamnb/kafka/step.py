@@ -141,7 +141,7 @@ class Stepper:
             try:
                 if classify is not None:  # before learning: the verdict the proba is of
                     three = classify(ex.x)
-                    verdict = (three.label, three.score, predictor.predict_one(ex.x))
+                    verdict = (three.label, three.score, predictor.predict_one(ex.x), three.reject)
                 if both is not None and ex.y is not NO_LABEL:
                     proba = both(ex.x, ex.y)
                     learned += 1

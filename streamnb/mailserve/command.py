@@ -86,6 +86,10 @@ def _cutoff(value: float | None, name: str) -> float | None:
 @click.option("--ham-cutoff", type=float, default=None, help="Pin the model's ham cut-off (spamicity).")
 @click.option("--reject-cutoff", type=float, default=None,
               help="Pin the model's reject level (spamicity): spam at or above it is rejected.")
+@click.option("--report-rate", default=50, show_default=True, type=click.IntRange(min=0),
+              help="Reports (learns against the filter's verdict: ham for a message it called spam, spam for one it "
+                   "called ham) each user may make in an hour; more are refused (HTTP 429, Retry-After) until the "
+                   "hour has passed. 0: no limit. See them with `mail reports`, undo one with `mail undo`.")
 @click.option("--max-resident", default=1000, show_default=True, type=click.IntRange(min=1),
               help="Users' filters kept in memory; the least recently used are written to disk.")
 @click.option("--user-max-tokens", default=20_000, show_default=True, type=click.IntRange(min=1),
@@ -93,7 +97,8 @@ def _cutoff(value: float | None, name: str) -> float | None:
 @click.option("--max-bytes", default=1 << 20, show_default=True, type=click.IntRange(min=1),
               help="At most this much of a message is read and learned.")
 @click.option("--reject-above", type=float, default=None,
-              help="Reject spam at or above this spamicity (milter: 5xx; HTTP: action 'reject'). Default: tag only.")
+              help="Reject spam at or above this spamicity (milter: 5xx; HTTP: action 'reject'), unless the model has a "
+                   "reject cut-off pinned (--reject-cutoff, `mail set`): a pinned one wins. Default: tag only.")
 @click.option("--quarantine-above", type=float, default=None,
               help="Milter: put spam at or above this spamicity on hold in the MTA's queue.")
 @click.option("--headers", "headers", type=click.Choice(HEADER_STYLES), default="streamnb", show_default=True,
@@ -143,7 +148,7 @@ def _cutoff(value: float | None, name: str) -> float | None:
                    "default: the host name), unique among live daemons.")
 def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float,
           learn_shared: bool, user_min_learns: int, spam_cutoff: float | None, ham_cutoff: float | None,
-          reject_cutoff: float | None, max_resident: int,
+          reject_cutoff: float | None, report_rate: int, max_resident: int,
           user_max_tokens: int, max_bytes: int, reject_above: float | None, quarantine_above: float | None,
           headers: str, timeout: float, milter_timeout: float, max_connections: int, max_clients: int, per_client: int,
           reserved: int, mta_address: str, password_file: str | None, secure_ip: str | None,
@@ -209,7 +214,8 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
                          user_min_learns=user_min_learns, spam_cutoff=_cutoff(spam_cutoff, "--spam-cutoff"),
                          ham_cutoff=_cutoff(ham_cutoff, "--ham-cutoff"),
                          reject_cutoff=_cutoff(reject_cutoff, "--reject-cutoff"), state=state,
-                         bootstrap=bootstrap, learn_topic=learn_topic, member=member)  # fmt: skip
+                         bootstrap=bootstrap, learn_topic=learn_topic, member=member,
+                         report_rate=report_rate)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
                           max_connections, milter_user=milter_user, workers=workers, max_clients=max_clients,
                           per_client=per_client, reserved=reserved, mta=_addresses(mta_address, "--mta-address"),

@@ -3,8 +3,9 @@
 
 One page (HTML, CSS and JavaScript shipped in the package, nothing fetched from elsewhere):
 status, the last verdicts with the tokens that pushed hardest, a message pasted or uploaded
-scanned and learned, the cut-offs pinned, verdicts and latency per minute, the spamicities of
-recent mail by verdict with the cut-offs drawn.
+scanned and learned, the cut-offs pinned, the last reports (learns against the verdict) with a
+button to undo each, verdicts and latency per minute, the spamicities of recent mail by verdict
+with the cut-offs drawn.
 
 ========================  ==============================================================
 ``GET /``                 the page (``/console/console.css``, ``/console/console.js``)
@@ -12,13 +13,15 @@ recent mail by verdict with the cut-offs drawn.
                           SameSite=Strict, random, expiring after ``SESSION_SECONDS``
                           idle) and the session's CSRF token
 ``POST /console/logout``  the session ends
-``GET /console/state``    ``{"logged_in": false}``, or the status, cut-offs, history,
-                          per-minute counts and score histograms and the CSRF token
+``GET /console/state``    ``{"logged_in": false}``, or the status, cut-offs, the last
+                          ``REPORTS`` reports, history, per-minute counts and score
+                          histograms and the CSRF token
 ``POST /console/scan``    JSON ``{"message", "user"}``: the verdict with its evidence
 ``POST /console/learn``   JSON ``{"message", "user", "class"}``: learned as spam or ham
 ``POST /console/cutoff``  JSON ``{"name", "value"}``: a cut-off of
                           :data:`~streamnb.mailserve.service.CUTOFFS` pinned (null:
                           freed)
+``POST /console/undo``    JSON ``{"id"}``: the report undone (409 if it cannot be)
 ========================  ==============================================================
 
 Every POST but the login needs the session cookie and its token in ``X-CSRF-Token``; every POST
@@ -45,6 +48,7 @@ from aiohttp import web
 from streamnb.exceptions import InvalidEventError
 from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.headers import message_id
+from streamnb.mailserve.reports import UndoRefused
 from streamnb.mailserve.service import MailService, pushes
 
 __all__ = ["COOKIE", "SESSION_SECONDS", "Sessions", "add_console"]
@@ -54,6 +58,7 @@ log = logging.getLogger("streamnb.mailserve")
 COOKIE = "streamnb_session"
 SESSION_SECONDS = 3600.0  # idle time after which a session ends
 MAX_SESSIONS = 64  # the oldest ends when one more logs in
+REPORTS = 20  # the last reports the page lists
 _ASSETS = {"console.css": "text/css", "console.js": "text/javascript"}
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -234,7 +239,7 @@ async def state(request: web.Request) -> web.Response:
     stat = service.stat(user.lower() if user else None)
     history = service.history
     return _json({"logged_in": True, "csrf": csrf, "pid": request.app[CONSOLE]["pid"], "stat": stat,
-                  "cutoffs": service.cutoffs(),
+                  "cutoffs": service.cutoffs(), "reports": service.reports(limit=REPORTS),
                   "history": [e.to_json() for e in history.entries()], "minutes": history.minutes(),
                   "scores": history.scores(), "now": time.time()})  # fmt: skip
 
@@ -266,7 +271,7 @@ async def learn(request: web.Request) -> web.Response:
     label = doc.get("class")
     if label not in ("spam", "ham"):
         raise InvalidEventError("expected \"class\": \"spam\" or \"ham\"")
-    status, answer = await service.learn_answer(raw, user, label)
+    status, answer = await service.learn_answer(raw, user, label, limit=False)  # the admin: no --report-rate
     return web.json_response(answer, status=status, headers=_HEADERS)
 
 
@@ -288,6 +293,22 @@ async def cutoff(request: web.Request) -> web.Response:
     return _json({"cutoffs": service.cutoffs()})
 
 
+async def undo(request: web.Request) -> web.Response:
+    refused = _refused(request)
+    if refused is not None:
+        return refused
+    service: MailService = request.app[CONSOLE]["service"]
+    doc = await _document(request)
+    report = doc.get("id")
+    if not isinstance(report, int) or isinstance(report, bool):
+        raise InvalidEventError(f"expected \"id\": a report's number, got {report!r}")
+    try:
+        entry = await service.undo(report)
+    except UndoRefused as exc:
+        return _error(409, str(exc))
+    return _json({"success": entry["undone"]["applied"], "report": entry})
+
+
 def add_console(app: web.Application, service: MailService, authority: Authority, pid: int) -> None:
     """Serve the page and its requests on ``app``, logins checked by ``authority``."""
     app[SESSIONS] = Sessions()
@@ -300,3 +321,4 @@ def add_console(app: web.Application, service: MailService, authority: Authority
     app.router.add_post("/console/scan", scan)
     app.router.add_post("/console/learn", learn)
     app.router.add_post("/console/cutoff", cutoff)
+    app.router.add_post("/console/undo", undo)

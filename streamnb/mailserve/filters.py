@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import uuid
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.mailserve.journal import Journal, Tail, read
 from streamnb.mailserve.shared_state import Captured, LearnLog, Restored, Snapshots
+from streamnb.mailserve.reports import RateLimit, Reports, UndoRefused, contradicts
 from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
 from streamnb.text import Tokenizer
@@ -63,12 +65,14 @@ log = logging.getLogger("streamnb.mailserve")
 @dataclass(frozen=True)
 class Learned:
     """What a learn did: ``moved_from`` the class the message was taken out of, ``already``
-    when it was learned as this class before (nothing changed)."""
+    when it was learned as this class before (nothing changed), ``report`` its id if it was a
+    report (:mod:`streamnb.mailserve.reports`)."""
 
     label: str
     user: str | None
     moved_from: str | None = None
     already: bool = False
+    report: int | None = None  # the report's id (its journal number) when it was learned against the verdict
 
 
 def digest(tokens: dict) -> str:
@@ -116,6 +120,10 @@ class MailFilters:
         A cluster's learn log and snapshot store (both or neither; see the module): the state
         is restored from the newest snapshot of the store and the log is followed from there
         (:meth:`follow`, once the event loop runs).
+    report_rate
+        Reports (learns against the verdict, :mod:`streamnb.mailserve.reports`) each user may make
+        in an hour; 0: no limit. The last reports are kept (:attr:`reports`) and can be undone
+        (:meth:`undo`).
     """
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
@@ -124,10 +132,11 @@ class MailFilters:
                  user_min_learns: int = 200,
                  pins: tuple[float | None, float | None, float | None] = (None, None, None),
                  fsync: Callable[[int], None] = os.fsync, log: LearnLog | None = None,
-                 snapshots: Snapshots | None = None) -> None:  # fmt: skip
+                 snapshots: Snapshots | None = None, report_rate: int = 0) -> None:  # fmt: skip
         if (log is None) != (snapshots is None) or (log is not None and replica):
             raise ValueError("a cluster needs a log and snapshots, and has no replicas")
         self.path = Path(model)
+        self.limit = RateLimit(report_rate)
         self.max_bytes = max_bytes
         self.ledger_size = ledger_size
         self.replica = replica
@@ -156,6 +165,9 @@ class MailFilters:
         else:
             self._load()
             self._replay()
+            for report in self.reports:  # the last hour's reports count after a restart too
+                if report["undone"] is None:
+                    self.limit.record(report["user"], report["time"])
             self.journal = Journal(f"{self.path}.journal", seq=self.seq, fsync=fsync)
         self._learning = asyncio.Condition()  # learns under way, snapshots, messages being learned
         self._inflight = 0
@@ -167,9 +179,9 @@ class MailFilters:
         the cluster's store); no user resident."""
         cfg = self._settings
         if restored is not None:
-            shared, position, seq, ledger = self._read_restored(restored)
+            shared, position, seq, ledger, reports = self._read_restored(restored)
         else:
-            shared, position, seq, ledger = self._load_shared(cfg["max_ham_rate"])
+            shared, position, seq, ledger, reports = self._load_shared(cfg["max_ham_rate"])
         self.users = PerKey(shared, by=None, takeover=cfg["takeover"], learn_shared=cfg["learn_shared"],
                             max_resident=cfg["max_resident"], store=f"{self.path}.users", sync_evictions=False,
                             write_back=not self.replica, remember_absent=True,
@@ -180,6 +192,8 @@ class MailFilters:
         if any(p is not None for p in self.pins):
             shared.pin_cutoffs(*self.pins)
         self.ledger: OrderedDict[str, str] = OrderedDict(ledger)
+        self.reports = Reports()
+        self.reports.load_extra(reports)
         self.seq = seq
         self.recent: dict[str, list[dict]] = {}  # a replica's learns per user since the journal's start
 
@@ -187,11 +201,11 @@ class MailFilters:
     def shared(self) -> SpamFilter:
         return self.users.model
 
-    def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, int, list]:
+    def _load_shared(self, max_ham_rate: float) -> tuple[SpamFilter, int, int, list, list]:
         """The shared filter, its position, the journal position the snapshot covers (past the
-        shared filter's when users' learns do not teach it) and the ledger."""
+        shared filter's when users' learns do not teach it), the ledger and the reports."""
         if not self.path.exists():
-            return SpamFilter(max_ham_rate=max_ham_rate), -1, -1, []
+            return SpamFilter(max_ham_rate=max_ham_rate), -1, -1, [], []
         model, extra = persistence.loads(self.path.read_bytes(), with_extra=True)
         if not isinstance(model, SpamFilter):
             raise StateError(f"{self.path} holds a {type(model).__name__}, not a SpamFilter")
@@ -199,16 +213,17 @@ class MailFilters:
         if not isinstance(ledger, list) or not all(isinstance(e, list) and len(e) == 2 for e in ledger):
             raise StateError(f"{self.path}: invalid ledger")
         position = int(extra.get("position", -1))
-        return model, position, max(position, int(extra.get("seq", -1))), ledger
+        return model, position, max(position, int(extra.get("seq", -1))), ledger, extra.get("reports", [])
 
-    def _read_restored(self, restored: Restored) -> tuple[SpamFilter, int, int, list]:
+    def _read_restored(self, restored: Restored) -> tuple[SpamFilter, int, int, list, list]:
         model, extra = restored.shared, restored.extra
         if not isinstance(model, SpamFilter):
             raise StateError(f"the snapshot of {restored.member} holds a {type(model).__name__}, not a SpamFilter")
         ledger = extra.get("ledger", [])
         if not isinstance(ledger, list) or not all(isinstance(e, list) and len(e) == 2 for e in ledger):
             raise StateError(f"the snapshot of {restored.member}: invalid ledger")
-        return model, int(extra.get("position", -1)), restored.offset, ledger
+        # (no reports: a cluster does not keep them yet)
+        return model, int(extra.get("position", -1)), restored.offset, ledger, []
 
     def _restore_users(self, restored: Restored) -> None:
         """The users' filters of a snapshot into this host's users' directory, each unless the
@@ -229,9 +244,9 @@ class MailFilters:
             self._replay_one(record)
             self.seq = max(self.seq, int(record["seq"]))
 
-    def _replay_one(self, record: dict) -> None:
+    def _replay_one(self, record: dict, book: bool = True) -> None:
         try:
-            self._apply(record)
+            self._apply(record, book)
         except (KeyError, TypeError, ValueError, InvalidEventError) as exc:
             raise StateError(f"journal record {record.get('seq')!r} cannot be replayed: {exc}") from exc
 
@@ -274,10 +289,9 @@ class MailFilters:
         if user is None or self.users.is_resident(user):
             self._replay_one(record)
         else:
-            if self.users.learn_shared:
-                self._replay_one({**record, "user": None})
-            else:
-                self.ledger[record["key"]] = record["label"]
+            if self.users.learn_shared or record.get("shared"):
+                self._replay_one({**record, "user": None}, book=False)
+            self._book(record)
         if user is not None:
             self.recent.setdefault(user, []).append(record)
 
@@ -304,12 +318,18 @@ class MailFilters:
         return self.shared.classify_explained(tokens, learner, weight)
 
     # -- learning --------------------------------------------------------------------------
-    async def learn(self, tokens: dict, user: str | None, label: str) -> Learned:
+    async def learn(self, tokens: dict, user: str | None, label: str, message_id: str | None = None,
+                    limit: bool = True) -> Learned:  # fmt: skip
         """Learn a message as ``label`` for ``user``: its journal record is written first, and
         only once it is on disk does the learn change the models and the ledger; if it cannot
         be written (``OSError``), nothing changed and a retry starts afresh. Learns of the same
         message for the same user are taken one after the other (the second sees the first's
-        class); none runs while a snapshot is written."""
+        class); none runs while a snapshot is written.
+
+        A learn against the verdict the user's filter gives the message is a report (kept with
+        ``message_id``, see :mod:`streamnb.mailserve.reports`); with ``limit``, one over the
+        user's ``report_rate`` raises :class:`~streamnb.mailserve.reports.TooManyReports`
+        (nothing learned)."""
         if label not in CLASSES:
             raise InvalidEventError(f"can only learn spam or ham, not {label!r}")
         if self.log is not None:
@@ -325,9 +345,19 @@ class MailFilters:
             before = self.ledger.get(key)
             if before == label:
                 return Learned(label, user, already=True)
-            record = {"seq": None, "user": user, "label": label, "moved_from": before, "key": key, "tokens": tokens}
-            await self.journal.append(record, self._commit)
-            return Learned(label, user, moved_from=before)
+            record: dict[str, Any] = {"seq": None, "user": user, "label": label, "moved_from": before, "key": key, "tokens": tokens}
+            report = self._report(tokens, user, label, message_id)
+            if report is not None:
+                record["report"] = report
+                if limit:
+                    self.limit.take(user, report["time"])
+            try:
+                await self.journal.append(record, self._commit)
+            except BaseException:
+                if report is not None and limit:
+                    self.limit.give_back(user, report["time"])
+                raise
+            return Learned(label, user, moved_from=before, report=None if report is None else int(record["seq"]))
         finally:
             async with self._learning:
                 self._inflight -= 1
@@ -460,6 +490,47 @@ class MailFilters:
     def _save_snapshot(self) -> None:
         assert self.snapshots is not None
         self.snapshots.save(self._capture())
+    def _report(self, tokens: dict, user: str | None, label: str, message_id: str | None) -> dict | None:
+        """What a learn of ``label`` is as a report (None: it agrees with the verdict)."""
+        learner, weight = self.users.blend(user)
+        verdict = self.shared.classify_blend(tokens, learner, weight)
+        if not contradicts(verdict.label, label):
+            return None
+        return {"time": round(time.time(), 3), "verdict": verdict.label, "spamicity": round(verdict.score, 6),
+                "message_id": message_id, "shared": user is None or self.users.learn_shared}  # fmt: skip
+
+    async def undo(self, report: int) -> dict[str, Any]:
+        """Undo the report numbered ``report`` (see :attr:`reports`): unlearn it exactly, or move
+        the message back to the class it had before, as a journaled record of its own (written
+        first, as a learn). Returns the report, marked undone. :class:`UndoRefused` (nothing
+        changed) for a report not kept, undone already, or whose message was learned again since."""
+        if self.log is not None:
+            raise UndoRefused("a cluster (--state) keeps no reports yet: nothing to undo")
+        assert self.journal is not None, "a replica does not learn"
+        entry = self.reports.get(report)
+        key = entry["key"]
+        async with self._learning:
+            while self._snapshotting or key in self._pending:
+                await self._learning.wait()
+            self._inflight += 1
+            self._pending.add(key)
+        try:
+            if entry["undone"] is not None:
+                raise UndoRefused(f"report {report} was undone already (by {entry['undone']['id']})")
+            now = self.ledger.get(key)
+            if now != entry["class"]:
+                raise UndoRefused(f"report {report}: the message was learned again since (as {now or 'nothing'}); "
+                                  "learn it as the class it should have instead")
+            record = {"seq": None, "undo": report, "user": entry["user"], "label": entry["class"],
+                      "moved_from": entry["moved_from"], "key": key, "tokens": entry["tokens"],
+                      "shared": entry["shared"], "time": round(time.time(), 3)}  # fmt: skip
+            await self.journal.append(record, self._commit)
+        finally:
+            async with self._learning:
+                self._inflight -= 1
+                self._pending.discard(key)
+                self._learning.notify_all()
+        return {k: v for k, v in entry.items() if k not in ("tokens", "key")}
 
     def _commit(self, record: dict) -> None:
         """A learn on disk: into the models (called by the journal, in the journal's order)."""
@@ -471,15 +542,46 @@ class MailFilters:
     def _ledger_key(user: str | None, tokens: dict) -> str:
         return f"{'' if user is None else user}\x00{digest(tokens)}"
 
-    def _apply(self, record: dict) -> None:
+    def _apply(self, record: dict, book: bool = True) -> None:
+        """A journal record into the models, then (``book``) the ledger and the reports."""
         seq, user, tokens = int(record["seq"]), record["user"], record["tokens"]
         x = dict(tokens)
-        if record["moved_from"] is None:
+        if "undo" in record:  # a report taken back, as it was learned (with the shared filter or not)
+            shared, self.users.learn_shared = self.users.learn_shared, bool(record["shared"])
+            try:
+                if record["moved_from"] is None:
+                    self.users.unlearn_key(user, x, record["label"], position=seq)
+                else:
+                    self.users.move_key(user, x, record["label"], record["moved_from"], position=seq)
+            except InvalidEventError:  # its tokens forgotten at the vocabulary cap: nothing to unlearn
+                record["applied"] = False
+            finally:
+                self.users.learn_shared = shared
+        elif record["moved_from"] is None:
             self.users.learn_key(user, x, record["label"], position=seq)
         else:
             self.users.move_key(user, x, record["moved_from"], record["label"], position=seq)
-        self.ledger[record["key"]] = record["label"]
-        self.ledger.move_to_end(record["key"])
+        if book:
+            self._book(record)
+
+    def _book(self, record: dict) -> None:
+        """The ledger and the reports after a journal record."""
+        key, seq = record["key"], int(record["seq"])
+        if "undo" in record:
+            applied = record.get("applied", True)
+            if applied and record["moved_from"] is None:
+                self.ledger.pop(key, None)
+            elif applied:
+                self._ledger(key, record["moved_from"])
+            self.reports.undone(int(record["undo"]), seq, record["time"], applied)
+            return
+        self._ledger(key, record["label"])
+        if "report" in record:
+            self.reports.add(seq, record)
+
+    def _ledger(self, key: str, label: str) -> None:
+        self.ledger[key] = label
+        self.ledger.move_to_end(key)
         while len(self.ledger) > self.ledger_size:
             self.ledger.popitem(last=False)
 
@@ -507,7 +609,7 @@ class MailFilters:
         try:
             self.users.flush()
             extra = {"position": self.users.position(None), "seq": self.seq,
-                     "ledger": [list(e) for e in self.ledger.items()]}  # fmt: skip
+                     "ledger": [list(e) for e in self.ledger.items()], "reports": self.reports.to_extra()}  # fmt: skip
             persistence.save(self.shared, self.path, extra=extra)
             self.learns_since_snapshot = 0
             await self.journal.truncate(self.seq)

@@ -43,7 +43,7 @@ class LearnForwarder:
                     raise WriterError(reply.status, str(body.get("error", "the writing process refused the learn")))
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:  # ValueError: not JSON
             raise WriterError(503, f"the writing process did not answer: {exc or type(exc).__name__}") from exc
-        return Learned(body["class"], body["user"], body["moved_from"], body["already"])
+        return Learned(body["class"], body["user"], body["moved_from"], body["already"], body.get("report"))
 
     async def close(self) -> None:
         if self._session is not None:

@@ -10,6 +10,11 @@
                           the learn is durable: ``{"success": true, ...}``; 403 without
                           the ``Password`` or from outside ``--secure-ip``
                           (:mod:`streamnb.mailserve.auth`)
+``GET /reports``          the last reports (learns against the verdict, newest first;
+                          ``?user=NAME``, ``?limit=N``): id, time, user, class, verdict,
+                          Message-ID, digest, undone; as the learns, behind the password
+``POST /undo?id=N``       undo report N (unlearned exactly, journaled first); 409 when it
+                          cannot be (not kept, undone already, learned again since)
 ``GET /stat``             what the shared filter learned; ``?user=NAME``: that user's too
 ``GET /auth``             what ``rspamc uptime`` prints, ``/counters`` what ``rspamc
                           counters`` prints, ``/symbols`` and ``/actions`` as rspamd's
@@ -21,10 +26,10 @@
 ========================  ==============================================================
 
 Errors are JSON ``{"error": "..."}`` with a 4xx status (413 for a body over the hard limit,
-503 when the daemon is at its bound of concurrent requests, or when the bodies read for clients
-outside the MTA's addresses would pass the ``budget``, :class:`~streamnb.mailserve.limits.Budget`).
-A body is read up to ``max_bytes`` for the verdict; the rest, up to ``max_body``, is read and
-dropped.
+429 with ``Retry-After`` for a report over the user's ``--report-rate``, 503 when the daemon is
+at its bound of concurrent requests, or when the bodies read for clients outside the MTA's
+addresses would pass the ``budget``, :class:`~streamnb.mailserve.limits.Budget`). A body is read
+up to ``max_bytes`` for the verdict; the rest, up to ``max_body``, is read and dropped.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from streamnb.mailserve import controller
 from streamnb.mailserve.auth import Authority
 from streamnb.mailserve.headers import message_id, recipient_user
 from streamnb.mailserve.limits import Budget, normal_address
+from streamnb.mailserve.reports import UndoRefused
 from streamnb.mailserve.service import MailService
 
 __all__ = ["answer_check", "make_app", "user_of"]
@@ -208,7 +214,8 @@ async def ping(request: web.Request) -> web.Response:
     return web.Response(text="pong\r\n")
 
 
-async def _learn(request: web.Request, label: str) -> web.Response:
+async def _refused(request: web.Request) -> web.Response | None:
+    """The error reply to a learn (or a report's listing or undo) this request may not make."""
     service = request.app[SERVICE]
     limits = request.app[LIMITS]
     if not limits["learn"]:
@@ -218,11 +225,49 @@ async def _learn(request: web.Request, label: str) -> web.Response:
     if authority is not None and not await authority.allows(request.remote, header(request, "Password") or None):
         service.metrics.errors.labels("forbidden").inc()
         return _error(403, "learning needs the password (Password header) or an address of --secure-ip")
+    return None
+
+
+async def _learn(request: web.Request, label: str) -> web.Response:
+    refused = await _refused(request)
+    if refused is not None:
+        return refused
     raw = await _body(request)
     if not raw.strip():
         return _error(400, "empty message")
-    status, doc = await service.learn_answer(raw, user_of(request), label)
-    return web.json_response(doc, status=status)
+    status, doc = await request.app[SERVICE].learn_answer(raw, user_of(request), label)
+    headers = {"Retry-After": str(doc["retry_after"])} if "retry_after" in doc else None
+    return web.json_response(doc, status=status, headers=headers)
+
+
+def _int(request: web.Request, name: str, default: int | None = None) -> int:
+    value = request.query.get(name)
+    if value is None and default is not None:
+        return default
+    if value is None or not value.isdigit():
+        raise InvalidEventError(f"?{name}= needs a number, got {value!r}")
+    return int(value)
+
+
+async def reports(request: web.Request) -> web.Response:
+    refused = await _refused(request)
+    if refused is not None:
+        return refused
+    user = request.query.get("user")
+    listing = request.app[SERVICE].reports(user.lower() if user else None, every_user=user is None,
+                                           limit=_int(request, "limit", 100))  # fmt: skip
+    return web.json_response({"reports": listing})
+
+
+async def undo(request: web.Request) -> web.Response:
+    refused = await _refused(request)
+    if refused is not None:
+        return refused
+    try:
+        entry = await request.app[SERVICE].undo(_int(request, "id"))
+    except UndoRefused as exc:
+        return _error(409, str(exc))
+    return web.json_response({"success": entry["undone"]["applied"], "report": entry})
 
 
 async def learnspam(request: web.Request) -> web.Response:
@@ -284,6 +329,8 @@ def make_app(service: MailService, max_bytes: int, max_body: int = 64 << 20, tim
     app.router.add_post("/checkv2", checkv2)
     app.router.add_post("/learnspam", learnspam)
     app.router.add_post("/learnham", learnham)
+    app.router.add_get("/reports", reports)
+    app.router.add_post("/undo", undo)
     app.router.add_get("/stat", stat)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/ping", ping)

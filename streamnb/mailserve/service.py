@@ -19,6 +19,7 @@ from streamnb.mailserve.history import Entry, History
 from streamnb.mailserve.headers import message_id, remove_headers
 from streamnb.mailserve.forward import LearnForwarder, WriterError
 from streamnb.mailserve.metrics import Metrics
+from streamnb.mailserve.reports import TooManyReports
 from streamnb.spam import TokenScore, Verdict
 
 __all__ = ["CUTOFFS", "SYMBOLS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
@@ -67,6 +68,7 @@ class ServeConfig:
     bootstrap: str | None = None  # its Kafka (``--bootstrap``)
     learn_topic: str = "streamnb-mail-learns"
     member: str = "mail"  # this daemon's name in the store
+    report_rate: int = 50  # reports (learns against the verdict) per user and hour; 0: no limit
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ class MailService:
                                    max_ham_rate=config.max_ham_rate, replica=writer is not None,
                                    user_min_learns=config.user_min_learns,
                                    pins=(config.spam_cutoff, config.ham_cutoff, config.reject_cutoff),
-                                   **cluster)  # fmt: skip
+                                   report_rate=config.report_rate, **cluster)  # fmt: skip
         self.metrics = Metrics()
         learn_log = self.filters.log
         if learn_log is not None:
@@ -234,14 +236,15 @@ class MailService:
         tokens = self.filters.tokens(raw)
         verdict, evidence = self.filters.check(tokens, user)
         cfg = self.config
-        if verdict.reject or (cfg.reject_above is not None and verdict.label == "spam"
-                              and verdict.score >= cfg.reject_above):  # fmt: skip
+        reject, pinned = self.reject_level()
+        if verdict.label == "spam" and (verdict.reject if pinned else cfg.reject_above is not None
+                                        and verdict.score >= cfg.reject_above):  # fmt: skip
             action = REJECT
         else:
             action = ADD_HEADER if verdict.label == "spam" else NO_ACTION
         quarantine = (cfg.quarantine_above is not None and verdict.label == "spam"
                       and verdict.score >= cfg.quarantine_above)  # fmt: skip
-        check = Check(verdict, user, action, evidence, quarantine, self.reject_threshold(), cfg.headers)
+        check = Check(verdict, user, action, evidence, quarantine, reject, cfg.headers)
         metrics = self.metrics
         self.scanned[action] = self.scanned.get(action, 0) + 1
         for name in check.symbol_names():
@@ -254,14 +257,10 @@ class MailService:
         return check
 
     def reject_threshold(self) -> float | None:
-        """The score (the logit of the spamicity) at or above which spam is rejected: the lower
-        of the model's pinned reject cut-off and ``--reject-above``; None for neither."""
-        point = self.filters.shared.operating_point
-        found = [point.reject_threshold()] if point is not None else []
-        if self.config.reject_above is not None:
-            found.append(_logit(self.config.reject_above))
-        found = [x for x in found if math.isfinite(x)]
-        return min(found) if found else None
+        """The score (the logit of the spamicity) at or above which spam is rejected, by the
+        rule of :meth:`reject_level`; None for none."""
+        reject = self.reject_level()[0]
+        return reject if reject is not None and math.isfinite(reject) else None
 
     def action_thresholds(self) -> dict[str, float]:
         """The scores (as ``/checkv2``'s) from which the shared filter's verdicts take an action:
@@ -271,6 +270,16 @@ class MailService:
         if reject is not None:
             out[REJECT] = _clip(reject)
         return out
+
+    def reject_level(self) -> tuple[float | None, bool]:
+        """``(score, pinned)``: spam at or above the score (a logit; None: no level) is rejected.
+        One rule: **a reject cut-off pinned on the model wins** (``--reject-cutoff``, ``mail
+        set``, the admin's page; ``pinned`` True); ``--reject-above`` applies only while none is
+        pinned."""
+        point = self.filters.shared.operating_point
+        if point is not None and point.pins()["reject"] is not None:
+            return point.reject_threshold(), True
+        return (None if self.config.reject_above is None else _logit(self.config.reject_above)), False
 
     def log_check(self, check: Check, raw: bytes, queue_id: str, seconds: float) -> None:
         """The JSON log line of a message checked, and its entry in :attr:`history`."""
@@ -328,12 +337,17 @@ class MailService:
             await self.snapshot()
 
     # -- learning --------------------------------------------------------------------------
-    async def learn_answer(self, raw: bytes, user: str | None, label: str) -> tuple[int, dict]:
+    async def learn_answer(self, raw: bytes, user: str | None, label: str, limit: bool = True) -> tuple[int, dict]:
         """:meth:`learn`, answered as the learn endpoints answer: ``(200, what was learned)``;
-        ``(500, error)`` when the journal could not be written (nothing learned: a retry
-        learns it); the writing process's status when a check worker relays its refusal."""
+        ``(429, error)`` for a report over the user's ``--report-rate`` (with ``retry_after``,
+        seconds; nothing learned); ``(500, error)`` when the journal could not be written
+        (nothing learned: a retry learns it); the writing process's status when a check worker
+        relays its refusal."""
         try:
-            learned = await self.learn(raw, user, label)
+            learned = await self.learn(raw, user, label, limit)
+        except TooManyReports as exc:
+            self.metrics.errors.labels("reports").inc()
+            return 429, {"error": str(exc), "retry_after": exc.retry_after}
         except OSError as exc:
             self.metrics.errors.labels("journal").inc()
             return 500, {"error": f"could not write the journal: {exc}"}
@@ -341,28 +355,52 @@ class MailService:
             self.metrics.errors.labels("writer").inc()
             return exc.status, {"error": str(exc)}
         return 200, {"success": True, "class": learned.label, "user": learned.user,
-                     "moved_from": learned.moved_from, "already": learned.already}
+                     "moved_from": learned.moved_from, "already": learned.already, "report": learned.report}
 
-    async def learn(self, raw: bytes, user: str | None, label: str) -> Learned:
+    async def learn(self, raw: bytes, user: str | None, label: str, limit: bool = True) -> Learned:
         """Learn a message as ``label`` for ``user``; returns once it is durable (a check
-        worker hands it to the writing process, then reads it back from the journal)."""
+        worker hands it to the writing process, then reads it back from the journal). With
+        ``limit``, a report over the user's ``report_rate`` raises
+        :class:`~streamnb.mailserve.reports.TooManyReports` (the admin's page learns without)."""
         start = time.perf_counter()
         if self.writer is not None:
             learned = await self.writer.learn(raw, user, label)  # the writer counts it
             self.filters.catch_up()
             self.metrics.users.set(self.filters.users.n_resident())
             return learned
-        learned = await self.filters.learn(self.filters.tokens(raw), user, label)
+        learned = await self.filters.learn(self.filters.tokens(raw), user, label, message_id(raw), limit)
         if not learned.already:
             self.metrics.learns.labels(label).inc()
         event({"event": "learn", "message_id": message_id(raw), "user": user, "class": label,
-               "moved_from": learned.moved_from, "already": learned.already,
+               "moved_from": learned.moved_from, "already": learned.already, "report": learned.report,
                "ms": round((time.perf_counter() - start) * 1000, 3)})  # fmt: skip
         self.metrics.learn_seconds.observe(time.perf_counter() - start)
         self.metrics.users.set(self.filters.users.n_resident())
         if self.filters.learns_since_snapshot >= self.config.snapshot_every:
             await self.snapshot()
         return learned
+
+    # -- reports ---------------------------------------------------------------------------
+    def reports(self, user: str | None = None, every_user: bool = True, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest ``limit`` reports (learns against the verdict), of ``user`` unless
+        ``every_user``: id, time, user, class learned, the verdict and spamicity it contradicted,
+        Message-ID, digest, and ``undone`` (None, or the undo's id and time)."""
+        if self.writer is not None:
+            self.filters.catch_up()
+        return self.filters.reports.listing(user, every_user, limit)
+
+    async def undo(self, report: int) -> dict[str, Any]:
+        """Undo the report ``report`` (:meth:`~streamnb.mailserve.filters.MailFilters.undo`):
+        journaled first, then unlearned exactly; :class:`~streamnb.mailserve.reports.UndoRefused`
+        (nothing changed) when it cannot be."""
+        if self.writer is not None:
+            raise InvalidEventError("reports are undone in the writing process (the --controller listener, or "
+                                    "`streamnb mail undo` with the daemon stopped)")
+        entry = await self.filters.undo(report)
+        event({"event": "undo", "report": report, "user": entry["user"], "class": entry["class"],
+               "message_id": entry["message_id"], "applied": entry["undone"]["applied"]})  # fmt: skip
+        self.metrics.users.set(self.filters.users.n_resident())
+        return entry
 
     def stat(self, user: str | None) -> dict[str, Any]:
         """``/stat``: rspamd's layout (what ``rspamc stat`` prints: ``scanned``, ``actions``,

@@ -158,6 +158,8 @@ def mail() -> None:
     streamnb mail evaluate  test-then-train from an empty filter: TREC measures and a ROC plot
     streamnb mail info      the model's operating point in words
     streamnb mail set       pin (or free) the model's cut-offs: --spam-cutoff, --ham-cutoff, --reject-cutoff
+    streamnb mail reports   the daemon's last reports (learns against the filter's verdict)
+    streamnb mail undo      undo one of them: unlearned exactly
     """
 
 
@@ -404,6 +406,78 @@ def set_cmd(model: str, spam_cutoff: float | None, ham_cutoff: float | None, rej
             raise click.UsageError(str(exc)) from exc
         persistence.save(filt, model, extra=persistence.loads(Path(model).read_bytes(), with_extra=True)[1])
     _echo_cutoffs(filt)
+
+
+@mail.command("reports")
+@click.option("--model", required=True, type=click.Path(exists=True, dir_okay=False), help="The daemon's model file.")
+@click.option("--user", default=None, help="This user's reports only.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="At most this many.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per report.")
+def reports_cmd(model: str, user: str | None, limit: int, as_json: bool) -> None:
+    """The last reports `mail serve` took for MODEL, newest first: learns against the filter's
+    verdict (ham learned for a message it called spam, or spam for one it called ham). Each with
+    its id (for `mail undo`), time, user, class learned, the verdict and spamicity it
+    contradicted, Message-ID and digest, and whether it was undone. Reads the model and its
+    journal only: safe while a daemon serves MODEL."""
+    import time
+
+    from streamnb.exceptions import StreamnbError
+    from streamnb.mailserve.filters import MailFilters
+
+    try:
+        filters = MailFilters(model, replica=True)
+    except StreamnbError as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        listing = filters.reports.listing(user.lower() if user else None, user is None, limit)
+    finally:
+        if filters.tail is not None:
+            filters.tail.close()
+    for r in listing:
+        if as_json:
+            click.echo(json.dumps(r, ensure_ascii=False))
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r["time"]))
+        undone = "" if r["undone"] is None else f"  undone by {r['undone']['id']}"
+        click.echo(f"{r['id']:>8}  {when}  {r['user'] or '(no user)'}  {r['class']} (was {r['verdict']}, "
+                   f"spamicity {r['spamicity']:.6f})  {r['message_id'] or '-'}  {r['digest']}{undone}")
+    if not listing and not as_json:
+        click.echo("no reports")
+
+
+@mail.command("undo")
+@click.option("--model", required=True, type=click.Path(exists=True, dir_okay=False), help="The daemon's model file.")
+@click.argument("report", type=int)
+def undo_cmd(model: str, report: int) -> None:
+    """Undo the report REPORT (its id in `mail reports`): the message is unlearned exactly, or
+    moved back to the class it had before, as a journaled record of its own; the model is then
+    written. Stop a daemon serving MODEL first (it writes the model at its snapshots), or ask it
+    instead: POST /undo?id=REPORT on its learn listener (with the learn password)."""
+    import asyncio
+
+    from streamnb.exceptions import StreamnbError
+    from streamnb.mailserve.filters import MailFilters
+
+    async def main() -> dict:
+        filters = MailFilters(model)
+        try:
+            entry = await filters.undo(report)
+            await filters.snapshot()
+        finally:
+            await filters.close()
+        return entry
+
+    with _locked(model):
+        try:
+            entry = asyncio.run(main())
+        except StreamnbError as exc:
+            raise click.ClickException(str(exc)) from exc
+    if not entry["undone"]["applied"]:
+        raise click.ClickException(f"report {report}: its tokens were forgotten at the vocabulary cap; nothing "
+                                   "could be unlearned (the report is marked undone)")
+    click.echo(f"report {report} undone: {entry['class']} of {entry['user'] or '(no user)'} "
+               f"({entry['message_id'] or entry['digest']}) unlearned"
+               + (f", back to {entry['moved_from']}" if entry["moved_from"] else ""))
 
 
 from streamnb.mailserve.command import serve  # noqa: E402  (click only; the daemon is imported when run)

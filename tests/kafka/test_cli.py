@@ -77,7 +77,7 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
     "input_topics": (["t", "a", "b"], ["--input", "a", "--input", "b"]),  # with BASE's --input t
     "output_topic": ("p", ["--output", "p"]),
     "dead_letter_topic": ("dl", ["--dead-letter-topic", "dl"]),
-    "model": ("multinomial", ["--model", "multinomial"]),
+    "model": ("spamfilter", ["--model", "spamfilter"]),
     "model_params": ({"alpha": 0.5}, ["--param", "alpha=0.5"]),
     "label_field": ("label", ["--label-field", "label"]),
     "features": (["f1", "f2"], ["--features", "f1,f2"]),
@@ -102,6 +102,9 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
     "model_key_takeover": (20.0, ["--model-key-takeover", "20"]),
     "model_key_resident": (500, ["--model-key-resident", "500"]),
     "model_key_min_learns": (200.0, ["--model-key-min-learns", "200"]),
+    "spam_cutoff": (0.99, ["--spam-cutoff", "0.99"]),
+    "ham_cutoff": (0.2, ["--ham-cutoff", "0.2"]),
+    "reject_cutoff": (0.9999, ["--reject-cutoff", "0.9999"]),
     "max_pending": (7, ["--max-pending", "7"]),
     "idempotent_producer": (True, ["--idempotent-producer"]),
     "producer": ("kafka-python", ["--producer", "kafka-python"]),
@@ -126,7 +129,8 @@ CHANGED: dict[str, tuple[Any, list[str]]] = {
 
 
 #: Settings a field is refused without (its value in CHANGED).
-NEEDS = {"model_key_resident": {"model_key": "user"}}
+NEEDS = {"model_key_resident": {"model_key": "user"}, "spam_cutoff": {"model": "spamfilter"},
+         "ham_cutoff": {"model": "spamfilter"}, "reject_cutoff": {"model": "spamfilter"}}
 
 
 def toml(settings: dict) -> str:
@@ -195,6 +199,12 @@ def test_print_config_hides_passwords():
     ("bootstrap = \n", "service.toml: Invalid value"),
     ("\xff", "service.toml: Invalid statement"),
     ('mode = "train"\nbootstrap = "h:1"\ninput_topics = ["t"]\n', "mode must be one of"),
+    ('bootstrap = "h:1"\ninput_topics = ["t"]\noutput_topic = "o"\nspam_cutoff = 0.9\n',
+     "pin a spamfilter's cut-offs, not 'categorical'"),
+    ('bootstrap = "h:1"\ninput_topics = ["t"]\noutput_topic = "o"\nmodel = "spamfilter"\nspam_cutoff = 1.5\n',
+     "spam_cutoff must be a spamicity in [0, 1], got 1.5"),
+    ('bootstrap = "h:1"\ninput_topics = ["t"]\noutput_topic = "o"\nmodel = "spamfilter"\nspam_cutoff = 0.5\n'
+     'ham_cutoff = 0.9\n', "must keep ham_cutoff <= spam_cutoff <= reject_cutoff"),
 ])  # fmt: skip
 def test_a_bad_file_is_a_usage_error(text, message, tmp_path):
     path = tmp_path / "service.toml"

@@ -264,3 +264,35 @@ def test_a_spam_filter_publishes_its_three_way_verdicts(bootstrap, names, tmp_pa
         verdicts.add(v.label)
         expected.learn_one(x, e["y"])
     assert verdicts == {"ham", "unsure", "spam"}
+
+
+def test_a_spam_filters_pinned_cut_offs_win_fresh_and_after_a_restart(bootstrap, names, tmp_path):
+    """``--spam-cutoff/--ham-cutoff/--reject-cutoff``: the verdicts of a SpamFilter pinned so,
+    with ``"reject": true`` at or above the reject cut-off; pinned again over a checkpoint that
+    holds other pins (the command line wins)."""
+    from streamnb.datasets import sms_spam
+    from streamnb.kafka.featurize import Words
+
+    events = [(f"s{i}", {"text": text, "y": label}) for i, (text, label) in zip(range(300), sms_spam())]
+    create(bootstrap, names.topic, 1)
+    produce(bootstrap, names.topic, events[:200])
+    pins = {"spam_cutoff": 0.9, "ham_cutoff": 0.2, "reject_cutoff": 0.999}
+    first = Service(config(bootstrap, names, tmp_path, model="spamfilter", text_field="text", spam_cutoff=0.5,
+                           ham_cutoff=0.1)).run()  # fmt: skip
+    assert first.learned == 200
+    produce(bootstrap, names.topic, events[200:])
+    second = Service(config(bootstrap, names, tmp_path, model="spamfilter", text_field="text", **pins)).run()
+    assert second.learned == 100
+    docs = [json.loads(r.value) for r in read_topic(bootstrap, names.output, 300)][200:]
+    expected, words = streamnb.SpamFilter(), Words()
+    for _, e in events[:200]:
+        expected.learn_one(words.transform_one(e["text"]), e["y"])
+    expected.pin_cutoffs(**pins)
+    rejected = 0
+    for (_, e), d in zip(events[200:], docs):
+        x = words.transform_one(e["text"])
+        v = expected.classify_one(x)
+        assert (d["verdict"], d["spamicity"], d.get("reject", False)) == (v.label, v.score, v.reject)
+        rejected += v.reject
+        expected.learn_one(x, e["y"])
+    assert 0 < rejected < sum(d["verdict"] == "spam" for d in docs)

@@ -164,6 +164,19 @@ def test_the_page_refuses_what_lacks_the_password_the_session_or_the_origin(daem
     assert doc["cutoffs"]["spam_cutoff"]["why"].startswith("pinned: on the page at ")
     thresholds = d.request("GET", "/stat")[1]["thresholds"]
     assert thresholds["spam_cutoff"] == pytest.approx(0.9, abs=1e-12) and thresholds["spam_reason"] == "pinned"
+    # a report (the spam learned as ham against its verdict) is listed, and undone: back to spam
+    assert c.request("POST", "/console/scan", {"message": spam})[1]["label"] == "spam"
+    status, doc, _ = c.request("POST", "/console/learn", {"message": spam, "class": "ham"})
+    assert status == 200 and doc["moved_from"] == "spam" and doc["report"] is not None
+    reports = c.request("GET", "/console/state")[1]["reports"]
+    assert [(r["id"], r["class"], r["verdict"], r["message_id"], r["undone"]) for r in reports] == [
+        (doc["report"], "ham", "spam", "900@example.org", None)]
+    assert c.request("POST", "/console/undo", {"id": doc["report"]}, {"X-CSRF-Token": ""})[0] == 403
+    status, undone, _ = c.request("POST", "/console/undo", {"id": doc["report"]})
+    assert status == 200 and undone["success"] and undone["report"]["undone"] is not None
+    assert c.request("POST", "/console/undo", {"id": doc["report"]})[0] == 409
+    assert c.request("POST", "/console/undo", {"id": "x"})[0] == 400
+    assert _learned(d)["spam"] == before["spam"] + 1
     # logged out: the session is gone
     assert c.request("POST", "/console/logout", {})[0] == 200
     assert c.request("GET", "/console/state")[1]["logged_in"] is False
@@ -305,6 +318,15 @@ def test_the_page_in_chromium(daemon, browser, tmp_path):
     _text(browser, "#verdict-label", lambda t: t == "spam")
     assert _text(browser, "#verdict-action", bool) == "add header"
     assert d.check(raw)["streamnb"]["label"] == "spam"  # the MTA's next verdict too
+
+    # learned as ham against that verdict: a report, listed, and undone from its button
+    find(By.ID, "learn-ham").click()
+    _text(browser, "#learned", lambda t: t == "learned as ham (moved from spam)")
+    _text(browser, "#reports tbody", lambda t: "4242@example.org" in t and "Undo" in t)
+    find(By.CSS_SELECTOR, "#reports tbody button").click()
+    _text(browser, "#undo-status", lambda t: t.startswith("report ") and t.endswith(" undone"))
+    _text(browser, "#reports tbody", lambda t: "undone" in t and "Undo" not in t)
+    assert _learned(d)["spam"] == spam_before + 1  # back to spam
     browser.execute_script("window.scrollTo(0, 0)")
 
     shots = DOCS_STATIC if os.environ.get("STREAMNB_SCREENSHOTS") else tmp_path

@@ -61,7 +61,7 @@ def test_learn_then_check_and_move_between_classes(daemon):
     raw = message(NEWS_WORDS[:6], 7000, "digest")
     before = daemon.request("GET", "/stat")[1]["learned"]
     assert daemon.learn(raw, "spam", user="mover") == {"success": True, "class": "spam", "user": "mover",
-                                                     "moved_from": None, "already": False}  # fmt: skip
+                                                     "moved_from": None, "already": False, "report": None}  # fmt: skip
     assert daemon.learn(raw, "spam", user="mover")["already"] is True  # not learned twice
     moved = daemon.learn(raw, "ham", user="mover")
     assert moved["moved_from"] == "spam" and moved["class"] == "ham"

@@ -52,6 +52,7 @@
     show(true);
     drawStatus(state);
     drawHistory(state.history);
+    drawReports(state.reports || []);
     drawRates(state.minutes);
     drawScores(state);
   }
@@ -118,6 +119,36 @@
       tr.append(el("td", { "data-label": "action" }, e.action));
       const a = el("td", { "data-label": "towards spam" }); a.append(tokenList(e.tokens, "spam")); tr.append(a);
       const b = el("td", { "data-label": "towards ham" }); b.append(tokenList(e.tokens, "ham")); tr.append(b);
+      body.append(tr);
+    }
+  }
+
+  function drawReports(reports) {
+    const body = $("reports").tBodies[0];
+    body.replaceChildren();
+    for (const r of reports) {
+      const tr = el("tr");
+      tr.append(el("td", { "data-label": "time" }, new Date(r.time * 1000).toTimeString().slice(0, 8)));
+      tr.append(el("td", { "data-label": "message-id" }, r.message_id || r.digest));
+      tr.append(el("td", { "data-label": "user" }, r.user || "(shared)"));
+      tr.append(el("td", { class: "label-" + r.class, "data-label": "learned as" }, r.class));
+      tr.append(el("td", { class: "label-" + r.verdict, "data-label": "verdict was" }, r.verdict));
+      tr.append(el("td", { "data-label": "spamicity" }, r.spamicity.toFixed(4)));
+      const cell = el("td");
+      if (r.undone) {
+        cell.textContent = "undone";
+      } else {
+        const button = el("button", { type: "button", id: "undo-" + r.id }, "Undo");
+        button.addEventListener("click", async () => {
+          try {
+            await call("POST", "/console/undo", { id: r.id });
+            $("undo-status").textContent = "report " + r.id + " undone";
+            await refresh();
+          } catch (err) { $("undo-status").textContent = err.message; }
+        });
+        cell.append(button);
+      }
+      tr.append(cell);
       body.append(tr);
     }
   }

@@ -38,12 +38,11 @@ from streamnb.kafka.pristine import Pristine
 from streamnb.kafka.publisher import DeadLetter, Publisher
 from streamnb.kafka.signals import install_stop_signals, restore_signals
 from streamnb.kafka.source import Backoff, make_source
-from streamnb.kafka.statestore import tp_key
 from streamnb.kafka.step import Stepper
-from streamnb.kafka.stores import open_store
 from streamnb.kafka.summary import RunSummary
 from streamnb.kafka.topics import ensure_topics
 from streamnb.perkey import PerKey
+from streamnb.stores.checkpoints import open_store, tp_key
 
 __all__ = ["RunSummary", "Service"]
 

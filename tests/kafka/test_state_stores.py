@@ -21,9 +21,8 @@ import streamnb
 from streamnb.exceptions import StateError
 from streamnb.kafka import ServiceConfig, merge_state, open_store
 from streamnb import persistence
-from streamnb.kafka.statestore import FORMAT, VERSION, StateStore, encode
-from streamnb.kafka.store_kafka import KafkaStore
-from streamnb.kafka.stores import parse_state_url
+from streamnb.stores.checkpoints import FORMAT, VERSION, KafkaStore, StateStore, encode
+from streamnb.stores.url import parse_url
 
 BUCKET = "streamnb-state"
 
@@ -88,7 +87,7 @@ def trained(n: int, seed: int = 0):
                                  "/tmp/x", "kafka:" + "t" * 250])
 def test_bad_state_urls_are_refused(url):
     with pytest.raises(ValueError, match="state URL"):
-        parse_state_url(url)
+        parse_url(url, what="state")
 
 
 def test_state_urls_pick_their_store(tmp_path, bootstrap):
@@ -240,9 +239,10 @@ def test_kafka_store_memory_is_bounded_by_keep(bootstrap):
     reader = KafkaStore(bootstrap, topic, "r", chunk_bytes=200)
     try:
         assert reader.claims() == {"in:0": 31}
-        assert reader.records_read > 12 * 5
-        assert sorted(reader._manifests["a"]) == [11, 12]  # the rest were pruned (tombstones)
-        assert {k[1] for k in reader._chunks} <= {11, 12}
+        assert reader.blobs.records_read > 12 * 5
+        kept = [f"a/{i:012d}" for i in (11, 12)]  # the rest were pruned (tombstones)
+        assert reader.blobs.list() == kept
+        assert set(reader.blobs._chunks) <= set(kept)  # the index holds offsets of live blobs only
     finally:
         reader.release()
 

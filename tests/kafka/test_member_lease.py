@@ -12,7 +12,7 @@ import uuid
 import pytest
 from kafkatest import cli, create, produce, stop_process, wait_until
 from test_exactly_once import weather
-from test_state_stores import s3_url, trained  # noqa: F401 - s3_url is a fixture
+from test_state_stores import trained
 
 from streamnb.kafka import open_store
 from streamnb.stores.checkpoints import KafkaStore

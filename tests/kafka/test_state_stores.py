@@ -24,48 +24,6 @@ from streamnb import persistence
 from streamnb.stores.checkpoints import FORMAT, VERSION, KafkaStore, StateStore, encode
 from streamnb.stores.url import parse_url
 
-BUCKET = "streamnb-state"
-
-
-@pytest.fixture
-def s3_url(tmp_path, monkeypatch):
-    """An ``s3://`` state URL on a moto S3 server on 127.0.0.1 (boto3 finds it through the
-    environment, as the service's and CLI's clients do)."""
-    pytest.importorskip("moto")
-    import boto3
-
-    from streamnb.kafka.broker import free_port
-
-    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
-        port = free_port()
-        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket=BUCKET)), 30,
-                      "moto server") and moto.poll() is None:
-            break
-        moto.wait()
-    else:
-        pytest.fail("moto server did not start")
-    for name, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
-                        "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
-    try:
-        yield f"s3://{BUCKET}/run-{uuid.uuid4().hex[:8]}"
-    finally:
-        moto.kill()
-        moto.wait()
-
-
-def _try(fn) -> bool:
-    try:
-        fn()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
 @pytest.fixture(params=["dir", "kafka", "s3"])
 def state_url(request, tmp_path, bootstrap):
     if request.param == "dir":

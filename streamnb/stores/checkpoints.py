@@ -71,7 +71,8 @@ _MEMBER = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 #: per backend: a checkpoint's name, the pattern of names (member, id), the lease's name
 LAYOUT: dict[str, tuple[str, re.Pattern, str | None]] = {
     "dir": ("{member}.{id:012d}.ckpt", re.compile(r"^([A-Za-z0-9_-]{1,100})\.(\d{12})\.ckpt$"), None),
-    "s3": ("{member}/{id:012d}.ckpt", re.compile(r"^([A-Za-z0-9_-]{1,100})/(\d{12})\.ckpt$"), "leases/{member}.json"),
+    "s3": ("{member}/{id:012d}.ckpt", re.compile(r"^([A-Za-z0-9_-]{1,100})/(\d{12})\.ckpt$"),
+           "leases/{member}.json"),
     "kafka": ("{member}/{id:012d}", re.compile(r"^([A-Za-z0-9_-]{1,100})/(\d{12})$"), "lease/{member}"),
 }
 

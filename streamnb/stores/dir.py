@@ -67,7 +67,7 @@ class DirBlobs(Blobs):
         top = self.path / folder if folder else self.path
         if not top.is_dir():
             return []
-        out = []
+        out: list[str] = []
         if recursive:
             for root, dirs, files in os.walk(top):
                 dirs[:] = [d for d in dirs if not d.startswith(".")]

@@ -37,6 +37,7 @@ log, so a writer that lost its lease cannot overwrite or delete its successor's 
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import logging
@@ -153,7 +154,7 @@ class KafkaBlobs(Blobs):
                 consumer = KafkaConsumer(
                     bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
                     auto_offset_reset="earliest", fetch_max_wait_ms=20, reconnect_backoff_max_ms=1000,
-                    max_partition_fetch_bytes=max(1 << 20, 2 * max(self.max_record_bytes, self.chunk_bytes or 0)),
+                    max_partition_fetch_bytes=max(1 << 20, 2 * self._largest()),
                     request_timeout_ms=15_000)
                 consumer.assign([self._tp])
             except KafkaError as exc:
@@ -164,7 +165,7 @@ class KafkaBlobs(Blobs):
 
     def _writer(self) -> KafkaProducer:
         if self._producer is None:
-            biggest = max(self.max_record_bytes, self.chunk_bytes or 0) + 64 * 1024
+            biggest = self._largest() + 64 * 1024
             try:
                 self._producer = KafkaProducer(
                     bootstrap_servers=self.bootstrap, acks="all", linger_ms=0, enable_idempotence=False,
@@ -173,6 +174,10 @@ class KafkaBlobs(Blobs):
             except KafkaError as exc:
                 raise StateError(f"{self.url}: cannot reach {self.bootstrap}: {exc}") from exc
         return self._producer
+
+    def _largest(self) -> int:
+        """The largest record value this object writes."""
+        return max(self.max_record_bytes, self.chunk_bytes or 0)
 
     def close(self) -> None:
         for client in (self._consumer, self._producer):
@@ -235,7 +240,8 @@ class KafkaBlobs(Blobs):
             else:
                 manifest = _parse_manifest(rec.value)
                 if manifest is None:
-                    log.error("%s: ignoring an unreadable manifest %s at offset %d", self.url, key[:100], rec.offset)
+                    log.error("%s: ignoring an unreadable manifest %s at offset %d", self.url, key[:100],
+                              rec.offset)
                 else:
                     self._manifests[name] = manifest
             return
@@ -277,10 +283,10 @@ class KafkaBlobs(Blobs):
                     rec.key[:100], rec.offset, writer[:200], holder, guard)
         return True
 
-    def _fetch(self, name: str, offsets: list[int]) -> list[bytes]:
+    def _fetch(self, name: str, offsets: builtins.list[int]) -> builtins.list[bytes]:
         """The values at ``offsets`` (records of blob ``name``), in that order."""
         consumer = self._reader()
-        want, got = sorted(set(offsets)), {}
+        want, got = sorted(set(offsets)), dict[int, bytes]()
         self._moved = True
         deadline = time.monotonic() + self.timeout
         try:
@@ -299,7 +305,8 @@ class KafkaBlobs(Blobs):
                 if missing[0] > pos + 1000:
                     consumer.seek(self._tp, missing[0])
                 if time.monotonic() > deadline:
-                    raise StateError(f"{self.where(name)}: could not read offset {missing[0]} in {self.timeout:g} s")
+                    raise StateError(f"{self.where(name)}: could not read offset {missing[0]} in "
+                                     f"{self.timeout:g} s")
         except KafkaError as exc:
             raise StateError(f"{self.where(name)}: reading failed: {exc}") from exc
         return [got[o] for o in offsets]
@@ -329,7 +336,8 @@ class KafkaBlobs(Blobs):
             return None
         return held[1] if held[1] is not None else self._fetch(name, [held[0]])[0]
 
-    def _send(self, items: list[tuple[str, bytes | None]], expect: str | None = None) -> list[int]:
+    def _send(self, items: builtins.list[tuple[str, bytes | None]],
+              expect: str | None = None) -> builtins.list[int]:
         """Send records and wait until every one is acknowledged; their offsets."""
         producer = self._writer()
         headers = []
@@ -354,7 +362,7 @@ class KafkaBlobs(Blobs):
         if self.chunk_bytes is None:
             if len(data) > self.max_record_bytes:
                 raise StateError(f"{self.where(name)}: {len(data)} bytes, more than one record holds "
-                                 f"({self.max_record_bytes})")
+                                 f"({self.max_record_bytes}); larger blobs go to dir: or s3:// stores")
             (offset,) = self._send([(key, data)])
             self._manifests.pop(name, None)
             self._plain[name] = (offset, data if len(data) <= SMALL else None)
@@ -385,7 +393,8 @@ class KafkaBlobs(Blobs):
     def swap(self, name: str, new: bytes, expected: bytes | None) -> bool:
         if len(new) > SMALL:
             raise StateError(f"{self.where(name)}: a swapped blob holds at most {SMALL} bytes")
-        self._send([(self._key(name), new)], expect="-" if expected is None else hashlib.sha256(expected).hexdigest())
+        digest = "-" if expected is None else hashlib.sha256(expected).hexdigest()
+        self._send([(self._key(name), new)], expect=digest)
         self.catch_up()
         held = self._plain.get(name)
         return held is not None and held[1] == new

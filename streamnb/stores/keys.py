@@ -101,14 +101,7 @@ class BlobKeyStore:
 
     def save(self, key: Hashable, model: Any, position: int) -> None:
         """Write the key's learner durably."""
-        data = self._archive(key, model, position)
-        try:
-            self.blobs.put(self.name(key), data)
-        except StateError as exc:
-            if self.blobs.kind == "kafka" and len(data) > getattr(self.blobs, "max_record_bytes", len(data)):
-                raise StateError(f"key store {self.url}: the learner of key {key!r} is {len(data)} bytes, more "
-                                 "than one record holds: keep more keys resident, or use dir: or s3:// state") from exc
-            raise
+        self.blobs.put(self.name(key), self._archive(key, model, position))
 
     def stage(self, key: Hashable, model: Any, position: int) -> None:
         """:meth:`save` (a write here is durable when it returns)."""

@@ -106,7 +106,7 @@ class S3Blobs(Blobs):
         self._etags.pop(name, None)
 
     def list(self, prefix: str = "", recursive: bool = True) -> list[str]:
-        out = []
+        out: list[str] = []
         args = {"Bucket": self.bucket, "Prefix": self.prefix + prefix}
         if not recursive:
             args["Delimiter"] = "/"

@@ -1,11 +1,12 @@
 """The one grammar of store URLs, for checkpoints, per-key archives and anything else kept in blobs.
 
-=================================  ===========================================================
-``dir:PATH``                       files under a directory
-``s3://BUCKET[/PREFIX]``           objects in S3-compatible storage (``pip install 'streamnb[s3]'``)
+====================================  ========================================================
+``dir:PATH``                          files under a directory
+``s3://BUCKET[/PREFIX]``              objects in S3-compatible storage (``streamnb[s3]``)
 ``kafka://BOOTSTRAP/TOPIC[/PREFIX]``  records of a compacted one-partition Kafka topic
-``kafka:TOPIC``                    the same, the bootstrap servers given apart (``--bootstrap``)
-=================================  ===========================================================
+``kafka:TOPIC``                       the same, the bootstrap servers given apart
+                                      (``--bootstrap``)
+====================================  ========================================================
 
 ``kafka:TOPIC`` (the ``--state`` spelling) and ``kafka://BOOTSTRAP/TOPIC/PREFIX`` (the key
 stores' spelling) are both this grammar: the first is the second with the bootstrap servers

@@ -51,6 +51,9 @@ def test_bad_state_urls_are_refused(url):
 def test_state_urls_pick_their_store(tmp_path, bootstrap):
     assert type(open_store(f"dir:{tmp_path}", "a")).__name__ == "Checkpointer"
     assert isinstance(open_store("kafka:state", "a", bootstrap), KafkaStore)
+    assert open_store(f"kafka://{bootstrap}/state", "a").blobs.bootstrap == bootstrap  # kafka:TOPIC's long form
+    with pytest.raises(ValueError, match="whole topic"):
+        open_store(f"kafka://{bootstrap}/state/prefix", "a")
     with pytest.raises(ValueError, match="bootstrap"):
         open_store("kafka:state", "a")
     with pytest.raises(ValueError, match="member name"):

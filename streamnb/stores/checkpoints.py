@@ -397,8 +397,6 @@ def open_store(url: str, member: str = "main", bootstrap: str | None = None, kee
     Nothing is contacted until the store is first used.
     """
     where = parse_url(url, bootstrap, what="state")
-    if not _MEMBER.match(member):
-        raise StoreUrlError(f"member name {member!r}: use 1-100 letters, digits, '_' or '-'")
     if where.kind == "dir":
         return Checkpointer(where.where, member, keep)
     if where.kind == "s3":

@@ -286,7 +286,8 @@ class KafkaBlobs(Blobs):
     def _fetch(self, name: str, offsets: builtins.list[int]) -> builtins.list[bytes]:
         """The values at ``offsets`` (records of blob ``name``), in that order."""
         consumer = self._reader()
-        want, got = sorted(set(offsets)), dict[int, bytes]()
+        wanted = set(offsets)
+        want, got = sorted(wanted), dict[int, bytes]()
         self._moved = True
         deadline = time.monotonic() + self.timeout
         try:
@@ -294,7 +295,7 @@ class KafkaBlobs(Blobs):
             while len(got) < len(want):
                 for records in consumer.poll(timeout_ms=100, max_records=1000).values():
                     for rec in records:
-                        if rec.offset in offsets and rec.value is not None:
+                        if rec.offset in wanted and rec.value is not None:
                             got[rec.offset] = bytes(rec.value)
                 missing = [o for o in want if o not in got]
                 if not missing:

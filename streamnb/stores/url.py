@@ -43,7 +43,8 @@ USAGE = "use dir:PATH, s3://BUCKET/PREFIX, kafka://BOOTSTRAP/TOPIC/PREFIX or kaf
 
 
 class StoreUrlError(StreamnbError, ValueError):
-    """A store URL outside the grammar of :mod:`streamnb.stores.url`."""
+    """A store URL outside the grammar of :mod:`streamnb.stores.url` (or a member name outside
+    its own: letters, digits, ``_`` and ``-``)."""
 
 
 class StoreUrl(NamedTuple):

@@ -10,11 +10,12 @@ once, for every backend.
 
 from __future__ import annotations
 
+import json
 import re
 
 from streamnb.exceptions import StateError
 
-__all__ = ["Blobs", "check_name"]
+__all__ = ["Blobs", "check_name", "json_record"]
 
 _NAME = re.compile(r"^(?!/)(?!.*//)[A-Za-z0-9._/-]{1,1024}(?<!/)$")
 
@@ -24,6 +25,20 @@ def check_name(name: str) -> str:
     if not _NAME.match(name) or any(part in (".", "..") for part in name.split("/")):
         raise StateError(f"{name!r} is not a blob name (letters, digits, '.', '_', '-', '/')")
     return name
+
+
+def json_record(value: bytes, form: str, max_bytes: int) -> dict | None:
+    """The fields of a small JSON record of format ``form``, version 1 (a lease, a manifest), or
+    None if ``value`` is not one (too large, not JSON, another format or version)."""
+    if len(value) > max_bytes:
+        return None
+    try:
+        fields = json.loads(value)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(fields, dict) or fields.get("format") != form or fields.get("version") != 1:
+        return None
+    return fields
 
 
 class Blobs:

@@ -53,7 +53,7 @@ from kafka.errors import KafkaError
 from streamnb.exceptions import StateError
 from streamnb.kafka.errors import BrokerUnavailableError
 from streamnb.kafka.topics import ensure_topics
-from streamnb.stores.blobs import Blobs, check_name
+from streamnb.stores.blobs import Blobs, check_name, json_record
 
 __all__ = ["EXPECT_HEADER", "INSTANCE_HEADER", "Fence", "KafkaBlobs"]
 
@@ -226,6 +226,9 @@ class KafkaBlobs(Blobs):
             key = ""
         if key.startswith("manifest/") or key.startswith("chunk/"):
             chunk = _CHUNK.match(key) if key.startswith("chunk/") else None
+            if key.startswith("chunk/") and chunk is None:
+                log.warning("%s: ignoring a record with key %r at offset %d", self.url, key[:100], rec.offset)
+                return
             name = self._name(chunk.group(1) if chunk else key[len("manifest/"):])
             if name is None or self._fenced(name, rec):
                 return
@@ -408,13 +411,8 @@ def _header(rec: Any, name: str) -> str | None:
 
 def _parse_manifest(value: bytes) -> dict | None:
     """A manifest's fields if it is well formed, else None."""
-    if len(value) > 4096:
-        return None
-    try:
-        m = json.loads(value)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(m, dict) or m.get("format") != MANIFEST_FORMAT or m.get("version") != 1:
+    m = json_record(value, MANIFEST_FORMAT, 4096)
+    if m is None:
         return None
     chunks, size, sha = m.get("chunks"), m.get("bytes"), m.get("sha256")
     if (type(chunks) is not int or not 1 <= chunks <= MAX_CHUNKS or type(size) is not int or size < 0

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from streamnb.exceptions import StateError
-from streamnb.stores.blobs import Blobs
+from streamnb.stores.blobs import Blobs, json_record
 
 __all__ = ["Lease", "LeaseBlob", "LeaseKeeper", "MemberInUseError", "new_instance"]
 
@@ -80,13 +80,8 @@ class Lease:
     @staticmethod
     def from_bytes(value: bytes) -> Lease | None:
         """The lease in ``value`` if it is a well-formed one, else None."""
-        if len(value) > MAX_LEASE_BYTES:
-            return None
-        try:
-            d = json.loads(value)
-        except (ValueError, UnicodeDecodeError):
-            return None
-        if not isinstance(d, dict) or d.get("format") != LEASE_FORMAT or d.get("version") != 1:
+        d = json_record(value, LEASE_FORMAT, MAX_LEASE_BYTES)
+        if d is None:
             return None
         instance, prev, released = d.get("instance"), d.get("prev"), d.get("released")
         t, ttl = d.get("time"), d.get("ttl")

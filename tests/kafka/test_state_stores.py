@@ -177,7 +177,7 @@ def test_kafka_store_torn_and_damaged_writes_are_never_read(bootstrap, caplog):
         assert newest()[0] == 2
     assert "do not match the manifest" in caplog.text
     # garbage keys and an unreadable manifest are ignored
-    send(bootstrap, topic, [("nonsense", b"x"), (f"manifest/a/{5:012d}", b"{not json")])
+    send(bootstrap, topic, [("nonsense", b"x"), (f"manifest/a/{5:012d}", b"{not json"), ("chunk/a/5", b"x")])
     assert newest()[0] == 2
     # a complete checkpoint 6 written record by record the same way: now it is the newest
     header = {"format": FORMAT, "version": VERSION, "id": 6, "member": "a", "created": 0.0,

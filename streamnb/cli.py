@@ -341,8 +341,8 @@ def merge(checkpoint_dir: str | None, state: str | None, bootstrap: str | None, 
     streamnb.persistence.load.
     """
     from streamnb import persistence
-    from streamnb.kafka.statestore import merge_state
-    from streamnb.kafka.stores import open_store
+    from streamnb.kafka.keyed import merge_state
+    from streamnb.stores import open_store
 
     url = _state_url(state, checkpoint_dir)
     if url is None:

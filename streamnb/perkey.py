@@ -48,7 +48,7 @@ from typing import Any
 from river import base
 
 from streamnb.exceptions import InvalidEventError, StateError
-from streamnb.keystore import DirectoryStore, KeyStore, key_digest, open_key_store
+from streamnb.stores.keys import DirectoryStore, KeyStore, key_digest, open_key_store
 from streamnb.naive_bayes.values import check_event
 from streamnb.stats.index import decode_key, encode_key, is_saveable_key
 

@@ -26,16 +26,15 @@ if _missing:
     )
 
 from streamnb.kafka.broker import EmbeddedBroker  # noqa: E402
-from streamnb.kafka.checkpoint import Checkpoint, Checkpointer, merge_checkpoints  # noqa: E402
 from streamnb.kafka.config import MODELS, ServiceConfig, make_model  # noqa: E402
 from streamnb.kafka.decode import JsonDeserializer  # noqa: E402
 from streamnb.kafka.errors import BadMessage, BrokerUnavailableError, CheckpointAheadError, ServiceError  # noqa: E402
 from streamnb.kafka.featurize import Example, FieldFeaturizer, TextFeaturizer  # noqa: E402
+from streamnb.kafka.keyed import merge_checkpoints, merge_state  # noqa: E402
 from streamnb.kafka.publisher import DeadLetter, Publisher  # noqa: E402
 from streamnb.kafka.service import RunSummary, Service  # noqa: E402
-from streamnb.kafka.statestore import StateStore, merge_state  # noqa: E402
-from streamnb.kafka.stores import open_store  # noqa: E402
 from streamnb.kafka.topics import ensure_topics  # noqa: E402
+from streamnb.stores.checkpoints import Checkpoint, Checkpointer, StateStore, open_store  # noqa: E402
 
 __all__ = [
     "MODELS",

@@ -20,7 +20,7 @@ from typing import Any
 from streamnb.exceptions import StateError
 from streamnb.kafka.metrics import Metrics
 from streamnb.kafka.publisher import Publisher
-from streamnb.kafka.statestore import StateStore
+from streamnb.stores.checkpoints import StateStore
 
 __all__ = ["Due", "Checkpointing"]
 

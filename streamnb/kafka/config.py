@@ -14,7 +14,7 @@ from typing import Any
 
 import streamnb
 from streamnb.kafka.errors import ConfigError
-from streamnb.kafka.stores import parse_state_url
+from streamnb.stores.url import StoreUrl, parse_url
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,12 +87,12 @@ class ServiceConfig:
         statically instead of joining the group's rebalancing; ``member`` names this instance's
         checkpoints (unique per live instance, stable across restarts).
     state, checkpoint_dir
-        Where checkpoints (model + offsets) go: a state URL (see :mod:`streamnb.kafka.stores`):
+        Where checkpoints (model + offsets) go: a state URL (see :mod:`streamnb.stores.url`):
         ``dir:PATH``, ``kafka:TOPIC`` (a compacted changelog topic on ``bootstrap``; no disk) or
         ``s3://bucket/prefix``. None: the directory ``checkpoint_dir`` (``dir:checkpoint_dir``).
     state_lease
         Seconds the lease on ``member`` holds unrenewed in the ``kafka:`` and ``s3://`` stores
-        (:mod:`streamnb.kafka.lease`): a second live instance of one member is refused at start,
+        (:mod:`streamnb.stores.lease`): a second live instance of one member is refused at start,
         a replacement of a crashed one waits at most this long.
     checkpoint_every, checkpoint_interval
         Checkpoint after this many events or seconds (whichever first), and at shutdown.
@@ -236,8 +236,8 @@ class ServiceConfig:
         if self.model_topic is not None and self.model_topic in (*self.input_topics, self.output_topic,
                                                                   self.dead_letter_topic):
             raise ValueError("the model topic must differ from the input, output and dead-letter topics")
-        kind, where, _prefix = parse_state_url(self.state_url())
-        if kind == "kafka" and where in (*self.input_topics, self.output_topic, self.dead_letter_topic,
+        url = parse_url(self.state_url(), what="state")
+        if url.kind == "kafka" and url.where in (*self.input_topics, self.output_topic, self.dead_letter_topic,
                                          self.model_topic):
             raise ValueError("the state topic must differ from the input, output, dead-letter and model topics")
         self._check_model_key()
@@ -255,14 +255,12 @@ class ServiceConfig:
             return None
         from streamnb.kafka.keyed import keys_directory
 
-        kind, where, prefix = parse_state_url(self.state_url())
-        if kind == "s3":
-            return f"s3://{where}/{prefix + '/' if prefix else ''}keys/{self.member}"
-        if kind == "kafka":
-            from streamnb.kafka.keys_kafka import keys_url
-
-            return keys_url(self.bootstrap, f"{where}-keys", self.member)
-        return keys_directory(where, self.member)
+        url = parse_url(self.state_url(), what="state")
+        if url.kind == "s3":
+            return f"s3://{url.where}/{url.prefix + '/' if url.prefix else ''}keys/{self.member}"
+        if url.kind == "kafka":
+            return str(StoreUrl("kafka", f"{url.where}-keys", self.member, url.bootstrap or self.bootstrap))
+        return keys_directory(url.where, self.member)
 
     def cutoffs(self) -> dict[str, float]:
         """The cut-offs to pin (``spam_cutoff``, ``ham_cutoff``, ``reject_cutoff``), those given."""

@@ -22,7 +22,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from streamnb.datasets import sms_spam
 from streamnb.kafka.broker import EmbeddedBroker
-from streamnb.kafka.checkpoint import Checkpointer
+from streamnb.stores.checkpoints import Checkpointer
 from streamnb.kafka.config import ServiceConfig
 from streamnb.kafka.service import RunSummary, Service
 from streamnb.kafka.topics import ensure_topics

@@ -15,11 +15,11 @@ from typing import Any
 
 from kafka import TopicPartition
 
-from streamnb.kafka.checkpoint import tp_key
 from streamnb.kafka.decode import Deserializer
 from streamnb.kafka.errors import BadMessage, CheckpointAheadError
 from streamnb.kafka.featurize import Example, Featurizer
 from streamnb.kafka.publisher import MAX_KEY_BYTES
+from streamnb.stores.checkpoints import tp_key
 
 __all__ = ["Intake", "Offsets"]
 

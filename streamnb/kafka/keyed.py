@@ -17,7 +17,8 @@ events, and a prediction reads the blend of the two (see :mod:`streamnb.perkey`)
 - :class:`KeyMoves` moves keyed state with its partition when a consumer group rebalances
   (below).
 - :func:`merge_keyed` merges owners' keyed models: the shared learners add, each key's newest
-  copy is taken.
+  copy is taken; :func:`merge_state` merges the newest checkpoint of every owner in a store,
+  keyed or not.
 - :class:`KeyedView`: with a model topic, members publish their shared learners (not the keys)
   and each predicts with the merge of every member's shared learner blended with the key's own.
 
@@ -25,7 +26,7 @@ Keyed state moves with its partition. A key belongs to the partition of its even
 position's source). The shared learner stays per member (its statistics add across members, as
 for any model); a key's learner is handed over with its partition. When a member is assigned a
 partition in which another member's newest checkpoint is further than its own (the offset the
-service resumes from, :meth:`~streamnb.kafka.statestore.StateStore.claims`), it takes that
+service resumes from, :meth:`~streamnb.stores.checkpoints.StateStore.claims`), it takes that
 partition's keys, with their positions, from that checkpoint (the same atomic checkpoint as the
 offset: the keys hold exactly the events before it) and drops any copy of its own; the replay
 from that offset then learns every later event once. A member drops the keys of a partition it
@@ -57,11 +58,11 @@ from typing import Any
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.kafka.errors import BadMessage
 from streamnb.kafka.featurize import Example, Featurizer
-from streamnb.kafka.statestore import Checkpoint, StateStore
 from streamnb.perkey import PerKey
+from streamnb.stores.checkpoints import Checkpoint, Checkpointer, StateStore
 
 __all__ = ["KeyMoves", "KeyedFeaturizer", "KeyedView", "Positions", "keyed_model", "keys_directory",
-           "merge_keyed", "same_keying"]
+           "merge_checkpoints", "merge_keyed", "merge_state", "same_keying"]
 
 log = logging.getLogger(__name__)
 
@@ -307,3 +308,36 @@ def merge_keyed(models: list[PerKey]) -> PerKey:
         else:
             out.put_key(key, learner, position)
     return out
+
+
+def merge_state(store: StateStore) -> tuple[Any, dict[str, int]]:
+    """Merge the newest checkpoint of every owner in ``store``: the model of the group.
+
+    Returns the merged model and, per partition, the highest checkpointed next offset. Keyed
+    models (:class:`~streamnb.perkey.PerKey`) merge with :func:`merge_keyed`.
+    """
+    models: list = []
+    offsets: dict = {}
+    for member in store.members():
+        got = store.newest(member)
+        if got is None:
+            continue
+        models.append(got.model)
+        for tp, off in got.offsets.items():
+            offsets[tp] = max(offsets.get(tp, 0), off)
+    if not models:
+        raise StateError(f"no checkpoint in {store.url}")
+    if isinstance(models[0], PerKey):  # keys move with their partitions: their newest copies
+        return merge_keyed(models), offsets
+    model = models[0]
+    for other in models[1:]:
+        model = model.merge(other)
+    return model, offsets
+
+
+def merge_checkpoints(directory: str | os.PathLike) -> tuple[Any, dict[str, int]]:
+    """Merge the newest checkpoint of every member in ``directory``: the model of the group.
+
+    Returns the merged model and, per partition, the highest checkpointed next offset.
+    """
+    return merge_state(Checkpointer(directory, member="merge-reader"))

@@ -38,17 +38,26 @@ from streamnb.kafka.pending import Pending
 from streamnb.kafka.pristine import Pristine
 from streamnb.kafka.publisher import DeadLetter, Publisher
 from streamnb.kafka.signals import install_stop_signals, restore_signals
-from streamnb.kafka.source import Backoff, make_source
-from streamnb.kafka.statestore import tp_key
+from streamnb.kafka.source import Backoff, Source
 from streamnb.kafka.step import Stepper
-from streamnb.kafka.stores import open_store
 from streamnb.kafka.summary import RunSummary
 from streamnb.kafka.topics import ensure_topics
 from streamnb.perkey import PerKey
+from streamnb.stores.checkpoints import open_store, tp_key
 
-__all__ = ["RunSummary", "Service"]
+__all__ = ["RunSummary", "Service", "make_source"]
 
 log = logging.getLogger(__name__)
+
+
+def make_source(backend: str, *args: object, **kwargs: object) -> Any:
+    """A :class:`~streamnb.kafka.source.Source` (``"kafka-python"``) or a
+    :class:`~streamnb.kafka.source_confluent.ConfluentSource` (``"confluent"``), same arguments."""
+    if backend == "confluent":
+        from streamnb.kafka.source_confluent import ConfluentSource
+
+        return ConfluentSource(*args, **kwargs)  # type: ignore[arg-type]
+    return Source(*args, **kwargs)  # type: ignore[arg-type]
 
 
 class Service:

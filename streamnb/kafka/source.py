@@ -15,7 +15,7 @@ from kafka.structs import OffsetAndMetadata
 
 from streamnb.kafka.errors import BrokerUnavailableError, ServiceError
 
-__all__ = ["Backoff", "Ownership", "Source", "consumer_defaults", "make_source"]
+__all__ = ["Backoff", "Ownership", "Source", "consumer_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -240,12 +240,3 @@ def _commit_takes_timeout() -> bool:
 
     return "timeout_ms" in inspect.signature(KafkaConsumer.commit).parameters
 
-
-def make_source(backend: str, *args: object, **kwargs: object) -> Any:
-    """A :class:`Source` (``"kafka-python"``) or a
-    :class:`~streamnb.kafka.source_confluent.ConfluentSource` (``"confluent"``), same arguments."""
-    if backend == "confluent":
-        from streamnb.kafka.source_confluent import ConfluentSource
-
-        return ConfluentSource(*args, **kwargs)  # type: ignore[arg-type]
-    return Source(*args, **kwargs)  # type: ignore[arg-type]

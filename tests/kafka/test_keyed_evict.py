@@ -9,7 +9,6 @@ import signal
 import pytest
 from kafkatest import cli, config, create, produce, read_topic, stop_process, wait_until
 from test_model_key import KEYS, events, features, own_learners
-from test_state_stores import s3_url  # noqa: F401 - the fixture
 
 import streamnb
 from streamnb import persistence

@@ -1,4 +1,4 @@
-"""One live instance per member name in the kafka: and s3:// stores (a lease, streamnb.kafka.lease):
+"""One live instance per member name in the kafka: and s3:// stores (a lease, streamnb.stores.lease):
 a second live instance is refused at start, a crashed holder's name is taken after its lease,
 a replaced holder writes no more checkpoints, and of two racing takers the first wins."""
 
@@ -12,11 +12,11 @@ import uuid
 import pytest
 from kafkatest import cli, create, produce, stop_process, wait_until
 from test_exactly_once import weather
-from test_state_stores import s3_url, trained  # noqa: F401 - s3_url is a fixture
+from test_state_stores import trained
 
 from streamnb.kafka import open_store
-from streamnb.kafka.lease import Lease, MemberInUseError
-from streamnb.kafka.store_kafka import KafkaStore
+from streamnb.stores.checkpoints import KafkaStore
+from streamnb.stores.lease import Lease, MemberInUseError
 
 
 @pytest.fixture(params=["kafka", "s3"])

@@ -21,51 +21,8 @@ import streamnb
 from streamnb.exceptions import StateError
 from streamnb.kafka import ServiceConfig, merge_state, open_store
 from streamnb import persistence
-from streamnb.kafka.statestore import FORMAT, VERSION, StateStore, encode
-from streamnb.kafka.store_kafka import KafkaStore
-from streamnb.kafka.stores import parse_state_url
-
-BUCKET = "streamnb-state"
-
-
-@pytest.fixture
-def s3_url(tmp_path, monkeypatch):
-    """An ``s3://`` state URL on a moto S3 server on 127.0.0.1 (boto3 finds it through the
-    environment, as the service's and CLI's clients do)."""
-    pytest.importorskip("moto")
-    import boto3
-
-    from streamnb.kafka.broker import free_port
-
-    for _attempt in range(5):  # a port that was free may be taken by the time moto binds it
-        port = free_port()
-        moto = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        s3 = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-        if wait_until(lambda: moto.poll() is not None or _try(lambda: s3.create_bucket(Bucket=BUCKET)), 30,
-                      "moto server") and moto.poll() is None:
-            break
-        moto.wait()
-    else:
-        pytest.fail("moto server did not start")
-    for name, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "test",
-                        "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
-    try:
-        yield f"s3://{BUCKET}/run-{uuid.uuid4().hex[:8]}"
-    finally:
-        moto.kill()
-        moto.wait()
-
-
-def _try(fn) -> bool:
-    try:
-        fn()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
+from streamnb.stores.checkpoints import FORMAT, VERSION, KafkaStore, StateStore, encode
+from streamnb.stores.url import parse_url
 
 @pytest.fixture(params=["dir", "kafka", "s3"])
 def state_url(request, tmp_path, bootstrap):
@@ -88,12 +45,15 @@ def trained(n: int, seed: int = 0):
                                  "/tmp/x", "kafka:" + "t" * 250])
 def test_bad_state_urls_are_refused(url):
     with pytest.raises(ValueError, match="state URL"):
-        parse_state_url(url)
+        parse_url(url, what="state")
 
 
 def test_state_urls_pick_their_store(tmp_path, bootstrap):
     assert type(open_store(f"dir:{tmp_path}", "a")).__name__ == "Checkpointer"
     assert isinstance(open_store("kafka:state", "a", bootstrap), KafkaStore)
+    assert open_store(f"kafka://{bootstrap}/state", "a").blobs.bootstrap == bootstrap  # kafka:TOPIC's long form
+    with pytest.raises(ValueError, match="whole topic"):
+        open_store(f"kafka://{bootstrap}/state/prefix", "a")
     with pytest.raises(ValueError, match="bootstrap"):
         open_store("kafka:state", "a")
     with pytest.raises(ValueError, match="member name"):
@@ -217,7 +177,7 @@ def test_kafka_store_torn_and_damaged_writes_are_never_read(bootstrap, caplog):
         assert newest()[0] == 2
     assert "do not match the manifest" in caplog.text
     # garbage keys and an unreadable manifest are ignored
-    send(bootstrap, topic, [("nonsense", b"x"), (f"manifest/a/{5:012d}", b"{not json")])
+    send(bootstrap, topic, [("nonsense", b"x"), (f"manifest/a/{5:012d}", b"{not json"), ("chunk/a/5", b"x")])
     assert newest()[0] == 2
     # a complete checkpoint 6 written record by record the same way: now it is the newest
     header = {"format": FORMAT, "version": VERSION, "id": 6, "member": "a", "created": 0.0,
@@ -240,9 +200,10 @@ def test_kafka_store_memory_is_bounded_by_keep(bootstrap):
     reader = KafkaStore(bootstrap, topic, "r", chunk_bytes=200)
     try:
         assert reader.claims() == {"in:0": 31}
-        assert reader.records_read > 12 * 5
-        assert sorted(reader._manifests["a"]) == [11, 12]  # the rest were pruned (tombstones)
-        assert {k[1] for k in reader._chunks} <= {11, 12}
+        assert reader.blobs.records_read > 12 * 5
+        kept = [f"a/{i:012d}" for i in (11, 12)]  # the rest were pruned (tombstones)
+        assert reader.blobs.list() == kept
+        assert set(reader.blobs._chunks) <= set(kept)  # the index holds offsets of live blobs only
     finally:
         reader.release()
 

@@ -11,7 +11,7 @@ import pytest
 import streamnb
 from streamnb import persistence
 from streamnb.kafka import BadMessage, Checkpointer, JsonDeserializer
-from streamnb.kafka.checkpoint import MAGIC
+from streamnb.stores.checkpoints import MAGIC
 from streamnb.kafka.frames import rows_to_frame
 
 
@@ -68,7 +68,7 @@ def test_checkpoint_of_unknown_version_is_refused(tmp_path):
     head, digest, payload = data[len(MAGIC):].split(b"\n", 2)
     header = json.loads(head)
     header["version"] = 99
-    from streamnb.kafka.statestore import encode as _encode
+    from streamnb.stores.checkpoints import encode as _encode
 
     path.write_bytes(_encode(header, payload))
     with pytest.raises(streamnb.StateError, match="version 99"):
@@ -95,7 +95,7 @@ def test_claims_read_only_checkpoint_headers(tmp_path):
     """claims() runs on every partition assignment: it takes the offsets from the headers and
     never loads the other members' models (here a model part no loader could read, under a
     valid checksum), and still skips a damaged file for the previous good one."""
-    from streamnb.kafka.statestore import FORMAT, VERSION, encode as _encode
+    from streamnb.stores.checkpoints import FORMAT, VERSION, encode as _encode
 
     def write(member: str, ck_id: int, offsets: dict, payload: bytes) -> None:
         header = {"format": FORMAT, "version": VERSION, "id": ck_id, "member": member, "created": 0.0,

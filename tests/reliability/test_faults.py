@@ -21,7 +21,7 @@ from test_exactly_once import clean_pass, run_args, weather
 import streamnb
 from streamnb import persistence
 from streamnb.kafka import Checkpointer, Service
-from streamnb.kafka.checkpoint import MAGIC
+from streamnb.stores.checkpoints import MAGIC
 
 
 def assert_checkpoint_is_a_clean_pass(ckdir, topic, events) -> int:

@@ -15,7 +15,7 @@ import pytest
 import streamnb
 from streamnb import persistence
 from streamnb.kafka import Checkpointer, Service, ServiceConfig
-from streamnb.kafka.checkpoint import MAGIC
+from streamnb.stores.checkpoints import MAGIC
 
 
 class Boom:

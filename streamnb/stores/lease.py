@@ -15,11 +15,11 @@ and process for messages), when the holder last renewed it (its wall clock) and 
   service stops. A renewal that fails on I/O is retried; the lease is only lost to another instance;
 - **releases** it on a clean stop, so a successor starts at once.
 
-Taking a lease is a compare-and-swap on what the taker read, which each store provides: in the
-``kafka:`` store the taker names the holder it supersedes (``prev``) and every reader replays the
-one-partition log in order, accepting a takeover only from the current holder (so of two racing
-takers the first in the log wins, and both see it); in ``s3://`` a conditional PUT (``If-Match``
-the lease object's ETag, or ``If-None-Match: *`` for a first lease).
+A lease is a blob (:class:`LeaseBlob`), and taking it a compare-and-swap on what the taker
+read (:meth:`streamnb.stores.blobs.Blobs.swap`): in ``kafka:`` every reader replays the
+one-partition log in order and takes a swap only if the lease then is what its writer read (so of
+two racing takers the first in the log wins, and both see it); in ``s3://`` a conditional PUT
+(``If-Match`` the lease object's ETag, or ``If-None-Match: *`` for a first lease).
 
 Expiry compares the holder's wall clock in the record with the reader's: the hosts' clocks must
 agree to well within ``ttl`` (NTP). The wait is bounded by ``ttl`` on the reader's own clock.
@@ -38,8 +38,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from streamnb.exceptions import StateError
+from streamnb.stores.blobs import Blobs, json_record
 
-__all__ = ["Lease", "LeaseKeeper", "MemberInUseError", "new_instance"]
+__all__ = ["Lease", "LeaseBlob", "LeaseKeeper", "MemberInUseError", "new_instance"]
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,8 @@ class Lease:
     @staticmethod
     def from_bytes(value: bytes) -> Lease | None:
         """The lease in ``value`` if it is a well-formed one, else None."""
-        if len(value) > MAX_LEASE_BYTES:
-            return None
-        try:
-            d = json.loads(value)
-        except (ValueError, UnicodeDecodeError):
-            return None
-        if not isinstance(d, dict) or d.get("format") != LEASE_FORMAT or d.get("version") != 1:
+        d = json_record(value, LEASE_FORMAT, MAX_LEASE_BYTES)
+        if d is None:
             return None
         instance, prev, released = d.get("instance"), d.get("prev"), d.get("released")
         t, ttl = d.get("time"), d.get("ttl")
@@ -217,3 +213,35 @@ class LeaseKeeper:
         except StateError as exc:
             log.warning("could not release the lease of member %s in %s (it expires in %g s): %s",
                         self.member, self.where, self.ttl, exc)
+
+
+class LeaseBlob:
+    """A member's lease kept in blob ``name``: what :class:`LeaseKeeper` reads and swaps."""
+
+    def __init__(self, blobs: Blobs, name: str, member: str) -> None:
+        self.blobs, self.name, self.member = blobs, name, member
+        self._seen: bytes | None = None
+
+    def read(self) -> Lease | None:
+        """The lease (None: none), read fresh; :class:`StateError` if the blob is not a lease."""
+        raw = self.blobs.get(self.name)
+        lease = None if raw is None else Lease.from_bytes(raw)
+        if raw is not None and lease is None:
+            raise StateError(f"{self.blobs.where(self.name)}: not a streamnb lease; delete it if no instance of "
+                             f"member {self.member!r} runs")
+        self._seen = raw
+        return lease
+
+    def swap(self, new: Lease, seen: Lease | None) -> bool:
+        """Write ``new`` only if the blob still holds the lease :meth:`read` returned (``seen``)."""
+        data = new.to_bytes(self.member)
+        if not self.blobs.swap(self.name, data, None if seen is None else self._seen):
+            return False
+        self._seen = data
+        return True
+
+
+def holder(value: bytes) -> str | None:
+    """The instance the lease in ``value`` names (None: not a lease)."""
+    lease = Lease.from_bytes(value)
+    return lease.instance if lease is not None else None

@@ -192,10 +192,10 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
             click.echo(f"streamnb mail serve --state needs the kafka extra: pip install 'streamnb[mail,kafka]' ({exc})",
                        err=True)  # fmt: skip
             sys.exit(5)
-        from streamnb.kafka.stores import parse_state_url
+        from streamnb.stores import parse_url
 
         try:
-            parse_state_url(state)
+            parse_url(state, bootstrap, what="state")
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--state") from None
     import re

@@ -1,6 +1,6 @@
 """The daemon's state shared between hosts (``streamnb mail serve --state URL --bootstrap HOST:PORT``):
 the learn log, a Kafka topic every daemon appends to and follows, and the snapshots of the
-models in a state store (:func:`streamnb.kafka.stores.open_store`: ``dir:``, ``kafka:``, ``s3://``).
+models in a state store (:func:`streamnb.stores.open_store`: ``dir:``, ``kafka:``, ``s3://``).
 
 This module is the one place that reads and writes them; :class:`~streamnb.mailserve.filters.MailFilters`
 decides what goes in.
@@ -204,7 +204,7 @@ class Snapshots:
     """Snapshots in the state store ``url`` under ``member`` (see the module)."""
 
     def __init__(self, url: str, member: str, bootstrap: str | None, topic: str, keep: int = 2) -> None:
-        from streamnb.kafka.stores import open_store
+        from streamnb.stores import open_store
 
         self.topic = topic
         self.member = member
@@ -214,7 +214,7 @@ class Snapshots:
             raise StateError(str(exc)) from exc
 
     def _key(self) -> str:
-        from streamnb.kafka.statestore import tp_key
+        from streamnb.stores.checkpoints import tp_key
 
         return tp_key(self.topic, _PARTITION)
 

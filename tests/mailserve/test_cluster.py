@@ -198,8 +198,8 @@ def test_three_daemons_one_killed_and_restored_from_nothing_a_fourth_late_all_eq
     finally:
         cluster.kill_all()
 
-    from streamnb.kafka.stores import open_store
-    from streamnb.keystore import DirectoryStore
+    from streamnb.stores import open_store
+    from streamnb.stores.keys import DirectoryStore
 
     want_shared = persistence.dumps(persistence.load(tmp_path / "ref.snb"))
     ref_users = DirectoryStore(tmp_path / "ref.snb.users", read_only=True)

@@ -6,10 +6,7 @@ from __future__ import annotations
 import grimp
 
 #: circles not yet broken, each with its issue; remove an entry when its circle is gone
-KNOWN = {
-    # the mail daemon's worker processes import the server's answering loop (issue #42)
-    frozenset({"streamnb.mailserve.server", "streamnb.mailserve.workers"}),
-}
+KNOWN: set[frozenset[str]] = set()
 
 
 def circles(package: str) -> set[frozenset[str]]:

@@ -7,7 +7,8 @@ while it holds the fewest connections (:mod:`streamnb.mailserve.balance`). Each 
 the models (:class:`~streamnb.mailserve.filters.MailFilters` with ``replica=True``) that follows
 the writer's journal before each verdict, so a learn the writer acknowledged is in every verdict
 asked after it, whichever process answers. A worker hands learns to the writer over a private
-Unix socket and answers once the writer did.
+Unix socket and answers once the writer did. A worker's program is
+:mod:`streamnb.mailserve.worker`.
 
 A worker stops when the writer closes its standard input (the writer stopped, or was killed:
 the pipe closes either way); the writer starts a worker again if one dies. Every process answers
@@ -20,11 +21,7 @@ import asyncio
 import dataclasses
 import json
 import logging
-import os
-import signal
-import socket
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -58,7 +55,7 @@ class Workers:
 
     async def _spawn(self, i: int) -> asyncio.subprocess.Process:
         """Worker ``i`` (its load slot is ``i + 1``; the writer's is 0), started and ready."""
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "streamnb.mailserve.workers",
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "streamnb.mailserve.worker",
                                                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                                                     pass_fds=tuple(self.spec["fds"].values()))  # fmt: skip
         assert proc.stdin is not None and proc.stdout is not None
@@ -114,54 +111,3 @@ def spec(config: Any, listeners: Any, ports: dict[str, int], socket: str, metric
     out["workers"] = 1
     return {"config": dataclasses.asdict(config), "listeners": out, "writer": socket, "metrics": metrics,
             "load": load}  # fmt: skip
-
-
-async def _run(data: dict[str, Any]) -> None:
-    from streamnb.mailserve.forward import LearnForwarder
-    from streamnb.mailserve.metrics import share_between_processes
-    from streamnb.mailserve.server import Answering, Listeners, answer
-    from streamnb.mailserve.service import MailService, ServeConfig
-
-    share_between_processes(data["metrics"])
-    config = ServeConfig(**data["config"])
-    lst = data["listeners"]
-    listeners = Listeners(**{**lst, "http": tuple(lst["http"]) if lst["http"] else None,
-                             "milter": tuple(lst["milter"]) if lst["milter"] else None,
-                             "mta": tuple(lst["mta"]),
-                             "secure_ip": tuple(lst["secure_ip"]) if lst["secure_ip"] is not None else None})  # fmt: skip
-    sockets = {name: socket.socket(fileno=fd) for name, fd in data["fds"].items()}  # the writer's
-    for sock in sockets.values():
-        sock.setblocking(False)
-    service = MailService(config, LearnForwarder(data["writer"], listeners.timeout))
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-
-    def watch_stdin() -> None:  # the writer closed the pipe (stopped or killed): stop too
-        sys.stdin.buffer.read()
-        loop.call_soon_threadsafe(stop.set)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    answering: Answering | None = None
-    try:
-        answering = await answer(service, listeners, sockets, data["load"], data["slot"])
-        sys.stdout.write(json.dumps({"ready": os.getpid()}) + "\n")
-        sys.stdout.flush()
-        await stop.wait()
-    finally:
-        if answering is not None:
-            await answering.close()
-        for sock in sockets.values():
-            sock.close()
-        await service.close()
-
-
-def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    data = json.loads(sys.stdin.buffer.readline())
-    asyncio.run(_run(data))
-
-
-if __name__ == "__main__":
-    main()

@@ -406,18 +406,20 @@ class MailService:
         """``/stat``: rspamd's layout (what ``rspamc stat`` prints: ``scanned``, ``actions``,
         ``spam_count``, ``ham_count``, ``total_learns`` and a ``statfiles`` entry per class whose
         ``revision`` and ``learned`` are the messages the shared filter learned as it), the
-        counts of checks being this process's; then the daemon's own fields
-        (:meth:`~streamnb.mailserve.filters.MailFilters.stat`), ``learned`` among them."""
+        counts of checks being this process's, and ``learned``, the messages learned (a number, as
+        rspamd's); then the daemon's own fields (:meth:`~streamnb.mailserve.filters.MailFilters.stat`),
+        with ``learned`` per class as ``learned_by_class``."""
         own = self.filters.stat(user)
-        learned = own["learned"]
+        learned = own.pop("learned")
         actions = {name: self.scanned.get(name, 0) for name in (REJECT, ADD_HEADER, NO_ACTION)}
         statfiles = [{"symbol": f"STREAMNB_{label.upper()}", "type": "streamnb", "revision": int(learned[label]),
                       "learned": int(learned[label]), "used": own["tokens"], "total": own["tokens"], "size": 0,
                       "languages": 0, "users": own["users_resident"]} for label in ("spam", "ham")]  # fmt: skip
         rspamd = {"read_only": False, "scanned": sum(actions.values()), "actions": actions,
                   "spam_count": actions[REJECT] + actions[ADD_HEADER], "ham_count": actions[NO_ACTION],
-                  "total_learns": int(learned["spam"] + learned["ham"]), "statfiles": statfiles}  # fmt: skip
-        return {**rspamd, **own}
+                  "total_learns": int(learned["spam"] + learned["ham"]), "statfiles": statfiles,
+                  "learned": int(learned["spam"] + learned["ham"])}  # fmt: skip
+        return {**rspamd, "learned_by_class": learned, **own}
 
     async def snapshot(self) -> None:
         async with self._snapshot_lock:

@@ -28,7 +28,7 @@ def daemon(tmp_path_factory):
 
 
 def _learned(daemon) -> dict:
-    return daemon.request("GET", "/stat")[1]["learned"]
+    return daemon.request("GET", "/stat")[1]["learned_by_class"]
 
 
 def test_learning_needs_the_password(daemon):
@@ -64,6 +64,7 @@ def test_learn_check_stat_and_zstd(daemon):
     assert code == 0, out
     assert f"Statfile: STREAMNB_SPAM type: streamnb;" in out and f"learned: {int(learned['spam'])};" in out, out
     assert f"learned: {int(learned['ham'])};" in out and f"Total learns: {int(learned['spam'] + learned['ham'])}" in out, out
+    assert f"Messages learned: {int(learned['spam'] + learned['ham'])}" in out, out
 
 
 def test_deliver_to_teaches_and_asks_that_users_filter(daemon):

@@ -28,7 +28,7 @@ def password_file(tmp_path_factory):
 
 
 def _learned(d: Daemon) -> dict:
-    return d.request("GET", "/stat")[1]["learned"]
+    return d.request("GET", "/stat")[1]["learned_by_class"]
 
 
 def test_learns_need_the_password_and_checks_do_not(tmp_path, password_file):

@@ -41,7 +41,7 @@ def test_stat_has_rspamds_layout_and_the_daemons_fields(daemon):
     daemon.check(message(SPAM_WORDS[:6], 1))
     status, doc = daemon.request("GET", "/stat")
     assert status == 200
-    learned = doc["learned"]
+    learned = doc["learned_by_class"]
     assert [(f["symbol"], f["revision"], f["learned"]) for f in doc["statfiles"]] == [
         ("STREAMNB_SPAM", int(learned["spam"]), int(learned["spam"])),
         ("STREAMNB_HAM", int(learned["ham"]), int(learned["ham"]))]
@@ -76,12 +76,12 @@ def test_zstd_bodies_are_decoded_and_other_compressions_refused(daemon):
     assert status == 200  # only --max-bytes of it read
     status, doc = daemon.request("POST", "/checkv2", b"not zstd at all", {"Compression": "zstd"})
     assert status == 400
-    before = daemon.request("GET", "/stat")[1]["learned"]
+    before = daemon.request("GET", "/stat")[1]["learned_by_class"]
     status, doc = daemon.request("POST", "/learnspam", raw, {"Compression": "gzip"})
     assert status == 415
     status, doc = daemon.request("POST", "/learnspam", b"\x28\xb5\x2f\xfd garbage", {"Compression": "zstd"})
     assert status == 400
-    assert daemon.request("GET", "/stat")[1]["learned"] == before  # nothing learned as bytes
+    assert daemon.request("GET", "/stat")[1]["learned_by_class"] == before  # nothing learned as bytes
 
 
 def test_deliver_to_then_rcpt_choose_the_filter_and_user_only_without_them(daemon):

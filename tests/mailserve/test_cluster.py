@@ -256,7 +256,7 @@ def test_what_is_not_a_learn_in_the_log_is_skipped_and_state_needs_a_broker(tmp_
         assert d.learn(raw, label, user="ann")["already"] is False  # after the three in the log
         after = cluster.stat(d)
         assert after["log"]["offset"] == before["log"]["offset"] + 4
-        n = {k: after["learned"][k] - before["learned"][k] for k in ("spam", "ham")}
+        n = {k: after["learned_by_class"][k] - before["learned_by_class"][k] for k in ("spam", "ham")}
         assert n == {"spam": label == "spam", "ham": label == "ham"}
         assert any("learn log offset" in line and "skipped" in line for line in d.log)
         assert after["log"]["lag_learns"] == 0 and after["log"]["lag_seconds"] == 0.0

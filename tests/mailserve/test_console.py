@@ -102,7 +102,7 @@ class Client:
 
 
 def _learned(d: Daemon) -> dict:
-    return d.request("GET", "/stat")[1]["learned"]
+    return d.request("GET", "/stat")[1]["learned_by_class"]
 
 
 def test_the_page_refuses_what_lacks_the_password_the_session_or_the_origin(daemon):

@@ -101,7 +101,7 @@ def test_a_restart_replays_the_journal_over_the_snapshot(tmp_path):
     try:
         stat = d.request("GET", "/stat?user=ann")[1]
         n_spam = sum(label == "spam" for _, label in data)
-        assert stat["learned"] == {"spam": n_spam, "ham": 40 - n_spam}
+        assert stat["learned_by_class"] == {"spam": n_spam, "ham": 40 - n_spam}
         assert stat["user"]["learned"] == {"spam": n_spam, "ham": 40 - n_spam}
         start = time.monotonic()
         assert d.learn(data[0][0], data[0][1], user="ann")["already"] is True

@@ -59,13 +59,13 @@ def test_the_verdict_equals_the_filter_fed_the_same_messages(daemon, tmp_path):
 
 def test_learn_then_check_and_move_between_classes(daemon):
     raw = message(NEWS_WORDS[:6], 7000, "digest")
-    before = daemon.request("GET", "/stat")[1]["learned"]
+    before = daemon.request("GET", "/stat")[1]["learned_by_class"]
     assert daemon.learn(raw, "spam", user="mover") == {"success": True, "class": "spam", "user": "mover",
                                                      "moved_from": None, "already": False, "report": None}  # fmt: skip
     assert daemon.learn(raw, "spam", user="mover")["already"] is True  # not learned twice
     moved = daemon.learn(raw, "ham", user="mover")
     assert moved["moved_from"] == "spam" and moved["class"] == "ham"
-    after = daemon.request("GET", "/stat")[1]["learned"]
+    after = daemon.request("GET", "/stat")[1]["learned_by_class"]
     assert after == {"spam": before["spam"], "ham": before["ham"] + 1}
     own = daemon.request("GET", "/stat?user=mover")[1]["user"]
     assert own["learned"] == {"spam": 0.0, "ham": 1.0} and own["name"] == "mover"
@@ -106,12 +106,12 @@ def _raw_request(port: int, request: bytes) -> tuple[int, bytes]:
 
 @pytest.mark.parametrize("path", ["/learnspam", "/checkv2"])
 def test_a_user_header_that_is_not_utf8_gets_a_json_400_and_learns_nothing(daemon, path):
-    before = daemon.request("GET", "/stat")[1]["learned"]
+    before = daemon.request("GET", "/stat")[1]["learned_by_class"]
     body = message(SPAM_WORDS[:5], 7301)
     status, data = _raw_request(daemon.port, b"POST %s HTTP/1.1\r\nHost: x\r\nUser: \xff\xfeann\r\n"
                                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (path.encode(), len(body), body))
     assert status == 400 and b'"error": "the User header is not UTF-8"' in data
-    assert daemon.request("GET", "/stat")[1]["learned"] == before
+    assert daemon.request("GET", "/stat")[1]["learned_by_class"] == before
 
 
 def test_a_body_over_the_hard_limit_is_refused_and_over_max_bytes_is_cut(daemon):
@@ -149,7 +149,7 @@ def test_a_slow_client_times_out_and_busy_requests_are_turned_away(daemon):
 
 def test_concurrent_checks_and_learns_are_all_answered_and_counted(daemon):
     data = corpus(60, seed=11)
-    before = daemon.request("GET", "/stat")[1]["learned"]
+    before = daemon.request("GET", "/stat")[1]["learned_by_class"]
 
     def work(i):
         raw, label = data[i]
@@ -158,7 +158,7 @@ def test_concurrent_checks_and_learns_are_all_answered_and_counted(daemon):
 
     with ThreadPoolExecutor(6) as pool:  # within --max-connections 8
         assert all(pool.map(work, range(len(data))))
-    after = daemon.request("GET", "/stat")[1]["learned"]
+    after = daemon.request("GET", "/stat")[1]["learned_by_class"]
     n_spam = sum(label == "spam" for _, label in data)
     assert after == {"spam": before["spam"] + n_spam, "ham": before["ham"] + len(data) - n_spam}
 
@@ -230,6 +230,6 @@ def test_one_users_reports_change_no_other_users_verdict_and_pinned_cutoffs_show
         stat = d.request("GET", "/stat")[1]
         assert stat["thresholds"]["spam_reason"] == "pinned" and stat["thresholds"]["spam_cutoff"] == pytest.approx(0.999)
         assert stat["thresholds"]["ham_reason"] == "default" and stat["thresholds"]["reject_cutoff"] == 1.0
-        assert stat["learned"] == {"spam": 53.0, "ham": 67.0}  # the users' learns stayed their own
+        assert stat["learned_by_class"] == {"spam": 53.0, "ham": 67.0}  # the users' learns stayed their own
     finally:
         d.kill()

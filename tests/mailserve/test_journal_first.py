@@ -201,12 +201,12 @@ def test_the_daemon_answers_a_learn_it_cannot_write_with_a_500_and_the_retry_lea
                 assert status == 500 and "could not write the journal" in doc["error"], (status, doc)
                 failed.append((raw, label))
         assert len(failed) >= 5
-        assert sum(daemon.request("GET", "/stat")[1]["learned"].values()) == acknowledged
+        assert sum(daemon.request("GET", "/stat")[1]["learned_by_class"].values()) == acknowledged
         filler.unlink()
         for raw, label in failed:  # the retries: learned now, not "already"
             status, doc = daemon.request("POST", f"/learn{label}", raw)
             assert status == 200 and doc["already"] is False
-        assert sum(daemon.request("GET", "/stat")[1]["learned"].values()) == len(data)
+        assert sum(daemon.request("GET", "/stat")[1]["learned_by_class"].values()) == len(data)
         daemon.kill()  # no last snapshot: the journal alone holds them
     with Daemon(small_fs / "model.snb") as again:
-        assert sum(again.request("GET", "/stat")[1]["learned"].values()) == len(data)
+        assert sum(again.request("GET", "/stat")[1]["learned_by_class"].values()) == len(data)

@@ -268,7 +268,7 @@ def test_the_mta_is_answered_through_every_attack(tmp_path, password_file):
     assert http_p99 < LATENCY_BOUND and milter_p99 < LATENCY_BOUND
     assert peak < RSS_LIMIT
     assert refused == 1000
-    assert stat["learned"] == {"spam": 0.0, "ham": 0.0} and stat["total_learns"] == 0
+    assert stat["learned_by_class"] == {"spam": 0.0, "ham": 0.0} and stat["learned"] == stat["total_learns"] == 0
     # the idle milter connections did reach the bounds (idle HTTP ones close after --timeout)
     assert _counted(metrics, "streamnb_mail_connections_refused_total", 'listener="milter"') > 0, metrics
     assert _counted(metrics, "streamnb_mail_errors_total", 'kind="internal"') == 0, metrics  # no defect met

@@ -61,7 +61,7 @@
     const st = s.stat, dl = $("status");
     dl.replaceChildren();
     const rows = [
-      ["learned spam", String(st.learned.spam)], ["learned ham", String(st.learned.ham)],
+      ["learned spam", String(st.learned_by_class.spam)], ["learned ham", String(st.learned_by_class.ham)],
       ["tokens", String(st.tokens)], ["users in memory", String(st.users_resident)],
       ["scanned (this process)", String(st.scanned)],
     ];

@@ -97,8 +97,7 @@ class Stepper:
     # -- event by event --------------------------------------------------------------------------
     def _events(self, items: list, model: Any, predictor: Any, pending: Pending) -> None:
         mode = self.mode
-        learn_one = model.learn_one
-        keyed = self.keyed
+        learn = self._learner(model)
         predict = predictor.predict_proba_one
         # capability: predict then learn in one call (one read of the event), for the same model
         both = getattr(model, "predict_learn_one", None) if predictor is model and mode == "prequential" else None
@@ -114,10 +113,7 @@ class Stepper:
                 x = self._labelled(rec, pending)
                 if x is not None:
                     try:
-                        if keyed is None:
-                            learn_one(x, ex.y)
-                        else:
-                            keyed(model, rec, x, ex.y)
+                        learn(rec, x, ex.y)
                         learned += 1
                         late += 1
                     except InvalidEventError as exc:
@@ -128,10 +124,7 @@ class Stepper:
                     self.reject(rec, "missing_label", f"no label field {self.label_field!r}")
                     continue
                 try:
-                    if keyed is None:
-                        learn_one(ex.x, ex.y)
-                    else:
-                        keyed(model, rec, ex.x, ex.y)
+                    learn(rec, ex.x, ex.y)
                     learned += 1
                 except InvalidEventError as exc:
                     self.reject(rec, "invalid_event", str(exc))
@@ -148,10 +141,7 @@ class Stepper:
                 else:
                     proba = predict(ex.x)
                     if mode == "prequential" and ex.y is not NO_LABEL:
-                        if keyed is None:
-                            learn_one(ex.x, ex.y)
-                        else:
-                            keyed(model, rec, ex.x, ex.y)
+                        learn(rec, ex.x, ex.y)
                         learned += 1
             except InvalidEventError as exc:
                 self.reject(rec, "invalid_event", str(exc))
@@ -254,6 +244,15 @@ class Stepper:
         self._learned(n, late_n)
 
     # -- shared ------------------------------------------------------------------------------------
+    def _learner(self, model: Any) -> Callable[[Any, dict, Any], None]:
+        """``learn(record, x, y)`` into ``model``: ``model.learn_one(x, y)``, or through
+        ``keyed`` for a model per key (which needs the record: its position)."""
+        keyed = self.keyed
+        if keyed is None:
+            learn_one = model.learn_one
+            return lambda rec, x, y: learn_one(x, y)
+        return lambda rec, x, y: keyed(model, rec, x, y)
+
     def _labelled(self, rec: Any, pending: Pending) -> dict | None:
         """Features of the earlier event a label event refers to (None: dead-lettered)."""
         if rec.key is None:

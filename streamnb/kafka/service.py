@@ -18,11 +18,15 @@ a record below them, so after any crash every event is learned exactly once. Out
 
 from __future__ import annotations
 
+import copy
 import logging
+import signal
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
+from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.kafka.checkpointing import Checkpointing, Due
 from streamnb.kafka.config import ServiceConfig, make_model
@@ -34,13 +38,9 @@ from streamnb.kafka.keyed import KeyedFeaturizer, KeyedView, KeyMoves, keyed_mod
 from streamnb.kafka.metrics import Health, Metrics, Progress, RollingAccuracy
 from streamnb.kafka.modelsync import ModelSync, snapshot
 from streamnb.kafka.outputs import Predictions, Rejects
-from streamnb.kafka.pending import Pending
-from streamnb.kafka.pristine import Pristine
 from streamnb.kafka.publisher import DeadLetter, Publisher
-from streamnb.kafka.signals import install_stop_signals, restore_signals
 from streamnb.kafka.source import Backoff, Source
-from streamnb.kafka.step import Stepper
-from streamnb.kafka.summary import RunSummary
+from streamnb.kafka.step import Pending, Stepper
 from streamnb.kafka.topics import ensure_topics
 from streamnb.perkey import PerKey
 from streamnb.stores.checkpoints import open_store, tp_key
@@ -48,6 +48,30 @@ from streamnb.stores.checkpoints import open_store, tp_key
 __all__ = ["RunSummary", "Service", "make_source"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunSummary:
+    """What one :meth:`~streamnb.kafka.service.Service.run` did."""
+
+    events: int = 0
+    learned: int = 0
+    predicted: int = 0
+    late_labels: int = 0
+    dead_letters: dict = field(default_factory=dict)
+    checkpoints: int = 0
+    checkpoint_id: int = 0
+    n_seen: float = 0.0
+    seconds: float = 0.0
+    accuracy: float | None = None
+    reason: str = ""
+    snapshots_published: int = 0
+    snapshots_received: int = 0
+    snapshots_ignored: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
 
 
 def make_source(backend: str, *args: object, **kwargs: object) -> Any:
@@ -498,3 +522,49 @@ class Service:
             self.publisher.close()
         if isinstance(self.model, PerKey):
             self.model.close()  # the connections of a kafka:// or s3:// key store
+
+
+# -- what the service keeps around a run ---------------------------------------------------------
+
+
+class Pristine:
+    """Fresh copies of a model as it was when this was made (its saved state; a deep copy for a
+    learner :mod:`streamnb.persistence` cannot save)."""
+
+    def __init__(self, model: Any) -> None:
+        try:
+            self._state: bytes | None = persistence.dumps(model)
+            self._copy = None
+        except Exception:  # noqa: BLE001 - not savable: checkpoints will say so; copy it here
+            self._state, self._copy = None, copy.deepcopy(model)
+
+    def copy(self) -> Any:
+        if self._state is not None:
+            return persistence.loads(self._state)
+        return copy.deepcopy(self._copy)
+
+
+# SIGTERM and SIGINT ask a running service to stop: finish the batch, checkpoint, leave the group.
+def install_stop_signals(stop: threading.Event) -> dict:
+    """Set ``stop`` on SIGTERM or SIGINT (a second SIGINT interrupts), from the main thread only;
+    the handlers replaced, for :func:`restore_signals`."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    old = {}
+
+    def handler(signum: int, _frame: Any) -> None:
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        log.info("received %s: finishing the batch, checkpointing, leaving the group",
+                 signal.Signals(signum).name)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        old[sig] = signal.signal(sig, handler)
+    return old
+
+
+def restore_signals(old: dict) -> None:
+    """Put back the handlers :func:`install_stop_signals` replaced."""
+    for sig, h in old.items():
+        signal.signal(sig, h)

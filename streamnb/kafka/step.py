@@ -13,23 +13,23 @@ over the log, whatever the polls. Two batch paths exist:
   not benefit from the labelled events just before it in the same poll. The model is the same.
 
 A label event (label, no features) labels the earlier unlabelled event with the same key
-(``pending``); it is learned when it arrives.
+(:class:`Pending`, saved in the checkpoint); it is learned when it arrives.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import base64
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.kafka.featurize import NO_LABEL, Example
-from streamnb.kafka.frames import rows_to_frame
 from streamnb.kafka.outputs import Predictions, key_text
-from streamnb.kafka.pending import Pending
 
-__all__ = ["BATCH_MODES", "Stepper", "exact_batch"]
+__all__ = ["BATCH_MODES", "Pending", "Stepper", "exact_batch", "rows_to_frame"]
 
 #: ``never``: event by event; ``auto``: event by event, except exact ``learn_many`` batches in
 #: ``learn`` mode; ``always``: per poll (predictions as of the poll's start).
@@ -40,6 +40,69 @@ def exact_batch(model: Any) -> bool:
     """Whether ``model`` declares that its ``learn_many`` equals repeated ``learn_one``
     (class attribute ``exact_batch = True``)."""
     return bool(getattr(model, "exact_batch", False))
+
+
+class Pending:
+    """Features of predicted, unlabelled events waiting for a late label, by message key
+    (bounded, oldest evicted first); saved in the checkpoint.
+
+    >>> p = Pending(max_size=2)
+    >>> p.put(b"a", {"x": 1}); p.put(b"b", {"x": 2}); p.put(b"c", {"x": 3})
+    >>> p.pop(b"a") is None, p.pop(b"c"), p.evicted
+    (True, {'x': 3}, 1)
+    >>> Pending.from_state(p.to_state()).pop(b"b")
+    {'x': 2}
+    """
+
+    def __init__(self, max_size: int = 100_000, items: Iterable[tuple[bytes, dict]] = (), evicted: int = 0) -> None:
+        """``items``: the events waiting, oldest first, kept as given (a saved state)."""
+        self.max_size = max_size
+        self._items: OrderedDict[bytes, dict] = OrderedDict(items)
+        self.evicted = evicted
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, key: bytes, x: dict) -> None:
+        self._items.pop(key, None)
+        self._items[key] = x
+        while len(self._items) > self.max_size:
+            self._items.popitem(last=False)
+            self.evicted += 1
+
+    def pop(self, key: bytes) -> dict | None:
+        return self._items.pop(key, None)
+
+    def to_state(self) -> dict:
+        return {"items": [[base64.b64encode(k).decode(), x] for k, x in self._items.items()],
+                "evicted": self.evicted}
+
+    @classmethod
+    def from_state(cls, state: dict, max_size: int = 100_000) -> Pending:
+        items = [(base64.b64decode(k), x) for k, x in state.get("items", [])]
+        return cls(max_size, items, int(state.get("evicted", 0)))
+
+
+def rows_to_frame(xs: list[dict]) -> pd.DataFrame:
+    """Events as an object DataFrame, for the learners' batch methods (``learn_many``,
+    ``predict_proba_many``) on the per-poll paths; columns in first-seen order, so
+    ``learn_many`` adds features in the order ``learn_one`` would, and values keep their
+    Python types.
+
+    >>> rows_to_frame([{"a": 1, "b": "x"}, {"b": "y", "c": True}]).to_dict("list")
+    {'a': [1, None], 'b': ['x', 'y'], 'c': [None, True]}
+    """
+    index = range(len(xs))
+    if xs:
+        keys = xs[0].keys()
+        if all(x.keys() == keys for x in xs):  # dense: every row has the first row's features
+            return pd.DataFrame({c: pd.Series([x[c] for x in xs], dtype=object, index=index) for c in keys},
+                                index=index)
+    names: dict = {}
+    for x in xs:
+        for k in x:
+            names.setdefault(k, None)
+    return pd.DataFrame({c: pd.Series([x.get(c) for x in xs], dtype=object) for c in names}, index=index)
 
 
 class Stepper:

@@ -23,10 +23,9 @@ from streamnb.kafka.intake import Intake, Offsets
 from streamnb.kafka.keyed import Positions
 from streamnb.kafka.metrics import Metrics, RollingAccuracy
 from streamnb.kafka.outputs import Predictions, Rejects
-from streamnb.kafka.pending import Pending
 from streamnb.kafka.publisher import MAX_KEY_BYTES, DeadLetter
-from streamnb.kafka.step import Stepper
-from streamnb.kafka.summary import RunSummary
+from streamnb.kafka.step import Pending, Stepper
+from streamnb.kafka.service import RunSummary
 from streamnb.perkey import PerKey
 
 TOPIC = "events"

@@ -12,7 +12,7 @@ import streamnb
 from streamnb import persistence
 from streamnb.kafka import BadMessage, Checkpointer, JsonDeserializer
 from streamnb.stores.checkpoints import MAGIC
-from streamnb.kafka.frames import rows_to_frame
+from streamnb.kafka.step import rows_to_frame
 
 
 @pytest.mark.parametrize("payload, reason", [

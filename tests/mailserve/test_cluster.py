@@ -23,7 +23,8 @@ from streamnb.mailserve.filters import MailFilters
 from tests.mailserve.daemon import Daemon, corpus, message, trained_model
 
 USERS = ["ann", "bob", "cat", None]
-SETTINGS = ("--snapshot-every", "20", "--max-resident", "2", "--learn-shared", "--user-min-learns", "0")
+SETTINGS = ("--snapshot-every", "20", "--max-resident", "2", "--learn-shared", "--user-min-learns", "0",
+            "--state-lease", "6")  # a member SIGKILLed is restarted under its name within 6 s
 
 
 @pytest.fixture(scope="module")
@@ -391,6 +392,8 @@ def test_a_report_made_on_one_daemon_is_listed_on_another_undone_from_a_third_an
         status, doc = late.request("POST", "/learnham", _spam(96), {"User": "ann"})
         assert status == 429, doc  # the limit counted from the restored reports (an undone one too)
         assert late.learn(_spam(96), "ham", user="cat")["report"] is not None  # another user's is taken
+        cluster.daemons.pop("d0")  # stopped
+        cluster.converged()  # every live daemon has cat's report before its last snapshot
         for d in (daemons[1], daemons[2], late):
             assert d.stop() == 0
     finally:
@@ -414,3 +417,33 @@ def test_a_report_made_on_one_daemon_is_listed_on_another_undone_from_a_third_an
         assert [r["id"] for r in store.newest("d3").extra["reports"]] == [report, offset + 1]
     finally:
         store.release()
+
+
+def test_a_second_live_daemon_with_the_same_member_name_is_refused(tmp_path, bootstrap):
+    """Two live daemons must not share a --member (they would write one member's snapshots): the
+    second is refused with exit code 3 once it sees the first renew the name's lease; the first
+    goes on answering; after it stops (releasing the name), a daemon of that name starts at once."""
+    import subprocess
+    import sys
+
+    cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path))
+    try:
+        long = ("--state-lease", "30")  # a renewal every 10 s: the first never loses it to a slow machine
+        first = cluster.start("d0", *long, with_base=True)
+        raw, label = corpus(1, seed=3)[0]
+        first.learn(raw, label, user="ann")
+        model = tmp_path / "second.snb"
+        second = subprocess.run([sys.executable, "-m", "streamnb.cli", "mail", "serve", "--model", str(model),
+                                 "--http", "127.0.0.1:0", *cluster.args, "--member", "d0", *long],
+                                capture_output=True, timeout=120)  # fmt: skip
+        said = second.stderr.decode(errors="replace")
+        assert second.returncode == 3, said
+        assert "member name 'd0'" in said and "held by another instance" in said, said
+        assert "waiting up to" in said  # it waited for the lease, until the first renewed it
+        assert first.check(raw)["streamnb"]["spamicity"] > 0  # still answering
+        assert first.stop() == 0
+        again = cluster.start("d0", *long)
+        assert not any("waiting up to" in line for line in again.log)  # released at the stop: nothing to wait out
+        assert again.learn(raw, label, user="ann")["already"] is True
+    finally:
+        cluster.kill_all()

@@ -18,6 +18,12 @@ spam is ham. So the daemon
   exactly (a message moved by it goes back to its class before), as a journaled record of its
   own, and the report is kept, marked undone.
 
+In a cluster (``mail serve --state``) the journal is the learn log: every daemon decides whether a
+learn is a report where the learn stands in the log (the time is the appending daemon's, carried
+in the record), counts the limit from the reports it applied, and applies an undo where it stands
+in the log (:class:`~streamnb.mailserve.filters.MailFilters`), so every daemon keeps the same
+reports.
+
 >>> limit = RateLimit(per_hour=2)
 >>> limit.wait("ann", now=0.0), limit.take("ann", now=0.0), limit.take("ann", now=10.0)
 (None, None, None)

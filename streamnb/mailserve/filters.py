@@ -161,8 +161,11 @@ class MailFilters:
             self._load(restored)
             if restored is None:  # the base every daemon starts from: this host's MODEL (or a new one)
                 self._save_snapshot()
-            for report in self.reports:  # as every daemon counted them when it applied them (undone too)
-                self.limit.record(report["user"], report["time"])
+            if restored is not None and "limit" in restored.extra:  # the counts every daemon holds there
+                self.limit.load_extra(restored.extra["limit"])
+            else:
+                for report in self.reports:  # as every daemon counted them when it applied them (undone too)
+                    self.limit.record(report["user"], report["time"])
         elif replica:
             self.reload()
         else:
@@ -528,7 +531,7 @@ class MailFilters:
         assert self.snapshots is not None
         self.users.flush()
         extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()],
-                 "reports": self.reports.to_extra()}  # fmt: skip
+                 "reports": self.reports.to_extra(), "limit": self.limit.to_extra()}  # fmt: skip
         captured = self.snapshots.capture(self.shared, self.seq, extra, Path(f"{self.path}.users"))
         self.learns_since_snapshot = 0
         return captured

@@ -116,6 +116,18 @@ class RateLimit:
         if times and times[-1] == when:
             times.pop()
 
+    # -- in a snapshot (a cluster's: every daemon must count alike) -------------------------
+    def to_extra(self) -> list[list[Any]]:
+        return [[user, list(times)] for user, times in self._times.items()]
+
+    def load_extra(self, saved: Any) -> None:
+        if not isinstance(saved, list) or not all(
+                isinstance(e, list) and len(e) == 2 and (e[0] is None or isinstance(e[0], str))
+                and isinstance(e[1], list) and all(isinstance(t, (int, float)) for t in e[1]) for e in saved):
+            raise StateError("invalid report counts in the snapshot")
+        self._times = OrderedDict((user, deque((float(t) for t in times), maxlen=self.per_hour or None))
+                                  for user, times in saved)  # fmt: skip
+
 
 class Reports:
     """The last ``size`` reports by their journal number (see the module)."""

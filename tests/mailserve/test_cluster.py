@@ -408,6 +408,7 @@ def test_a_report_made_on_one_daemon_is_listed_on_another_undone_from_a_third_an
     try:
         ck = store.newest("d0")
         assert ck is not None and [r["id"] for r in ck.extra["reports"]] == [report]
+        assert ck.extra["limit"] == [["ann", [ck.extra["reports"][0]["time"]]]]  # ann's count, undone or not
         keys = sorted({k for raw in probes for k in Tokenizer().transform_one(raw)})
         got = ck.model
         assert got.n_messages == want.n_messages and got.n_tokens == want.n_tokens

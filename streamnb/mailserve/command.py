@@ -145,7 +145,11 @@ def _cutoff(value: float | None, name: str) -> float | None:
               help="With --state: the learn log's topic (one partition), the same on every daemon.")
 @click.option("--member", default=None,
               help="With --state: this daemon's name in the store (1-100 letters, digits, '_' or '-'; "
-                   "default: the host name), unique among live daemons.")
+                   "default: the host name), unique among live daemons: a second live daemon of one "
+                   "--member is refused (exit 3).")
+@click.option("--state-lease", default=15.0, show_default=True, type=float, metavar="SECONDS",
+              help="With a kafka: or s3:// --state: the member name's lease holds this long unrenewed; a "
+                   "replacement of a crashed daemon waits at most this long.")
 def serve(model: str, http: str | None, milter: str | None, milter_user: str, max_ham_rate: float, takeover: float,
           learn_shared: bool, user_min_learns: int, spam_cutoff: float | None, ham_cutoff: float | None,
           reject_cutoff: float | None, report_rate: int, max_resident: int,
@@ -154,7 +158,7 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
           reserved: int, mta_address: str, password_file: str | None, secure_ip: str | None,
           controller: str | None, workers: int, snapshot_every: int,
           snapshot_seconds: float, state: str | None, bootstrap: str | None, learn_topic: str,
-          member: str | None) -> None:  # fmt: skip
+          member: str | None, state_lease: float) -> None:  # fmt: skip
     """Serve verdicts and learn, to a mail server (milter) and over HTTP (rspamd's protocol).
 
     \b
@@ -214,7 +218,7 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
                          user_min_learns=user_min_learns, spam_cutoff=_cutoff(spam_cutoff, "--spam-cutoff"),
                          ham_cutoff=_cutoff(ham_cutoff, "--ham-cutoff"),
                          reject_cutoff=_cutoff(reject_cutoff, "--reject-cutoff"), state=state,
-                         bootstrap=bootstrap, learn_topic=learn_topic, member=member,
+                         bootstrap=bootstrap, learn_topic=learn_topic, member=member, state_lease=state_lease,
                          report_rate=report_rate)  # fmt: skip
     listeners = Listeners(_address(http, "--http"), _address(milter, "--milter"), timeout, milter_timeout,
                           max_connections, milter_user=milter_user, workers=workers, max_clients=max_clients,
@@ -243,4 +247,12 @@ def serve(model: str, http: str | None, milter: str | None, milter_user: str, ma
     def ready(ports: dict[str, int]) -> None:
         click.echo(json.dumps({"ready": ports}), err=True)
 
-    asyncio.run(run(config, listeners, ready))
+    from streamnb.exceptions import StateError
+
+    if not state_lease > 0:
+        raise click.BadParameter(f"{state_lease}: expected seconds > 0", param_hint="--state-lease")
+    try:
+        asyncio.run(run(config, listeners, ready))
+    except StateError as exc:  # the state cannot be used as it is (a member name in use, a bad snapshot)
+        click.echo(f"streamnb: error: {exc}", err=True)
+        sys.exit(3)

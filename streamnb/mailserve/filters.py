@@ -13,8 +13,9 @@ With ``--state`` (a :mod:`~streamnb.mailserve.shared_state` given as ``log`` and
 the journal is a Kafka topic shared by every daemon of a cluster instead: a learn is appended to
 it, and every daemon applies every learn in the topic's order (its own when it reads it back),
 deciding there whether it is a move, a repeat (``already``: the ledger already holds that class
-for that user and message, so a retried learn is applied once) or new; snapshots go to the state
-store, and ``MODEL``/``MODEL.users/`` are only this host's copies (the users' filters are read
+for that user and message, so a retried learn is applied once) or new, and whether it is a report
+(against the verdict the filters give it at that point of the log); snapshots (with the kept
+reports) go to the state store, and ``MODEL``/``MODEL.users/`` are only this host's copies (the users' filters are read
 back from there when evicted).
 
 A learn is appended to the journal, and applied in memory and answered only once the journal is
@@ -48,7 +49,7 @@ from streamnb import persistence
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.mailserve.journal import Journal, Tail, read
 from streamnb.mailserve.shared_state import Captured, LearnLog, Restored, Snapshots
-from streamnb.mailserve.reports import RateLimit, Reports, UndoRefused, contradicts
+from streamnb.mailserve.reports import RateLimit, Reports, TooManyReports, UndoRefused, contradicts
 from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
 from streamnb.text import Tokenizer
@@ -160,6 +161,11 @@ class MailFilters:
             self._load(restored)
             if restored is None:  # the base every daemon starts from: this host's MODEL (or a new one)
                 self._save_snapshot()
+            if restored is not None and "limit" in restored.extra:  # the counts every daemon holds there
+                self.limit.load_extra(restored.extra["limit"])
+            else:
+                for report in self.reports:  # as every daemon counted them when it applied them (undone too)
+                    self.limit.record(report["user"], report["time"])
         elif replica:
             self.reload()
         else:
@@ -222,8 +228,7 @@ class MailFilters:
         ledger = extra.get("ledger", [])
         if not isinstance(ledger, list) or not all(isinstance(e, list) and len(e) == 2 for e in ledger):
             raise StateError(f"the snapshot of {restored.member}: invalid ledger")
-        # (no reports: a cluster does not keep them yet)
-        return model, int(extra.get("position", -1)), restored.offset, ledger, []
+        return model, int(extra.get("position", -1)), restored.offset, ledger, extra.get("reports", [])
 
     def _restore_users(self, restored: Restored) -> None:
         """The users' filters of a snapshot into this host's users' directory, each unless the
@@ -333,7 +338,7 @@ class MailFilters:
         if label not in CLASSES:
             raise InvalidEventError(f"can only learn spam or ham, not {label!r}")
         if self.log is not None:
-            return await self._learn_through_log(tokens, user, label)
+            return await self._learn_through_log(tokens, user, label, message_id, limit)
         assert self.journal is not None, "a replica does not learn"
         key = self._ledger_key(user, tokens)
         async with self._learning:
@@ -364,10 +369,22 @@ class MailFilters:
                 self._pending.discard(key)
                 self._learning.notify_all()
 
-    async def _learn_through_log(self, tokens: dict, user: str | None, label: str) -> Learned:
+    async def _learn_through_log(self, tokens: dict, user: str | None, label: str, message_id: str | None,
+                                 limit: bool) -> Learned:  # fmt: skip
         """(A cluster) append the learn to the log; once this process has applied it in the
-        log's order, what it did there (see the module)."""
-        record = {"id": self._ledger_key(user, tokens), "user": user, "label": label, "tokens": tokens}
+        log's order, what it did there (see the module). Whether it is a report, and over the
+        user's limit, is decided where it is applied, from the reports applied before it (so the
+        limit is the cluster's); a user at the limit already, whose learn this daemon's filters
+        call a report, is refused here without writing to the log."""
+        now = round(time.time(), 3)
+        if limit and self.limit.wait(user, now) is not None and self._report(tokens, user, label, message_id, now):
+            wait = self.limit.wait(user, now)
+            assert wait is not None
+            raise TooManyReports(user, self.limit.per_hour, wait)
+        record: dict[str, Any] = {"id": self._ledger_key(user, tokens), "user": user, "label": label,
+                                  "tokens": tokens, "time": now, "message_id": message_id}  # fmt: skip
+        if not limit:
+            record["limit"] = False
         learned = await self._through_log(record)
         assert isinstance(learned, Learned)
         return learned
@@ -449,6 +466,8 @@ class MailFilters:
             if "pin" in record:
                 self._pin(record["pin"], record["value"])
                 result = None
+            elif "undo" in record:
+                result = self._follow_undo(offset, record)
             else:
                 result = self._follow_learn(offset, record)
         except (ValueError, KeyError, TypeError, InvalidEventError) as exc:
@@ -470,19 +489,49 @@ class MailFilters:
             raise ValueError("not a learn")
         if key != self._ledger_key(user, tokens):
             raise ValueError("its id is not its user's and message's")
+        when, message_id = record.get("time"), record.get("message_id")
+        if (when is not None and (not isinstance(when, (int, float)) or isinstance(when, bool))
+                or not (message_id is None or isinstance(message_id, str))):  # fmt: skip
+            raise ValueError("not a learn")
         before = self.ledger.get(key)
         if before == label:
             return Learned(label, user, already=True)
-        self._apply({"seq": offset, "user": user, "label": label, "moved_from": before, "key": key, "tokens": tokens})
+        applied: dict[str, Any] = {"seq": offset, "user": user, "label": label, "moved_from": before, "key": key,
+                                   "tokens": tokens}  # fmt: skip
+        # a report is decided here, from the state at this point of the log (the same on every
+        # daemon), at the time the appending daemon gave it (a record without one: no report)
+        report = None if when is None else self._report(tokens, user, label, message_id, float(when))
+        if report is not None:
+            wait = self.limit.wait(user, report["time"])
+            if wait is not None and record.get("limit", True) is not False:
+                raise TooManyReports(user, self.limit.per_hour, wait)
+            applied["report"] = report
+        self._apply(applied)
+        if report is not None:
+            self.limit.record(user, report["time"])
         self.learns_since_snapshot += 1
-        return Learned(label, user, moved_from=before)
+        return Learned(label, user, moved_from=before, report=None if report is None else offset)
+
+    def _follow_undo(self, offset: int, record: dict) -> dict[str, Any]:
+        """(A cluster) an undo read from the log, decided from the reports and the ledger at this
+        point of the log (the same on every daemon): the report, marked undone."""
+        report, when = record["undo"], record["time"]
+        if (not isinstance(report, int) or isinstance(report, bool) or not isinstance(when, (int, float))
+                or isinstance(when, bool)):  # fmt: skip
+            raise ValueError("not an undo")
+        applied = self._undo_record(report, float(when))
+        applied["seq"] = offset
+        self._apply(applied)
+        self.learns_since_snapshot += 1
+        return {k: v for k, v in self.reports.get(report).items() if k not in ("tokens", "key")}
 
     def _capture(self) -> Captured:
         """(A cluster) the state after the learn at :attr:`seq`, as bytes (on the loop: no learn
         is applied, no user evicted meanwhile)."""
         assert self.snapshots is not None
         self.users.flush()
-        extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()]}
+        extra = {"position": self.users.position(None), "ledger": [list(e) for e in self.ledger.items()],
+                 "reports": self.reports.to_extra(), "limit": self.limit.to_extra()}  # fmt: skip
         captured = self.snapshots.capture(self.shared, self.seq, extra, Path(f"{self.path}.users"))
         self.learns_since_snapshot = 0
         return captured
@@ -490,22 +539,30 @@ class MailFilters:
     def _save_snapshot(self) -> None:
         assert self.snapshots is not None
         self.snapshots.save(self._capture())
-    def _report(self, tokens: dict, user: str | None, label: str, message_id: str | None) -> dict | None:
-        """What a learn of ``label`` is as a report (None: it agrees with the verdict)."""
+
+    def _report(self, tokens: dict, user: str | None, label: str, message_id: str | None,
+                when: float | None = None) -> dict | None:  # fmt: skip
+        """What a learn of ``label`` at ``when`` (None: now) is as a report (None: it agrees with
+        the verdict)."""
         learner, weight = self.users.blend(user)
         verdict = self.shared.classify_blend(tokens, learner, weight)
         if not contradicts(verdict.label, label):
             return None
-        return {"time": round(time.time(), 3), "verdict": verdict.label, "spamicity": round(verdict.score, 6),
+        return {"time": round(time.time() if when is None else when, 3), "verdict": verdict.label,
+                "spamicity": round(verdict.score, 6),
                 "message_id": message_id, "shared": user is None or self.users.learn_shared}  # fmt: skip
 
     async def undo(self, report: int) -> dict[str, Any]:
         """Undo the report numbered ``report`` (see :attr:`reports`): unlearn it exactly, or move
         the message back to the class it had before, as a journaled record of its own (written
         first, as a learn). Returns the report, marked undone. :class:`UndoRefused` (nothing
-        changed) for a report not kept, undone already, or whose message was learned again since."""
+        changed) for a report not kept, undone already, or whose message was learned again since.
+        In a cluster the undo is a record of the log, decided and applied by every daemon where
+        it stands in the log."""
         if self.log is not None:
-            raise UndoRefused("a cluster (--state) keeps no reports yet: nothing to undo")
+            result = await self._through_log({"undo": report, "time": round(time.time(), 3)})
+            assert isinstance(result, dict)
+            return result
         assert self.journal is not None, "a replica does not learn"
         entry = self.reports.get(report)
         key = entry["key"]
@@ -515,22 +572,27 @@ class MailFilters:
             self._inflight += 1
             self._pending.add(key)
         try:
-            if entry["undone"] is not None:
-                raise UndoRefused(f"report {report} was undone already (by {entry['undone']['id']})")
-            now = self.ledger.get(key)
-            if now != entry["class"]:
-                raise UndoRefused(f"report {report}: the message was learned again since (as {now or 'nothing'}); "
-                                  "learn it as the class it should have instead")
-            record = {"seq": None, "undo": report, "user": entry["user"], "label": entry["class"],
-                      "moved_from": entry["moved_from"], "key": key, "tokens": entry["tokens"],
-                      "shared": entry["shared"], "time": round(time.time(), 3)}  # fmt: skip
-            await self.journal.append(record, self._commit)
+            await self.journal.append(self._undo_record(report, round(time.time(), 3)), self._commit)
         finally:
             async with self._learning:
                 self._inflight -= 1
                 self._pending.discard(key)
                 self._learning.notify_all()
         return {k: v for k, v in entry.items() if k not in ("tokens", "key")}
+
+    def _undo_record(self, report: int, when: float) -> dict[str, Any]:
+        """The journal record undoing ``report`` at ``when`` (its ``seq`` to fill in);
+        :class:`UndoRefused` if it cannot be (see :meth:`undo`)."""
+        entry = self.reports.get(report)
+        if entry["undone"] is not None:
+            raise UndoRefused(f"report {report} was undone already (by {entry['undone']['id']})")
+        now = self.ledger.get(entry["key"])
+        if now != entry["class"]:
+            raise UndoRefused(f"report {report}: the message was learned again since (as {now or 'nothing'}); "
+                              "learn it as the class it should have instead")
+        return {"seq": None, "undo": report, "user": entry["user"], "label": entry["class"],
+                "moved_from": entry["moved_from"], "key": entry["key"], "tokens": entry["tokens"],
+                "shared": entry["shared"], "time": when}  # fmt: skip
 
     def _commit(self, record: dict) -> None:
         """A learn on disk: into the models (called by the journal, in the journal's order)."""

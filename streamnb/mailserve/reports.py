@@ -18,6 +18,12 @@ spam is ham. So the daemon
   exactly (a message moved by it goes back to its class before), as a journaled record of its
   own, and the report is kept, marked undone.
 
+In a cluster (``mail serve --state``) the journal is the learn log: every daemon decides whether a
+learn is a report where the learn stands in the log (the time is the appending daemon's, carried
+in the record), counts the limit from the reports it applied, and applies an undo where it stands
+in the log (:class:`~streamnb.mailserve.filters.MailFilters`), so every daemon keeps the same
+reports.
+
 >>> limit = RateLimit(per_hour=2)
 >>> limit.wait("ann", now=0.0), limit.take("ann", now=0.0), limit.take("ann", now=10.0)
 (None, None, None)
@@ -109,6 +115,18 @@ class RateLimit:
         times = self._times.get(user)
         if times and times[-1] == when:
             times.pop()
+
+    # -- in a snapshot (a cluster's: every daemon must count alike) -------------------------
+    def to_extra(self) -> list[list[Any]]:
+        return [[user, list(times)] for user, times in self._times.items()]
+
+    def load_extra(self, saved: Any) -> None:
+        if not isinstance(saved, list) or not all(
+                isinstance(e, list) and len(e) == 2 and (e[0] is None or isinstance(e[0], str))
+                and isinstance(e[1], list) and all(isinstance(t, (int, float)) for t in e[1]) for e in saved):
+            raise StateError("invalid report counts in the snapshot")
+        self._times = OrderedDict((user, deque((float(t) for t in times), maxlen=self.per_hour or None))
+                                  for user, times in saved)  # fmt: skip
 
 
 class Reports:

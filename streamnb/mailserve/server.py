@@ -293,6 +293,27 @@ async def _controller(service: MailService, listeners: Listeners) -> web.AppRunn
     return runner
 
 
+async def _keep_lease(service: MailService, stop: asyncio.Event, lost: list[BaseException]) -> None:
+    """(A cluster) renew the member name's lease while the daemon lives; a name taken by another
+    daemon (this one stalled past its lease) stops this one."""
+    from streamnb.stores.lease import MemberInUseError
+
+    snapshots = service.filters.snapshots
+    assert snapshots is not None
+    ttl = snapshots.lease_seconds
+    if ttl is None:  # a dir: store holds a lock for as long as the process lives
+        return
+    while True:
+        await asyncio.sleep(ttl / 12)  # keep_alive renews every ttl / 3
+        try:
+            await asyncio.to_thread(snapshots.keep_alive)
+        except MemberInUseError as exc:
+            log.error("stopping: %s", exc)
+            lost.append(exc)
+            stop.set()
+            return
+
+
 async def _watchdog(every: float) -> None:
     """Tell systemd's watchdog the event loop is alive, every ``every`` seconds."""
     while True:
@@ -326,6 +347,9 @@ async def serve(config: ServeConfig, listeners: Listeners,
     workers = None
     timer = loop.create_task(service.snapshot_timer())
     tasks: list[asyncio.Task] = []
+    lost: list[BaseException] = []
+    if service.filters.snapshots is not None:
+        tasks.append(loop.create_task(_keep_lease(service, stop, lost)))
     try:
         if service.filters.log is not None:  # a cluster: the learns since the snapshot, before answering
             service.filters.follow()
@@ -384,3 +408,5 @@ async def serve(config: ServeConfig, listeners: Listeners,
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
         event({"event": "stop", "journal_seq": service.filters.seq})
+    if lost:
+        raise lost[0]

@@ -68,6 +68,7 @@ class ServeConfig:
     bootstrap: str | None = None  # its Kafka (``--bootstrap``)
     learn_topic: str = "streamnb-mail-learns"
     member: str = "mail"  # this daemon's name in the store
+    state_lease: float = 15.0  # seconds the member name's lease holds unrenewed (kafka: and s3:// stores)
     report_rate: int = 50  # reports (learns against the verdict) per user and hour; 0: no limit
 
 
@@ -205,7 +206,8 @@ class MailService:
 
             if not config.bootstrap:
                 raise StateError("--state needs --bootstrap (the Kafka of the learn log)")
-            snapshots = Snapshots(config.state, config.member, config.bootstrap, config.learn_topic)
+            snapshots = Snapshots(config.state, config.member, config.bootstrap, config.learn_topic,
+                                  lease=config.state_lease)  # fmt: skip
             cluster = {"log": LearnLog(config.bootstrap, config.learn_topic), "snapshots": snapshots}
         self.filters = MailFilters(config.model, takeover=config.takeover, max_resident=config.max_resident,
                                    learn_shared=config.learn_shared, user_max_tokens=config.user_max_tokens,

@@ -18,7 +18,9 @@ The snapshots (:class:`Snapshots`)
     the ledger, every user's filter (the archives of the local users' directory) and the log
     offset it covers. Daemons that applied the same prefix of the log hold the same state, so a
     daemon starting on an empty disk takes the newest snapshot of *any* member and replays the log
-    from the offset after it.
+    from the offset after it. A member name is one live daemon's: it is taken (the store's lease,
+    :mod:`streamnb.stores.lease`; a lock in ``dir:``) before anything is read, renewed while the
+    daemon lives (:meth:`Snapshots.keep_alive`) and released at a clean stop.
 """
 
 from __future__ import annotations
@@ -201,17 +203,37 @@ class Restored:
 
 
 class Snapshots:
-    """Snapshots in the state store ``url`` under ``member`` (see the module)."""
+    """Snapshots in the state store ``url`` under ``member`` (see the module): the member's name is
+    taken here (:class:`~streamnb.stores.lease.MemberInUseError` if another live daemon holds it),
+    held ``lease`` seconds without renewal."""
 
-    def __init__(self, url: str, member: str, bootstrap: str | None, topic: str, keep: int = 2) -> None:
+    def __init__(self, url: str, member: str, bootstrap: str | None, topic: str, keep: int = 2,
+                 lease: float = 15.0) -> None:  # fmt: skip
         from streamnb.stores import open_store
 
         self.topic = topic
         self.member = member
+        self._lock = threading.Lock()  # the store is used by one thread at a time
         try:
-            self.store = open_store(url, member=member, bootstrap=bootstrap, keep=keep)
+            self.store = open_store(url, member=member, bootstrap=bootstrap, keep=keep, lease=lease)
         except ValueError as exc:
             raise StateError(str(exc)) from exc
+        try:
+            self.store.acquire()
+        except BaseException:
+            self.store.release()
+            raise
+
+    @property
+    def lease_seconds(self) -> float | None:
+        """Seconds the member's lease holds unrenewed (None: the store locks the name instead)."""
+        return None if self.store.lease is None else self.store.lease.ttl
+
+    def keep_alive(self) -> None:
+        """Renew the member's lease when due (any thread); :class:`~streamnb.stores.lease.MemberInUseError`
+        if another daemon has taken the name."""
+        with self._lock:
+            self.store.keep_alive()
 
     def _key(self) -> str:
         from streamnb.stores.checkpoints import tp_key
@@ -230,8 +252,9 @@ class Snapshots:
 
         users = {name: np.frombuffer(data, dtype=np.uint8) for name, data in captured.users.items()}
         try:
-            self.store.save(persistence.loads(captured.shared), {self._key(): captured.offset + 1},
-                            {**captured.extra, "users": users})  # fmt: skip
+            with self._lock:
+                    self.store.save(persistence.loads(captured.shared), {self._key(): captured.offset + 1},
+                                {**captured.extra, "users": users})  # fmt: skip
         except (StateError, KafkaError) as exc:
             raise OSError(f"state store {self.store.url}: {exc}") from exc
 
@@ -264,4 +287,5 @@ class Snapshots:
         return Restored(ck.model, int(ck.offsets[self._key()]) - 1, extra, users, ck.member)
 
     def close(self) -> None:
-        self.store.release()
+        with self._lock:
+            self.store.release()

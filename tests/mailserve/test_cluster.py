@@ -6,6 +6,7 @@ loopback ports."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -22,7 +23,8 @@ from streamnb.mailserve.filters import MailFilters
 from tests.mailserve.daemon import Daemon, corpus, message, trained_model
 
 USERS = ["ann", "bob", "cat", None]
-SETTINGS = ("--snapshot-every", "20", "--max-resident", "2", "--learn-shared", "--user-min-learns", "0")
+SETTINGS = ("--snapshot-every", "20", "--max-resident", "2", "--learn-shared", "--user-min-learns", "0",
+            "--state-lease", "6")  # a member SIGKILLed is restarted under its name within 6 s
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +102,15 @@ def _learn_anywhere(order: list[Daemon], start: int, raw: bytes, label: str, use
     raise AssertionError(f"no daemon learned: {last}")
 
 
-def _reference(base: Path, directory: Path, learns: list[tuple[bytes, str, str | None]]) -> MailFilters:
+def _reference(base: Path, directory: Path, learns: list[tuple[bytes, str, str | None]],
+               pins: tuple[float | None, float | None, float | None] = (None, None, None)) -> MailFilters:
     """A single-host daemon's filters fed each acknowledged learn once, in order."""
     model = directory / "ref.snb"
     shutil.copy(base, model)
     filters: MailFilters
 
     async def feed() -> MailFilters:
-        f = MailFilters(model, max_resident=2, learn_shared=True, user_min_learns=0)
+        f = MailFilters(model, max_resident=2, learn_shared=True, user_min_learns=0, pins=pins)
         for raw, label, user in learns:
             await f.learn(f.tokens(raw), user, label)
         await f.snapshot()
@@ -304,5 +307,144 @@ def test_a_cutoff_pinned_on_one_daemon_is_pinned_on_every_one(tmp_path, bootstra
         assert status == 200, doc
         cluster.converged()
         assert all(cluster.stat(d)["thresholds"]["spam_reason"] != "pinned" for d in (d0, d1))
+    finally:
+        cluster.kill_all()
+
+
+def test_a_report_made_on_one_daemon_is_listed_on_another_undone_from_a_third_and_restored(tmp_path, bootstrap):
+    """A report (a learn against the verdict) is decided where the learn stands in the log, so
+    every daemon keeps the same one; the rate limit is the cluster's (counted from the reports
+    applied, enforced where a learn is appended and where it is applied); the undo is a record of
+    the log every daemon applies; afterwards every daemon's filters equal those of a daemon that
+    never saw the report; a daemon started from nothing has the same reports, and the same limit."""
+    from kafka import KafkaProducer
+
+    from streamnb.mailserve.filters import digest
+    from streamnb.text import Tokenizer
+    from tests.mailserve.test_reports import PINS, _ham, _spam
+
+    base = trained_model(tmp_path)
+    cluster = Cluster(tmp_path, bootstrap, base)
+    pins = ("--spam-cutoff", str(PINS[0]), "--ham-cutoff", str(PINS[1]), "--report-rate", "1")
+    before = [(_ham(i), "ham", "ann") for i in range(3)] + [(_spam(i), "spam", "bob") for i in range(3)]
+    # after the report, spams only: an undone ham report leaves the shared calibration exact when
+    # no ham was learned since (OperatingPoint.remove), so the shared filter is compared byte for byte
+    after = [(_spam(10 + i), "spam", "ann") for i in range(2)] + [(_spam(12), "spam", None)]
+    try:
+        daemons = [cluster.start("d0", *pins, with_base=True), cluster.start("d1", *pins), cluster.start("d2", *pins)]
+        for i, (raw, label, user) in enumerate(before):
+            assert daemons[i % 3].learn(raw, label, user=user)["report"] is None
+        reported = daemons[1].learn(_spam(99), "ham", user="ann")
+        report = reported["report"]
+        assert report is not None and reported["moved_from"] is None
+        cluster.converged()
+        # ann's limit (1 an hour) is reached on every daemon: refused where it is appended
+        status, doc = daemons[2].request("POST", "/learnham", _spam(98), {"User": "ann"})
+        assert status == 429 and 3500 <= doc["retry_after"] <= 3600, doc
+        # ... and where it is applied: a report written to the log by anyone is refused by every daemon
+        topic = cluster.args[cluster.args.index("--learn-topic") + 1]
+        tokens = Tokenizer().transform_one(_spam(97))
+        record = {"id": f"ann\x00{digest(tokens)}", "user": "ann", "label": "ham", "tokens": tokens,
+                  "time": time.time(), "message_id": None}  # fmt: skip
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        try:
+            producer.send(topic, value=json.dumps(record).encode(), partition=0).get(timeout=30)
+        finally:
+            producer.close()
+        for i, (raw, label, user) in enumerate(after):
+            assert daemons[(i + 2) % 3].learn(raw, label, user=user)["report"] is None
+        cluster.converged()
+        listings = [d.request("GET", "/reports")[1]["reports"] for d in daemons]
+        assert [r["id"] for r in listings[0]] == [report] and listings[0][0]["user"] == "ann"
+        assert listings[0][0]["class"] == "ham" and listings[0][0]["verdict"] == "spam"
+        assert listings[1] == listings[0] and listings[2] == listings[0]
+        assert any("too many reports" in line for line in daemons[0].log)
+
+        status, doc = daemons[2].request("POST", f"/undo?id={report}")
+        assert status == 200 and doc["success"] and doc["report"]["undone"]["applied"], doc
+        undo = doc["report"]["undone"]["id"]
+        assert undo > report
+        cluster.converged()
+        status, doc = daemons[0].request("POST", f"/undo?id={report}")
+        assert status == 409 and "undone already" in doc["error"], doc
+        status, doc = daemons[1].request("POST", "/undo?id=123456")
+        assert status == 409 and "no report 123456" in doc["error"], doc
+        offset = cluster.converged()
+        listings = [d.request("GET", "/reports")[1]["reports"] for d in daemons]
+        assert listings[0][0]["undone"]["id"] == undo and listings[1] == listings[2] == listings[0]
+
+        reference = _reference(base, tmp_path, [(raw, label, user) for raw, label, user in before + after], PINS)
+        probes = [raw for raw, _ in corpus(20, seed=99)] + [_spam(99), _spam(97), _ham(50), _spam(50)]
+
+        def agree(d: Daemon, name: str) -> None:
+            for raw in probes:
+                for user in ("ann", "bob", None):
+                    got = d.check(raw, user)["streamnb"]["spamicity"]
+                    assert got == reference.check(reference.tokens(raw), user)[0].score, (name, user)
+
+        for name, d in zip(("d0", "d1", "d2"), daemons):
+            agree(d, name)
+        assert daemons[0].stop() == 0  # a last snapshot: it holds the log to the end
+        late = cluster.start("d3", *pins)  # from nothing: the reports come from the snapshot
+        assert cluster.stat(late)["log"]["offset"] == offset
+        assert late.request("GET", "/reports")[1]["reports"] == listings[0]
+        agree(late, "d3")
+        status, doc = late.request("POST", "/learnham", _spam(96), {"User": "ann"})
+        assert status == 429, doc  # the limit counted from the restored reports (an undone one too)
+        assert late.learn(_spam(96), "ham", user="cat")["report"] is not None  # another user's is taken
+        cluster.daemons.pop("d0")  # stopped
+        cluster.converged()  # every live daemon has cat's report before its last snapshot
+        for d in (daemons[1], daemons[2], late):
+            assert d.stop() == 0
+    finally:
+        cluster.kill_all()
+    # the shared filter as the reference's: the same vocabulary, counts and verdicts (its calibration
+    # keeps the scores the spams learned after the report got then: OperatingPoint.remove is exact
+    # for the report's own score only); and every daemon's snapshot the same, byte for byte
+    want = persistence.load(tmp_path / "ref.snb")
+    from streamnb.stores import open_store
+
+    store = open_store(cluster.url, member="reader", bootstrap=bootstrap)
+    try:
+        ck = store.newest("d0")
+        assert ck is not None and [r["id"] for r in ck.extra["reports"]] == [report]
+        assert ck.extra["limit"] == [["ann", [ck.extra["reports"][0]["time"]]]]  # ann's count, undone or not
+        keys = sorted({k for raw in probes for k in Tokenizer().transform_one(raw)})
+        got = ck.model
+        assert got.n_messages == want.n_messages and got.n_tokens == want.n_tokens
+        assert [c.tolist() for c in got.token_counts(keys)] == [c.tolist() for c in want.token_counts(keys)]
+        shared = {name: persistence.dumps(store.newest(name).model) for name in ("d1", "d2", "d3")}
+        assert len(set(shared.values())) == 1
+        assert [r["id"] for r in store.newest("d3").extra["reports"]] == [report, offset + 1]
+    finally:
+        store.release()
+
+
+def test_a_second_live_daemon_with_the_same_member_name_is_refused(tmp_path, bootstrap):
+    """Two live daemons must not share a --member (they would write one member's snapshots): the
+    second is refused with exit code 3 once it sees the first renew the name's lease; the first
+    goes on answering; after it stops (releasing the name), a daemon of that name starts at once."""
+    import subprocess
+    import sys
+
+    cluster = Cluster(tmp_path, bootstrap, trained_model(tmp_path))
+    try:
+        long = ("--state-lease", "30")  # a renewal every 10 s: the first never loses it to a slow machine
+        first = cluster.start("d0", *long, with_base=True)
+        raw, label = corpus(1, seed=3)[0]
+        first.learn(raw, label, user="ann")
+        model = tmp_path / "second.snb"
+        second = subprocess.run([sys.executable, "-m", "streamnb.cli", "mail", "serve", "--model", str(model),
+                                 "--http", "127.0.0.1:0", *cluster.args, "--member", "d0", *long],
+                                capture_output=True, timeout=120)  # fmt: skip
+        said = second.stderr.decode(errors="replace")
+        assert second.returncode == 3, said
+        assert "member name 'd0'" in said and "held by another instance" in said, said
+        assert "waiting up to" in said  # it waited for the lease, until the first renewed it
+        assert first.check(raw)["streamnb"]["spamicity"] > 0  # still answering
+        assert first.stop() == 0
+        again = cluster.start("d0", *long)
+        assert not any("waiting up to" in line for line in again.log)  # released at the stop: nothing to wait out
+        assert again.learn(raw, label, user="ann")["already"] is True
     finally:
         cluster.kill_all()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.margins import Margins
 from streamnb.bn.tree_inference import lid, smoothed, smoothed_rows, smoothing_prior
-from streamnb.bn.tree_part import CHUNK_FLOATS, MAX_CELLS, TreePart
+from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.smoothing import lidstone
 from streamnb.stats import Counts, Index
@@ -175,21 +174,14 @@ class _AODEPart(TreePart):
         names = self.features.keys
         return [names[j] for j in js], nb[js, 0, :]
 
-    def log_likelihood_frame(self, X: pd.DataFrame) -> np.ndarray:
-        n_c = len(self.classes)
-        out = np.zeros((len(X), n_c))
-        if not n_c or not len(X):
-            return out
-        m = self.margins.current()
-        obs = self._encode_frame(X, m)
-        n_f = obs.shape[1]
-        step = max(1, CHUNK_FLOATS // max(1, 4 * n_c * n_f * n_f))
-        for start in range(0, len(X), step):
-            avg, has, nb = self._rows(obs[start : start + step])
-            nb = np.where(np.isneginf(nb).all(axis=2, keepdims=True), 0.0, nb).sum(axis=0)
-            avg = np.where(np.isneginf(avg).all(axis=1, keepdims=True), 0.0, avg)
-            out[start : start + step] = np.where(has[:, None], avg, nb)
-        return out
+    def _floats_per_row(self, n_features: int, n_classes: int) -> int:
+        return 4 * n_classes * n_features * n_features
+
+    def _frame_rows(self, obs: np.ndarray) -> np.ndarray:
+        avg, has, nb = self._rows(obs)
+        nb = np.where(np.isneginf(nb).all(axis=2, keepdims=True), 0.0, nb).sum(axis=0)
+        avg = np.where(np.isneginf(avg).all(axis=1, keepdims=True), 0.0, avg)
+        return np.where(has[:, None], avg, nb)
 
 
 class AODE(TreeAugmentedNB):

@@ -457,16 +457,23 @@ class TreePart(Part):
         out = np.zeros((len(X), n_c))
         if not n_c or not len(X):
             return out
-        m = self.margins.current()
-        obs = self._encode_frame(X, m)
-        step = max(1, CHUNK_FLOATS // max(1, obs.shape[1] * n_c))
+        obs = self._encode_frame(X, self.margins.current())
+        step = max(1, CHUNK_FLOATS // max(1, self._floats_per_row(obs.shape[1], n_c)))
         for start in range(0, len(X), step):
-            terms, present = self.terms(obs[start : start + step])
-            dead = present & np.isneginf(terms).all(axis=2)  # rules out every class: dropped
-            if dead.any():
-                terms[dead] = 0.0
-            out[start : start + step] = terms.sum(axis=0)
+            out[start : start + step] = self._frame_rows(obs[start : start + step])
         return out
+
+    def _floats_per_row(self, n_features: int, n_classes: int) -> int:
+        """The floats :meth:`_frame_rows` holds per row (what the chunks of a frame are cut by)."""
+        return n_features * n_classes
+
+    def _frame_rows(self, obs: np.ndarray) -> np.ndarray:
+        """The log-likelihood per row and class of encoded rows ``obs``."""
+        terms, present = self.terms(obs)
+        dead = present & np.isneginf(terms).all(axis=2)  # rules out every class: dropped
+        if dead.any():
+            terms[dead] = 0.0
+        return terms.sum(axis=0)
 
     # -- statistics, tables and state ------------------------------------------------------
     def stats(self) -> dict[str, PairCounts]:

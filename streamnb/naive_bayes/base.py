@@ -9,7 +9,7 @@ is computed once, here, by :mod:`streamnb.naive_bayes.posterior`.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import numpy as np
@@ -47,9 +47,17 @@ class BaseNB(base.MiniBatchClassifier):
         self._class_flat_key: tuple | None = None
         self._class_weights: Any = None  # the class_view held for each event's posterior
 
+    #: A learner of one part: its name, its class, and the learner's parameters (attribute
+    #: names) that follow the class index and counts in the part's constructor.
+    one_part: tuple[str, Callable[..., Part], tuple[str, ...]] | None = None
+
     # -- to be provided by each learner ----------------------------------------------------
     def _make_parts(self) -> dict[str, Part]:
-        raise NotImplementedError
+        """The parts by name: :attr:`one_part`'s, unless a learner of several overrides it."""
+        if self.one_part is None:
+            raise NotImplementedError
+        name, make, params = self.one_part
+        return {name: make(self._classes, self._class_counts, *(getattr(self, p) for p in params))}
 
     def _split(self, x: Mapping) -> dict[str, Any]:
         """Validate ``x`` and hand each part its prepared features (no state is touched)."""

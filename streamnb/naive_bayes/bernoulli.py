@@ -318,16 +318,13 @@ class BernoulliNB(BaseNB):
 
     exact_batch = True  # counts: a batch adds exactly what its events add one by one
 
+    one_part = ("bernoulli", BernoulliPart, ("alpha", "true_threshold"))
+
     def __init__(self, alpha: float = 1.0, true_threshold: float = 0.0, max_features: int | None = None) -> None:
         self.alpha = alpha
         self.true_threshold = true_threshold
         self.max_features = max_features
         super().__init__()
-
-    def _make_parts(self) -> dict[str, Part]:
-        return {
-            "bernoulli": BernoulliPart(self._classes, self._class_counts, self.alpha, self.true_threshold)
-        }
 
     @classmethod
     def _unit_test_params(cls):

@@ -29,14 +29,17 @@ to rounding, one model that learned this model's events once and ``other``'s wit
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, posterior_one
+from streamnb.naive_bayes.part import Part
+from streamnb.naive_bayes.posterior import add_feature
+from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone_one
 from streamnb.naive_bayes.values import check_event, check_weight
 
-__all__ = ["Blendable", "blended_counts"]
+__all__ = ["BlendablePart", "Blendable", "blended_counts"]
 
 
 def blended_counts(mine: list, theirs: list, weight: float, view: Any, step: int, stride: int, j: int | None,
@@ -51,6 +54,29 @@ def blended_counts(mine: list, theirs: list, weight: float, view: Any, step: int
             n += weight * their_view[b * their_step + their_j * their_stride]
         out.append(n)
     return out
+
+
+class BlendablePart(SmoothedPart):
+    """A counting part whose blend (:meth:`joint_blend`) is its smoothing applied to the blended
+    counts of the event's features, which :meth:`blend_features` gives."""
+
+    def joint_blend(self, prepared: Any, other: Part, weight: float, mine: list, theirs: list) -> list:
+        assert isinstance(other, type(self))
+        out = [0.0] * len(mine)
+        if not prepared[0]:  # no feature
+            return out
+        alpha, epsilon = self.alpha, self.epsilon
+        for x, nums, dens, n_values in self.blend_features(prepared, other, weight, mine, theirs):
+            add_feature(out, [x * lidstone_one(num, den, alpha, n_values, epsilon)
+                              for num, den in zip(nums, dens)])
+        return out
+
+    def blend_features(self, prepared: Any, other: Any, weight: float, mine: list,
+                       theirs: list) -> Iterator[tuple[float, list, list, float]]:  # fmt: skip
+        """Per feature of the event (``prepared``, not empty) that counts: its multiplicity
+        and, per blended class, the blended count and total that :func:`lidstone_one` smooths,
+        and the number of values (see the module)."""
+        raise NotImplementedError
 
 
 class Blendable(BaseNB):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import pandas as pd
 
 from streamnb import kernels
-from streamnb.naive_bayes.base import Part, add_feature
-from streamnb.naive_bayes.blend import Blendable, blended_counts
-from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
+from streamnb.naive_bayes.base import add_feature
+from streamnb.naive_bayes.blend import Blendable, BlendablePart, blended_counts
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, drop_impossible, factorize
 from streamnb.stats import Counts, Index
 from streamnb.stats import category_cells as source
@@ -20,7 +20,7 @@ __all__ = ["CategoricalNB", "CategoricalPart", "event_ops"]
 #: The module of one event's category operations: compiled when built, the plain-Python one otherwise.
 event_ops = kernels.compiled(source)
 
-class CategoricalPart(SmoothedPart):
+class CategoricalPart(BlendablePart):
     """Features whose values are categories (any hashable value; None/NaN are missing).
 
     ``P(x_f = v | y) = (n[y, f, v] + alpha) / (n[y, f] + alpha * |X_f|)`` where ``n[y, f]``
@@ -176,19 +176,15 @@ class CategoricalPart(SmoothedPart):
             ])
         return out
 
-    def joint_blend(self, prepared: tuple[list, list], other: Part, weight: float, mine: list,
-                    theirs: list) -> list:  # fmt: skip
-        assert isinstance(other, CategoricalPart)
+    def blend_features(self, prepared: tuple[list, list], other: CategoricalPart, weight: float, mine: list,
+                       theirs: list) -> Iterator[tuple[float, list, list, float]]:  # fmt: skip
         feats, cells = prepared
-        out = [0.0] * len(mine)
-        if not feats:
-            return out
         cell_ids, feat_ids = self.cells.ids, self.features.ids
         their_cells, their_feats = other.cells.ids, other.features.ids
         nv = self._values_per_feature()
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         ov, (o0, o1), otv, (ot0, ot1) = other._scalar()
-        alpha, epsilon, smooth = self.alpha, self.epsilon, self.unseen == "smooth"
+        smooth = self.unseen == "smooth"
         for f, cell in zip(feats, cells):
             fid, ofid = feat_ids.get(f), their_feats.get(f)
             if fid is None and ofid is None:
@@ -200,8 +196,7 @@ class CategoricalPart(SmoothedPart):
             n_values = (nv[fid] if fid is not None else 0.0) + (1.0 if cid is None and ocid is not None else 0.0)
             nums = blended_counts(mine, theirs, weight, cv, c0, c1, cid, ov, o0, o1, ocid)
             dens = blended_counts(mine, theirs, weight, tv, t0, t1, fid, otv, ot0, ot1, ofid)
-            add_feature(out, [lidstone_one(num, den, alpha, n_values, epsilon) for num, den in zip(nums, dens)])
-        return out
+            yield 1.0, nums, dens, n_values
 
     # -- prediction ------------------------------------------------------------------------
     def n_values(self) -> np.ndarray:
@@ -285,18 +280,13 @@ class CategoricalNB(Blendable):
 
     exact_batch = True  # counts: a batch adds exactly what its events add one by one
 
+    one_part = ("categorical", CategoricalPart, ("alpha", "unseen", "epsilon"))
+
     def __init__(self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0) -> None:
         self.alpha = alpha
         self.unseen = unseen
         self.epsilon = epsilon
         super().__init__()
-
-    def _make_parts(self) -> dict[str, Part]:
-        return {
-            "categorical": CategoricalPart(
-                self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
-            )
-        }
 
     @classmethod
     def _unit_test_params(cls):

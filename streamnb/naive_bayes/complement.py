@@ -204,6 +204,8 @@ class ComplementNB(BaseNB):
 
     sparse_batches = True
 
+    one_part = ("complement", ComplementPart, ("alpha", "unseen", "norm"))
+
     def __init__(
         self, alpha: float = 1.0, norm: bool = False, unseen: str = "ignore", max_features: int | None = None
     ) -> None:
@@ -212,11 +214,6 @@ class ComplementNB(BaseNB):
         self.norm = norm
         self.max_features = max_features
         super().__init__()
-
-    def _make_parts(self) -> dict[str, Part]:
-        return {
-            "complement": ComplementPart(self._classes, self._class_counts, self.alpha, self.unseen, self.norm)
-        }
 
     def _log_prior(self) -> np.ndarray:
         """No class prior: the scores are the whole posterior (as in scikit-learn and River)."""

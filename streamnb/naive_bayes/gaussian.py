@@ -375,17 +375,12 @@ class GaussianNB(BaseNB):
     '3.78496926e-05'
     """
 
+    one_part = ("gaussian", GaussianPart, ("var_smoothing", "ddof"))
+
     def __init__(self, var_smoothing: float = 1e-9, ddof: int = 0) -> None:
         self.var_smoothing = var_smoothing
         self.ddof = ddof
         super().__init__()
-
-    def _make_parts(self) -> dict[str, Part]:
-        return {
-            "gaussian": GaussianPart(
-                self._classes, self._class_counts, self.var_smoothing, self.ddof
-            )
-        }
 
     @classmethod
     def _unit_test_params(cls):

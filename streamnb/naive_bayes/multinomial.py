@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -11,10 +11,10 @@ from river.base import tags
 
 from streamnb import kernels
 from streamnb.exceptions import InvalidEventError
-from streamnb.naive_bayes.base import Part, add_feature
+from streamnb.naive_bayes.base import add_feature
 from streamnb.naive_bayes.part import ZeroWeights
-from streamnb.naive_bayes.blend import Blendable, blended_counts
-from streamnb.naive_bayes.smoothing import SmoothedPart, lidstone, lidstone_one
+from streamnb.naive_bayes.blend import Blendable, BlendablePart, blended_counts
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one
 from streamnb.naive_bayes.values import (
     present,
     drop_impossible,
@@ -32,7 +32,7 @@ __all__ = ["MultinomialNB", "MultinomialPart", "event_ops"]
 event_ops = kernels.compiled(cells)
 
 
-class MultinomialPart(ZeroWeights, SmoothedPart):
+class MultinomialPart(ZeroWeights, BlendablePart):
     """Non-negative frequencies of tokens from an open vocabulary.
 
     ``P(t | y) = (n[y, t] + alpha) / (N[y] + alpha * V)`` with ``N[y]`` the class's total
@@ -138,27 +138,20 @@ class MultinomialPart(ZeroWeights, SmoothedPart):
             ])
         return out
 
-    def joint_blend(self, prepared: tuple[list, list], other: Part, weight: float, mine: list,
-                    theirs: list) -> list:  # fmt: skip
-        assert isinstance(other, MultinomialPart)
+    def blend_features(self, prepared: tuple[list, list], other: MultinomialPart, weight: float, mine: list,
+                       theirs: list) -> Iterator[tuple[float, list, list, float]]:  # fmt: skip
         keys, values = prepared
-        out = [0.0] * len(mine)
-        if not keys:
-            return out
         ids, their_ids = self.tokens.ids, other.tokens.ids
         cv, (c0, c1), tv, (t0,), _, _ = self._scalar()
         ov, (o0, o1), otv, (ot0,), _, _ = other._scalar()
         totals = blended_counts(mine, theirs, weight, tv, t0, 0, 0, otv, ot0, 0, 0)
         # V: this model's tokens, plus the event's that only the other knows
         n_tokens = len(self.tokens.keys) + sum(1 for key in keys if key not in ids and key in their_ids)
-        alpha, epsilon = self.alpha, self.epsilon
         for key, x in zip(keys, values):
             j, oj = ids.get(key), their_ids.get(key)
             if (j is None and oj is None and self.unseen == "ignore") or x == 0:
                 continue
-            nums = blended_counts(mine, theirs, weight, cv, c0, c1, j, ov, o0, o1, oj)
-            add_feature(out, [x * lidstone_one(num, total, alpha, n_tokens, epsilon) for num, total in zip(nums, totals)])
-        return out
+            yield x, blended_counts(mine, theirs, weight, cv, c0, c1, j, ov, o0, o1, oj), totals, n_tokens
 
     def check_unlearn(self, prepared: tuple[list, list], k: int, w: float) -> None:
         keys, values = prepared
@@ -328,6 +321,8 @@ class MultinomialNB(Blendable):
 
     sparse_batches = True
 
+    one_part = ("multinomial", MultinomialPart, ("alpha", "unseen", "epsilon"))
+
     def __init__(
         self, alpha: float = 1.0, unseen: str = "ignore", epsilon: float = 0.0, max_features: int | None = None
     ) -> None:
@@ -336,13 +331,6 @@ class MultinomialNB(Blendable):
         self.epsilon = epsilon
         self.max_features = max_features
         super().__init__()
-
-    def _make_parts(self) -> dict[str, Part]:
-        return {
-            "multinomial": MultinomialPart(
-                self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
-            )
-        }
 
     def _more_tags(self):
         return {tags.POSITIVE_INPUT}

@@ -138,6 +138,22 @@ class Statistic:
             self._arrays[name] = new
         self._replaced()
 
+    def _within(self, axis: int, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``ids`` of ``axis`` and their ``values``, less the ids past the axis's limit."""
+        lim = self.limits[axis]
+        if lim is not None and len(ids) and ids.max() >= lim:
+            keep = ids < lim
+            return ids[keep], values[keep]
+        return ids, values
+
+    def _outer_cells(self, k: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Flat positions (in ``raw(field).reshape(-1)``) of the cells ``(k, rows[i], cols[j])``
+        of a statistic with three axes, as a ``len(rows) x len(cols)`` array (fitted first)."""
+        self._fit()
+        arr = self._arrays[self.fields[0]]
+        s0, s1, s2 = (s // arr.itemsize for s in arr.strides)
+        return (k * s0) + rows[:, None] * s1 + cols[None, :] * s2
+
     def fit(self) -> None:
         """Make the arrays follow the axes now (apply drops, grow): call after adding keys
         and before using :meth:`flat` views."""

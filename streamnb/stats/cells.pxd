@@ -23,12 +23,16 @@ cdef class Event:
     cpdef double[::1] zeroed(self, Py_ssize_t n_classes)
     cpdef Py_ssize_t read(self, dict x, dict ids, object exclude, bint raw, bint nonnegative) except -2
 
+@cython.locals(n=double, frac=double, delta=double)
+cdef inline (double, double, double) welford_one(double n_a, double mean, double m2, double x,
+                                                 double w) noexcept
+
 cdef class WelfordCells(Event):
     cdef double[::1] n, mean, m2, pn, pmean, pm2
     cdef Py_ssize_t n0, n1, p1
     cpdef object learn(self, dict x, dict ids, Py_ssize_t k, double w, list spread, object top,
                        Py_ssize_t top_id, object exclude, bint raw, Py_ssize_t tracked)
-    @cython.locals(has_top=bint, t=double)
+    @cython.locals(has_top=bint, t=double, n=double, m2=double)
     cpdef tuple update(self, Py_ssize_t k, double w, list spread, object top, Py_ssize_t top_id,
                        Py_ssize_t tracked)
     cpdef object joint(self, dict x, dict ids, Py_ssize_t n_classes, double ddof, double eps, object exclude,

@@ -197,6 +197,20 @@ class Event:
         return unknown
 
 
+def welford_one(n_a: float, mean: float, m2: float, x: float, w: float) -> tuple[float, float, float]:
+    """One cell's ``(n, mean, M2)`` after the value ``x`` with weight ``w > 0``: Chan's formula
+    for the summary ``(w, x, 0)`` (:func:`~streamnb.stats.welford.chan`), written out for one
+    cell in the same operations, so the bits are its own.
+
+    >>> welford_one(2.0, 1.0, 2.0, 4.0, 1.0)   # {0, 2} then {4}
+    (3.0, 2.0, 8.0)
+    """
+    n = n_a + w
+    frac = w / n
+    delta = x - mean
+    return n, mean + delta * frac, m2 + delta * delta * n_a * frac
+
+
 class WelfordCells(Event):
     """The flat views of a :class:`~streamnb.stats.Welford` and of its pooled row: cell ``(c, j)``
     (class ``c``, feature ``j``) is ``n[c * n0 + j * n1]`` (and the same in ``mean`` and
@@ -241,11 +255,8 @@ class WelfordCells(Event):
                 raise IndexError("streamnb: a feature outside its cells")
             if f < tracked:
                 i = j * p1
-                n_a = PN[i]
-                n = n_a + w
-                frac = w / n
-                delta = ev_xs[f] - PM[i]
-                s = (PS[i] + delta * delta * n_a * frac) / n
+                n, _, m2 = welford_one(PN[i], PM[i], PS[i], ev_xs[f], w)
+                s = m2 / n
                 fresh.append(s)
                 if has_top:
                     if s >= t:
@@ -258,21 +269,9 @@ class WelfordCells(Event):
             j = ev_ids[f]
             xv = ev_xs[f]
             i = base + j * n1
-            n_a = N[i]
-            n = n_a + w
-            frac = w / n
-            delta = xv - M[i]
-            M[i] += delta * frac
-            S[i] += delta * delta * n_a * frac
-            N[i] = n
+            N[i], M[i], S[i] = welford_one(N[i], M[i], S[i], xv, w)
             i = j * p1
-            n_a = PN[i]
-            n = n_a + w
-            frac = w / n
-            delta = xv - PM[i]
-            PM[i] += delta * frac
-            PS[i] += delta * delta * n_a * frac
-            PN[i] = n
+            PN[i], PM[i], PS[i] = welford_one(PN[i], PM[i], PS[i], xv, w)
         for f in range(tracked):
             spread[ev_ids[f]] = fresh[f]
         return answer

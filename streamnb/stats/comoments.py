@@ -50,7 +50,7 @@ import numpy as np
 
 from streamnb.stats.base import Statistic
 from streamnb.stats.index import Index
-from streamnb.stats.welford import Welford
+from streamnb.stats.welford import Welford, add_weight
 
 __all__ = ["CoMoments", "CellMoments"]
 
@@ -96,25 +96,13 @@ class CoMoments(Statistic):
     def update_ids(self, k: int, ids: np.ndarray, x: np.ndarray, w: float = 1.0) -> None:
         """:meth:`update` with integer ids (distinct) and ``w > 0``: ``len(ids)**2`` cells
         (features past ``max_features`` are left out)."""
-        self._fit()
-        lim = self.limits[1]
-        if lim is not None and len(ids) and ids.max() >= lim:
-            keep = ids < lim
-            ids, x = ids[keep], x[keep]
-        a = self._arrays
-        n_arr = a["n"]
-        s0, s1, s2 = (s // n_arr.itemsize for s in n_arr.strides)
-        idx = (k * s0) + ids[:, None] * s1 + ids[None, :] * s2
-        N, M, S, C = (a[f].reshape(-1) for f in self.fields)
-        n_a = N[idx]
-        n = n_a + w
-        frac = w / n
-        d_i = x[:, None] - M[idx]
+        ids, x = self._within(1, ids, x)
+        idx = self._outer_cells(k, ids, ids)
+        N, M, S, C = (self._arrays[f].reshape(-1) for f in self.fields)
+        n_a, frac, d_i = add_weight(N, M, idx, x[:, None], w)
         k_ = n_a * frac
-        M[idx] += d_i * frac
         S[idx] += d_i * d_i * k_
         C[idx] += d_i * d_i.T * k_
-        N[idx] = n
 
     def update_matrix(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, w: np.ndarray) -> None:
         """A batch: event ``r`` of class ``rows[r]`` has ``values[r, j]`` for feature ``cols[j]``
@@ -172,20 +160,8 @@ class CellMoments(Welford):
         """One event of class ``k``: its categorical ``cells`` times its numeric ``features``
         (``values[i]`` of ``features[i]``), ``w > 0``: ``len(cells) * len(features)`` cells
         (features past ``max_features`` are left out)."""
-        self._fit()
-        lim = self.limits[2]
-        if lim is not None and len(features) and features.max() >= lim:
-            keep = features < lim
-            features, values = features[keep], values[keep]
-        a = self._arrays
-        n_arr = a["n"]
-        s0, s1, s2 = (s // n_arr.itemsize for s in n_arr.strides)
-        idx = (k * s0) + cells[:, None] * s1 + features[None, :] * s2
-        N, M, S = (a[f].reshape(-1) for f in self.fields)
-        n_a = N[idx]
-        n = n_a + w
-        frac = w / n
-        d = values[None, :] - M[idx]
-        M[idx] += d * frac
+        features, values = self._within(2, features, values)
+        idx = self._outer_cells(k, cells, features)
+        N, M, S = (self._arrays[f].reshape(-1) for f in self.fields)
+        n_a, frac, d = add_weight(N, M, idx, values[None, :], w)
         S[idx] += d * d * n_a * frac
-        N[idx] = n

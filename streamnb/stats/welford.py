@@ -8,7 +8,7 @@ import numpy as np
 
 from streamnb.stats.base import Statistic
 
-__all__ = ["Welford", "chan"]
+__all__ = ["Welford", "add_weight", "chan"]
 
 
 def chan(
@@ -30,6 +30,21 @@ def chan(
     mean = mean_a + delta * frac
     m2 = m2_a + m2_b + delta * delta * n_a * frac
     return n, mean, m2
+
+
+def add_weight(n: np.ndarray, mean: np.ndarray, at: Any, x: Any, w: float) -> tuple[Any, Any, Any]:
+    """One event of weight ``w > 0`` with values ``x`` into the cells ``at`` of ``n`` and
+    ``mean``: :func:`chan` for the summary ``(w, x, 0)`` written out, the same arithmetic bit
+    for bit. Returns ``(n_a, frac, delta)`` (the weight before, ``w / n`` and ``x - mean``
+    before), from which the caller updates its second moments. ``at`` indexes with integers
+    (arrays or scalars, not slices), so ``n[at]`` is a copy."""
+    n_a = n[at]
+    n_b = n_a + w
+    frac = w / n_b
+    delta = x - mean[at]
+    mean[at] += delta * frac
+    n[at] = n_b
+    return n_a, frac, delta
 
 
 class Welford(Statistic):
@@ -56,16 +71,10 @@ class Welford(Statistic):
 
     def update_ids(self, r: int, c: np.ndarray, values: np.ndarray, w: float = 1.0) -> None:
         """:meth:`update` with integer ids; ``c`` must hold distinct columns and ``w > 0``."""
-        # chan(n, mean, m2, w, values, 0) written out for w > 0: the same arithmetic, bit for bit
         self._fit()
         a = self._arrays
-        n_a = a["n"][r, c]
-        n = n_a + w
-        frac = w / n
-        delta = values - a["mean"][r, c]
-        a["mean"][r, c] += delta * frac
+        n_a, frac, delta = add_weight(a["n"], a["mean"], (r, c), values, w)
         a["m2"][r, c] += delta * delta * n_a * frac
-        a["n"][r, c] = n
 
     def update_many_ids(self, r: np.ndarray, c: np.ndarray, values: np.ndarray, w: Any = 1.0) -> None:
         """Many observations ``(r[i], c[i], values[i])``; cells may repeat.

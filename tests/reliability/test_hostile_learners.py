@@ -336,7 +336,15 @@ def test_pairwise_learners_cap_their_pair_table(name, n):
 
 
 def assert_same_state(a, b, path: str = "") -> None:
-    """Equal states, except structure weights: equal to 1e-12 relative."""
+    """Equal states, except structure weights and the running sums they come from (saved while
+    they differ from a rebuild from the counts, :mod:`streamnb.bn.margins`): equal to 1e-12
+    relative where both were saved."""
+    if path.endswith("/running") and (a is None or b is None):
+        return  # one learner kept them event by event, the other rebuilds them from the counts
+    if "/running/" in path and isinstance(a, np.ndarray):
+        assert a.shape == b.shape, path
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=path)
+        return
     if isinstance(a, dict):
         assert a.keys() == b.keys(), path
         for key in a:

@@ -32,6 +32,7 @@ spam`` does; one reported again as the class it has is not learned twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import itertools
 import json
@@ -40,7 +41,7 @@ import os
 import uuid
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -341,12 +342,7 @@ class MailFilters:
             return await self._learn_through_log(tokens, user, label, message_id, limit)
         assert self.journal is not None, "a replica does not learn"
         key = self._ledger_key(user, tokens)
-        async with self._learning:
-            while self._snapshotting or key in self._pending:
-                await self._learning.wait()
-            self._inflight += 1
-            self._pending.add(key)
-        try:
+        async with self._holding(key):
             before = self.ledger.get(key)
             if before == label:
                 return Learned(label, user, already=True)
@@ -363,11 +359,6 @@ class MailFilters:
                     self.limit.give_back(user, report["time"])
                 raise
             return Learned(label, user, moved_from=before, report=None if report is None else int(record["seq"]))
-        finally:
-            async with self._learning:
-                self._inflight -= 1
-                self._pending.discard(key)
-                self._learning.notify_all()
 
     async def _learn_through_log(self, tokens: dict, user: str | None, label: str, message_id: str | None,
                                  limit: bool) -> Learned:  # fmt: skip
@@ -566,19 +557,26 @@ class MailFilters:
         assert self.journal is not None, "a replica does not learn"
         entry = self.reports.get(report)
         key = entry["key"]
+        async with self._holding(key):
+            await self.journal.append(self._undo_record(report, round(time.time(), 3)), self._commit)
+        return {k: v for k, v in entry.items() if k not in ("tokens", "key")}
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, key: str) -> AsyncIterator[None]:
+        """Learns (and undos) of the same message for the same user one after the other, and
+        none while a snapshot is written: wait, hold ``key`` meanwhile, then let the next go."""
         async with self._learning:
             while self._snapshotting or key in self._pending:
                 await self._learning.wait()
             self._inflight += 1
             self._pending.add(key)
         try:
-            await self.journal.append(self._undo_record(report, round(time.time(), 3)), self._commit)
+            yield
         finally:
             async with self._learning:
                 self._inflight -= 1
                 self._pending.discard(key)
                 self._learning.notify_all()
-        return {k: v for k, v in entry.items() if k not in ("tokens", "key")}
 
     def _undo_record(self, report: int, when: float) -> dict[str, Any]:
         """The journal record undoing ``report`` at ``when`` (its ``seq`` to fill in);

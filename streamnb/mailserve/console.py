@@ -39,6 +39,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -168,6 +169,22 @@ def _refused(request: web.Request) -> web.Response | None:
     return None
 
 
+_AdminHandler = Callable[[web.Request, MailService, dict[str, Any]], Awaitable[web.Response]]
+
+
+def _signed_in(handler: _AdminHandler) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A POST handler of the signed-in admin: refused as :func:`_refused` says, else called with
+    the service and the request's JSON document."""
+
+    async def guarded(request: web.Request) -> web.Response:
+        refused = _refused(request)
+        if refused is not None:
+            return refused
+        return await handler(request, request.app[CONSOLE]["service"], await _document(request))
+
+    return guarded
+
+
 async def _document(request: web.Request) -> dict[str, Any]:
     try:
         doc = json.loads(await request.read())
@@ -244,12 +261,9 @@ async def state(request: web.Request) -> web.Response:
                   "scores": history.scores(), "now": time.time()})  # fmt: skip
 
 
-async def scan(request: web.Request) -> web.Response:
-    refused = _refused(request)
-    if refused is not None:
-        return refused
-    service: MailService = request.app[CONSOLE]["service"]
-    raw, user = _message(await _document(request), service.config.max_bytes)
+@_signed_in
+async def scan(request: web.Request, service: MailService, doc: dict[str, Any]) -> web.Response:
+    raw, user = _message(doc, service.config.max_bytes)
     start = time.perf_counter()
     check = service.check(raw, user)
     seconds = time.perf_counter() - start
@@ -261,12 +275,8 @@ async def scan(request: web.Request) -> web.Response:
                   "evidence": [[t, round(x, 3)] for t, x in pushes(check.evidence, top=10)]})  # fmt: skip
 
 
-async def learn(request: web.Request) -> web.Response:
-    refused = _refused(request)
-    if refused is not None:
-        return refused
-    service: MailService = request.app[CONSOLE]["service"]
-    doc = await _document(request)
+@_signed_in
+async def learn(request: web.Request, service: MailService, doc: dict[str, Any]) -> web.Response:
     raw, user = _message(doc, service.config.max_bytes)
     label = doc.get("class")
     if label not in ("spam", "ham"):
@@ -275,12 +285,8 @@ async def learn(request: web.Request) -> web.Response:
     return web.json_response(answer, status=status, headers=_HEADERS)
 
 
-async def cutoff(request: web.Request) -> web.Response:
-    refused = _refused(request)
-    if refused is not None:
-        return refused
-    service: MailService = request.app[CONSOLE]["service"]
-    doc = await _document(request)
+@_signed_in
+async def cutoff(request: web.Request, service: MailService, doc: dict[str, Any]) -> web.Response:
     name, value = doc.get("name"), doc.get("value")
     if isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
@@ -293,12 +299,8 @@ async def cutoff(request: web.Request) -> web.Response:
     return _json({"cutoffs": service.cutoffs()})
 
 
-async def undo(request: web.Request) -> web.Response:
-    refused = _refused(request)
-    if refused is not None:
-        return refused
-    service: MailService = request.app[CONSOLE]["service"]
-    doc = await _document(request)
+@_signed_in
+async def undo(request: web.Request, service: MailService, doc: dict[str, Any]) -> web.Response:
     report = doc.get("id")
     if not isinstance(report, int) or isinstance(report, bool):
         raise InvalidEventError(f"expected \"id\": a report's number, got {report!r}")

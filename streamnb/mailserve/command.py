@@ -71,8 +71,8 @@ def _cutoff(value: float | None, name: str) -> float | None:
 @click.option("--milter-user", default="first-recipient", show_default=True, metavar="first-recipient|header:NAME|none",
               help="Whose filter answers a milter message: the envelope's first recipient, the first address in "
                    "a header the MTA sets (e.g. header:X-Original-To), or none (the shared filter).")
-@click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
-              help="For a new model: at most about this share of ham called spam (0.002 = 1 in 500).")
+@click.option("--max-ham-rate", default=0.001, show_default=True, type=float,
+              help="For a new model: at most about this share of ham called spam (0.001 = 1 in 1,000).")
 @click.option("--takeover", default=50.0, show_default=True, type=float,
               help="A user's own messages after which they weigh as much as the shared filter.")
 @click.option("--learn-shared/--no-learn-shared", default=False, show_default=True,

@@ -53,6 +53,7 @@ from streamnb.mailserve.shared_state import Captured, LearnLog, Restored, Snapsh
 from streamnb.mailserve.reports import RateLimit, Reports, TooManyReports, UndoRefused, contradicts
 from streamnb.perkey import PerKey
 from streamnb.spam import SpamFilter, TokenScore, Verdict
+from streamnb.spam.operating import MAX_HAM_RATE
 from streamnb.text import Tokenizer
 
 __all__ = ["MODEL_CUTOFFS", "Learned", "MailFilters"]
@@ -130,7 +131,7 @@ class MailFilters:
 
     def __init__(self, model: str | Path, takeover: float = 50.0, max_resident: int = 1000,
                  learn_shared: bool = False, user_max_tokens: int | None = 20_000, max_bytes: int = 1 << 20,
-                 ledger_size: int = 100_000, max_ham_rate: float = 0.002, replica: bool = False,
+                 ledger_size: int = 100_000, max_ham_rate: float = MAX_HAM_RATE, replica: bool = False,
                  user_min_learns: int = 200,
                  pins: tuple[float | None, float | None, float | None] = (None, None, None),
                  fsync: Callable[[int], None] = os.fsync, log: LearnLog | None = None,

@@ -21,6 +21,7 @@ from streamnb.mailserve.forward import LearnForwarder, WriterError
 from streamnb.mailserve.metrics import Metrics
 from streamnb.mailserve.reports import TooManyReports
 from streamnb.spam import TokenScore, Verdict
+from streamnb.spam.operating import MAX_HAM_RATE
 
 __all__ = ["CUTOFFS", "SYMBOLS", "Check", "MailService", "ServeConfig", "event", "events", "pushes"]
 
@@ -58,7 +59,7 @@ class ServeConfig:
     snapshot_every: int = 1000
     snapshot_seconds: float = 60.0
     ledger_size: int = 100_000
-    max_ham_rate: float = 0.002
+    max_ham_rate: float = MAX_HAM_RATE
     headers: str = "streamnb"  # one of HEADER_STYLES
     user_min_learns: int = 200
     spam_cutoff: float | None = None  # pinned on the model at start (spamicities)

@@ -192,8 +192,8 @@ def _stream(spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: int) 
 @mail.command()
 @click.option("--model", required=True, type=click.Path(dir_okay=False), help="Model file (created if missing).")
 @_sources
-@click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
-              help="For a new model: once calibrated, about this share of ham tagged (0.002 = 1 in 500).")
+@click.option("--max-ham-rate", default=0.001, show_default=True, type=float,
+              help="For a new model: once calibrated, about this share of ham tagged (0.001 = 1 in 1,000).")
 def train(model: str, spam: tuple[str, ...], ham: tuple[str, ...], order: str, seed: int, max_ham_rate: float) -> None:
     """Learn every message of the --spam and --ham sources into MODEL (each scored before it is
     learned: the scores calibrate the cut-offs; see `streamnb mail info`)."""
@@ -321,7 +321,7 @@ def _classify_with_daemon(url: str, user: str | None, timeout: float, register: 
 
 @mail.command("evaluate")
 @_sources
-@click.option("--max-ham-rate", default=0.002, show_default=True, type=float,
+@click.option("--max-ham-rate", default=0.001, show_default=True, type=float,
               help="The filter's operating point: at most about this share of ham called spam.")
 @click.option("--roc", type=click.Path(dir_okay=False), help="Write the ROC curve (PNG, logit scales) here.")
 @click.option("--limit", type=int, help="Only the first N messages of the stream.")

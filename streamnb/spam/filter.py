@@ -12,7 +12,7 @@ from river import base
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.naive_bayes.values import check_weight
 from streamnb.spam.gram_logistic import GramLogistic, split_grams
-from streamnb.spam.operating import HAM, SPAM, UNSURE, OperatingPoint
+from streamnb.spam.operating import HAM, MAX_HAM_RATE, SPAM, UNSURE, OperatingPoint
 from streamnb.spam.robinson import combine, cutoff_logit, robinson, significant
 from streamnb.spam.token_counts import TokenCounts
 from streamnb.spam.verdict import TokenScore, Verdict, labels_from_first
@@ -67,7 +67,9 @@ class SpamFilter(base.Classifier):
         The default operating point (:mod:`streamnb.spam.operating`): the spam threshold is a
         documented default (spamicity 0.9985) until 200 hams are learned, then follows the
         scores the learned hams had before they were learned, to tag about this share of hams
-        (0.002: "about 1 in 500"), by a quantile-based estimate a few wrong reports cannot move
+        (0.001: "about 1 in 1,000", :data:`~streamnb.spam.operating.MAX_HAM_RATE`; a test of
+        1,900 hams then passes 0.3% tagged with probability 0.014, where 1 in 500 would with
+        0.19), by a quantile-based estimate a few wrong reports cannot move
         far. Cut-offs pinned with :meth:`pin_cutoffs` win over both. None: the fixed
         ``spam_cutoff``.
     max_spam_rate
@@ -76,7 +78,7 @@ class SpamFilter(base.Classifier):
         ``ham_cutoff``.
     calibration_memory
         A score's weight in the calibration halves every ``calibration_memory /
-        max_ham_rate`` messages of its class (2,500 for 1 in 500): the filter scores its mail
+        max_ham_rate`` messages of its class (5,000 for 1 in 1,000): the filter scores its mail
         better as it learns. None: never forget.
     max_tokens
         Vocabulary cap: past it the tokens in the fewest messages are forgotten down to 90% of
@@ -154,7 +156,7 @@ class SpamFilter(base.Classifier):
         degenerate: bool = True,
         ham_cutoff: float = 0.2,
         spam_cutoff: float = 0.99,
-        max_ham_rate: float | None = 0.002,
+        max_ham_rate: float | None = MAX_HAM_RATE,
         max_spam_rate: float | None = 0.1,
         calibration_memory: float | None = 5.0,
         max_tokens: int | None = None,

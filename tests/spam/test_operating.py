@@ -10,11 +10,11 @@ import pytest
 
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.spam import OperatingPoint, SpamFilter
-from streamnb.spam.operating import DEFAULT_HAM, DEFAULT_SPAM, MIN_HAMS, MIN_SPAMS
+from streamnb.spam.operating import DEFAULT_HAM, DEFAULT_SPAM, MAX_HAM_RATE, MIN_HAMS, MIN_SPAMS
 
 
 def test_the_default_before_enough_hams_then_the_calibration():
-    op = OperatingPoint(half_life=None)
+    op = OperatingPoint(max_ham_rate=0.002, half_life=None)
     assert (op.threshold(), op.ham_threshold(), op.reason(), op.reason(ham=True)) == (
         DEFAULT_SPAM, DEFAULT_HAM, "default", "default")
     assert op.label(DEFAULT_SPAM) == "spam" and op.label(DEFAULT_SPAM - 0.01) == "unsure" and op.label(-0.01) == "ham"
@@ -63,7 +63,7 @@ def test_k_wrong_reports_move_the_spam_threshold_by_a_bounded_amount(k):
     t0, t = clean.threshold(), reported.threshold()
     assert t >= t0
     # the bound of the module: (1 + c) q(0.98 + k / N) - c q(0.90) on the clean hams, N the recent weight
-    c = math.log(0.02 / 0.002) / math.log(0.10 / 0.02)
+    c = math.log(0.02 / MAX_HAM_RATE) / math.log(0.10 / 0.02)
     n = reported.recent(ham=True)
     q = np.quantile(hams[-2500:], [0.90, min(0.98 + k / n, 1.0)])  # the recent ones dominate the weights
     if k < 0.02 * n:
@@ -110,7 +110,7 @@ def test_describe_in_words():
     op = calibrated(hams, spams)
     op.pin(reject=50.0)
     words = op.describe()
-    assert "(calibrated: about 1 ham in 500 tagged, from the scores of recent hams)" in words
+    assert "(calibrated: about 1 ham in 1,000 tagged, from the scores of recent hams)" in words
     assert "reject at spamicity 1 - 1.9e-22 or above (pinned)" in words
     assert op.summary()["spam_reason"] == "calibrated" and op.summary()["reject_cutoff"] == pytest.approx(1.0)
 

@@ -35,7 +35,7 @@ def test_river_shaped_stream_in_progressive_val_score():
     for y, p in zip(truth, got):
         matrix.update(y, p)
     # 6 of 4,827 hams called spam (about 1 in 800); 646 of 747 spams caught
-    assert (matrix[False][False], matrix[False][True], matrix[True][False], matrix[True][True]) == (4821, 6, 101, 646)
+    assert (matrix[False][False], matrix[False][True], matrix[True][False], matrix[True][True]) == (4825, 2, 111, 636)
     # spam is called from the first days, at the default threshold: after 54 hams
     first = got.index(True)
     assert sum(not y for y in truth[:first]) == 54
@@ -57,7 +57,7 @@ def test_rivers_own_sms_spam_dataset(tmp_path, monkeypatch):
     assert set(x) == {"body"} and y is False
     got = predictions(theirs, compose.Pipeline(Tokenizer(on="body"), SpamFilter()))
     assert got == predictions(SMSSpam(), compose.Pipeline(Tokenizer(on="body"), SpamFilter()))
-    assert sum(got) == 652
+    assert sum(got) == 638
 
 
 class Kind(enum.Enum):
@@ -126,4 +126,4 @@ def test_the_code_of_docs_river_md_runs(capsys):
     blocks = re.findall(r"```python\n(.*?)```", doc, flags=re.S)
     assert len(blocks) == 1
     exec(compile(blocks[0], "docs/river.md", "exec"), {})
-    assert capsys.readouterr().out == "Recall: 86.48%\n(True, False)\n"
+    assert capsys.readouterr().out == "Recall: 85.14%\n(True, False)\n"

@@ -136,7 +136,7 @@ def test_a_user_learner_that_declares_exact_batches_is_batched(bootstrap, names,
     assert UserPlainNB.batches == []  # no declaration: its polls are learned event by event
 
     UserExactNB.batches.clear()
-    default = Service(config(bootstrap, names, tmp_path / "default", model="test_step:UserExactNB", mode="learn",
-                             output_topic=None, group_id=f"{names.group}-default", batch_size=50))
+    default = Service(config(bootstrap, names, tmp_path / "default", model="test_step:UserExactNB",
+                             mode="learn", output_topic=None, group_id=f"{names.group}-default", batch_size=50))
     assert default.run().learned == len(labelled)
     assert default.stepper.plan(default.model) == "event" and UserExactNB.batches == []

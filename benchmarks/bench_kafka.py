@@ -21,7 +21,10 @@ is the capacity, the median shows the spread). Both are timed from the first pol
 assignment) until every event is consumed, and for the service every output acknowledged and
 the final checkpoint written. Cyclic GC is frozen after start-up for both (``gc.freeze()``, as
 ``streamnb run`` does): without it full collections over the imported libraries cost 10-30 %.
-Prints figures and ratios; asserts nothing about speed. Run:
+Each throughput line also gives the main thread's CPU per event (``time.thread_time``, the least
+of the runs) and raw's over it: the rates and their ratio move with whatever else runs on the
+machine (a busy machine starves the service's threads and the broker more than raw's loop), the
+CPU per event hardly does. Prints figures and ratios; asserts nothing about speed. Run:
 ``python benchmarks/bench_kafka.py [--events 50000] [--text-events 20000] [--repeat 2] [--rate 1000]
 [--sections throughput,stores,latency] [--restore-sizes 1,10]``.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -57,6 +61,11 @@ def produce_all(bootstrap: str, topic: str, values: list[bytes]) -> None:
     producer.close()
 
 
+#: the main thread's CPU seconds per event of the last raw and service runs (``time.thread_time``):
+#: unlike the rates, hardly moved by what else runs on the machine
+CPU: dict[str, float] = {}
+
+
 def raw_consume(bootstrap: str, topic: str, n: int) -> float:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
                              fetch_max_wait_ms=50, max_poll_records=1000)
@@ -64,11 +73,12 @@ def raw_consume(bootstrap: str, topic: str, n: int) -> float:
     consumer.assign([tp])
     consumer.seek_to_beginning(tp)
     got = 0
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     while got < n:
         for recs in consumer.poll(500).values():
             got += len(recs)
     elapsed = time.perf_counter() - start
+    CPU["raw"] = (time.thread_time() - cpu) / n
     consumer.close()
     return n / elapsed
 
@@ -76,16 +86,16 @@ def raw_consume(bootstrap: str, topic: str, n: int) -> float:
 class TimedService(Service):
     """Times from the first poll to the final checkpoint (outputs acknowledged), like raw."""
 
-    started = ended = 0.0
+    started = ended = cpu = 0.0
 
     def _loop(self, progress):
-        self.started = time.perf_counter()
+        self.started, self.cpu = time.perf_counter(), time.thread_time()
         return super()._loop(progress)
 
     def _shutdown(self) -> None:
         if self.publisher is not None and self.source is not None and self.source.consumer is not None:
             self._checkpoint("end")
-        self.ended = time.perf_counter()
+        self.ended, self.cpu = time.perf_counter(), time.thread_time() - self.cpu
         super()._shutdown()
 
 
@@ -98,6 +108,7 @@ def service_rate(bootstrap: str, topic: str, n: int, **kw) -> tuple[float, objec
     service = TimedService(cfg)
     summary = service.run()
     assert summary.events == n, summary
+    CPU["service"] = service.cpu / n
     return n / (service.ended - service.started), summary
 
 
@@ -205,11 +216,18 @@ def one_hop(bootstrap: str, rate: float, seconds: float) -> list[float]:
     return lat
 
 
-def _row(name: str, rates: list[float], raw: float | None = None, unit: str = "events/s") -> str:
+def _row(name: str, rates: list[float], raw: float | None = None, unit: str = "events/s",
+         cpu: list[float] | None = None, raw_cpu: float | None = None) -> str:
+    """One line: the best rate (its ratio to raw's best), the main thread's least CPU per event
+    (its ratio to raw's: the same comparison, hardly moved by the machine's load), the median rate."""
     best = max(rates)
     line = f"  {name:<40} {best:>10,.0f} {unit:<8}"
     if raw:
         line += f"  ratio to raw {best / raw:.2f}"
+    if cpu:
+        line += f"  {min(cpu) * 1e6:5.2f} us/event CPU"
+        if raw_cpu:
+            line += f" (raw/this {raw_cpu / min(cpu):.2f})"
     if len(rates) > 1:
         line += f"   (median {statistics.median(rates):,.0f})"
     return line
@@ -298,19 +316,23 @@ def main() -> None:
             setups = [(f"service, {b} consumer + producer", {**kw, "producer": b, "consumer": b}) for b in backends]
             setups.append(("service, learn only (no outputs)", {**kw, "mode": "learn"}))
             raw: list[float] = []
+            raw_cpu: list[float] = []
             rates: dict[str, list[float]] = {label: [] for label, _ in setups}
+            cpus: dict[str, list[float]] = {label: [] for label, _ in setups}
             summary = None
             for _ in range(args.repeat):
                 raw.append(raw_consume(bootstrap, topic, len(rows)))
+                raw_cpu.append(CPU["raw"])
                 for label, skw in setups:
                     rate, s = service_rate(bootstrap, topic, len(rows), **skw)
                     rates[label].append(rate)
+                    cpus[label].append(CPU["service"])
                     summary = summary or s
             best_raw = max(raw)
-            print(f"\n{name}: {len(rows):,} events")
-            print(_row("raw kafka-python consume", raw, unit="msg/s"))
+            print(f"\n{name}: {len(rows):,} events (load {os.getloadavg()[0]:.1f})")
+            print(_row("raw kafka-python consume", raw, unit="msg/s", cpu=raw_cpu))
             for label, _ in setups:
-                print(_row(label, rates[label], best_raw))
+                print(_row(label, rates[label], best_raw, cpu=cpus[label], raw_cpu=min(raw_cpu)))
             print(f"  (first run: learned {summary.learned:,}, predicted {summary.predicted:,}, "
                   f"checkpoints {summary.checkpoints})")
         if "stores" in sections:

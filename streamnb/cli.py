@@ -203,9 +203,9 @@ def main() -> None:
               help="spamfilter: pin its reject level (the published verdict's spam at or above it has \"reject\").")
 @click.option("--batch-size", default=1000, show_default=True, type=int, help="Records per poll.")
 @click.option("--batch-learning", type=click.Choice(["auto", "always", "never"]), default="auto",
-              show_default=True, help="auto: predict each event with the model that learned the events before it "
-              "(learn_many only in --mode learn, for learners declaring exact_batch); always: predict a poll at "
-              "once with the model as of its start (faster; predictions lag within a poll); never: event by event.")
+              show_default=True, help="auto and never: event by event, each predicted with the model that "
+              "learned the events before it; always: a poll at once, predicted with the model as of its start "
+              "(predictions lag within a poll) and learned with one learn_many for learners declaring exact_batch.")
 @click.option("--on-checkpoint-ahead", type=click.Choice(["fail", "reset"]), default="fail", show_default=True,
               help="A checkpoint beyond the log end: stop, or learn the partition again from its start.")
 @click.option("--max-pending", default=100_000, show_default=True, type=int,

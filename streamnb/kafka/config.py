@@ -97,13 +97,13 @@ class ServiceConfig:
     checkpoint_every, checkpoint_interval
         Checkpoint after this many events or seconds (whichever first), and at shutdown.
     batch_size, batch_learning
-        Records per poll. ``"auto"`` (default) predicts every event with the model that has
-        learned exactly the events before it (one prequential pass, whatever the polls), and in
-        ``learn`` mode learns a poll of dense events with one ``learn_many`` when the learner
-        declares ``exact_batch = True`` (same statistics). ``"never"``: always event by event.
-        ``"always"`` (opt-in, faster): a poll's dense events are predicted together with the
-        model as of the poll's start, so a prediction lags by up to ``batch_size - 1`` events
-        of its own poll; the model is the same. See :mod:`streamnb.kafka.step`.
+        Records per poll. ``"auto"`` (default) and ``"never"``: event by event, every event
+        predicted with the model that has learned exactly the events before it (one prequential
+        pass, whatever the polls). ``"always"`` (opt-in): a poll's dense events are predicted
+        together with the model as of the poll's start, so a prediction lags by up to
+        ``batch_size - 1`` events of its own poll, then learned with one ``learn_many`` when the
+        learner declares ``exact_batch = True`` (same statistics); the model is the same. See
+        :mod:`streamnb.kafka.step`.
     producer
         Producer backend for outputs: ``"confluent"`` (confluent-kafka), ``"kafka-python"`` or
         ``"auto"`` (confluent when importable); ``producer_config`` is in that backend's names.

@@ -2,15 +2,18 @@
 
 By default every event is predicted with the model that has learned exactly the events before
 it (``predict_proba_one``, then ``learn_one``): predictions equal those of one prequential pass
-over the log, whatever the polls. Two batch paths exist:
+over the log, whatever the polls. In ``learn`` mode too events are learned one by one by
+default: the cost of a poll is that of its events (a poll of one event builds no DataFrame), and
+the learners' per-event path is the cheaper one at every poll size (CategoricalNB on 8 dense
+features: 3-5 us per event against 6-9 us for one ``learn_many`` per poll of 1,000-5,000
+events, and ~260 us per event in polls of 10; ``benchmarks/README.md``).
 
-- ``learn`` mode (nothing to predict), a learner that declares ``exact_batch = True`` (its
-  ``learn_many`` gives exactly the statistics of repeated ``learn_one``) and dense events: the
-  poll is learned with one ``learn_many``. Same model, so this is the default there.
-- ``batch="always"`` (opt-in): a poll's dense events are predicted together, with the model as
-  of the poll's *start*, then learned (``learn_many`` where exact, else one by one). A
-  prediction then lags behind by up to ``batch_size - 1`` events of its own poll: an event does
-  not benefit from the labelled events just before it in the same poll. The model is the same.
+``batch="always"`` (opt-in) takes a poll at a time: its dense events are predicted together,
+with the model as of the poll's *start*, then learned (one ``learn_many`` where the learner
+declares ``exact_batch = True``, i.e. its ``learn_many`` gives exactly the statistics of
+repeated ``learn_one``; else one by one). A prediction then lags behind by up to
+``batch_size - 1`` events of its own poll: an event does not benefit from the labelled events
+just before it in the same poll. The model is the same.
 
 A label event (label, no features) labels the earlier unlabelled event with the same key
 (:class:`Pending`, saved in the checkpoint); it is learned when it arrives.
@@ -31,8 +34,8 @@ from streamnb.kafka.outputs import Predictions, key_text
 
 __all__ = ["BATCH_MODES", "Pending", "Stepper", "exact_batch", "rows_to_frame"]
 
-#: ``never``: event by event; ``auto``: event by event, except exact ``learn_many`` batches in
-#: ``learn`` mode; ``always``: per poll (predictions as of the poll's start).
+#: ``auto`` (the service's choice: event by event) and ``never``: event by event; ``always``: per
+#: poll (predictions as of the poll's start, exact ``learn_many`` batches).
 BATCH_MODES = ("auto", "always", "never")
 
 
@@ -140,19 +143,16 @@ class Stepper:
         self.keyed = keyed
 
     def plan(self, model: Any) -> str:
-        """``"event"``, ``"learn_many"`` or ``"poll"``: how :meth:`step` runs for ``model``."""
-        if self.batch == "never" or self.sparse or self.keyed is not None:
-            return "event"
-        if self.batch == "always":
+        """``"event"`` or ``"poll"``: how :meth:`step` runs for ``model``."""
+        if self.batch == "always" and not self.sparse and self.keyed is None:
             return "poll"
-        return "learn_many" if self.mode == "learn" and exact_batch(model) else "event"
+        return "event"
 
     def step(self, items: list[tuple[Any, Example]], model: Any, predictor: Any, pending: Pending) -> None:
         """Predict (with ``predictor``) and learn (into ``model``) the poll's events, in order."""
         if not items:
             return
-        plan = self.plan(model)
-        if plan == "event":
+        if self.plan(model) == "event":
             self._events(items, model, predictor, pending)
         else:
             self._poll(items, model, predictor, pending, learn_many=exact_batch(model))

@@ -327,8 +327,8 @@ class BaseNB(base.MiniBatchClassifier):
     sparse_batches = False
 
     #: Capability: ``learn_many`` gives bit for bit the statistics of repeated ``learn_one``
-    #: (counts of integer weights; Welford statistics agree only to rounding). A service may
-    #: then learn a poll as one batch.
+    #: (counts of integer weights; Welford statistics agree only to rounding). The Kafka service
+    #: then learns a poll as one batch when asked to (``--batch-learning always``).
     exact_batch = False
 
     def _batch(self, X: Any, columns: Any) -> Any:

@@ -172,7 +172,7 @@ def test_learn_mode_learns_labelled_events_and_dead_letters_unlabelled_ones():
     rows = events(9)
     items = [(record(i), Example(x, y if i != 4 else NO_LABEL)) for i, (x, y) in enumerate(rows)]
     items.insert(6, (record(99), Example({"sky": ["fog"]}, "play")))
-    for batch, plan in [("auto", "learn_many"), ("never", "event")]:
+    for batch, plan in [("auto", "event"), ("never", "event"), ("always", "poll")]:
         st = Stages("learn", batch)
         model = streamnb.CategoricalNB()
         assert st.stepper.plan(model) == plan

@@ -1,5 +1,6 @@
-"""The step: predictions equal one prequential pass in offset order; batching is decided by a
-capability the learner declares (``exact_batch``), so a user's own learner gets it too."""
+"""The step: predictions equal one prequential pass in offset order; with ``--batch-learning
+always``, learning a poll as one batch is decided by a capability the learner declares
+(``exact_batch``), so a user's own learner gets it too."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ class UserPlainNB(streamnb.CategoricalNB):
     """A user's learner whose batches are not exact (it says so): learned event by event."""
 
     exact_batch = False
+    batches: list = []  # sizes of the learn_many calls, all instances
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w=1.0) -> None:
+        UserPlainNB.batches.append(len(X))
+        super().learn_many(X, y, w)
 
 
 persistence.register(UserExactNB)
@@ -103,25 +109,34 @@ def test_predictions_equal_one_prequential_pass_in_offset_order(bootstrap, names
 
 
 def test_a_user_learner_that_declares_exact_batches_is_batched(bootstrap, names, tmp_path):
-    """``--model test_step:UserExactNB`` in learn mode: polls are learned with learn_many
-    because the learner says it is exact, and the model equals one by one learning."""
+    """``--model test_step:UserExactNB --batch-learning always`` in learn mode: polls are learned
+    with learn_many because the learner says it is exact, and the model equals one by one
+    learning; by default (``auto``) its events are learned one by one."""
     events = sensors(300, seed=5)
     labelled = [(k, e) for k, e in events if "y" in e and len(e) > 1]
     create(bootstrap, names.topic, 1)
     produce(bootstrap, names.topic, labelled)
     UserExactNB.batches.clear()
     service = Service(config(bootstrap, names, tmp_path, model="test_step:UserExactNB", mode="learn",
-                             output_topic=None, batch_size=50))
+                             output_topic=None, batch_size=50, batch_learning="always"))
     summary = service.run()
     assert summary.learned == len(labelled)
-    assert service.stepper.plan(service.model) == "learn_many"
+    assert service.stepper.plan(service.model) == "poll"
     assert sum(UserExactNB.batches) == len(labelled) and max(UserExactNB.batches) > 1
     one = UserExactNB()
     for _, e in labelled:
         one.learn_one({k: v for k, v in e.items() if k != "y"}, e["y"])
     assert persistence.dumps(Checkpointer(tmp_path / "ckpt").load().model) == persistence.dumps(one)
 
+    UserPlainNB.batches.clear()
     plain = Service(config(bootstrap, names, tmp_path / "plain", model="test_step:UserPlainNB", mode="learn",
-                           output_topic=None, group_id=f"{names.group}-plain"))
-    plain.run()
-    assert plain.stepper.plan(plain.model) == "event"  # no declaration: event by event
+                           output_topic=None, group_id=f"{names.group}-plain", batch_size=50,
+                           batch_learning="always"))
+    assert plain.run().learned == len(labelled)
+    assert UserPlainNB.batches == []  # no declaration: its polls are learned event by event
+
+    UserExactNB.batches.clear()
+    default = Service(config(bootstrap, names, tmp_path / "default", model="test_step:UserExactNB",
+                             mode="learn", output_topic=None, group_id=f"{names.group}-default", batch_size=50))
+    assert default.run().learned == len(labelled)
+    assert default.stepper.plan(default.model) == "event" and UserExactNB.batches == []

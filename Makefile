@@ -40,13 +40,17 @@ pytest = $(BIN)/python -m pytest -q $(1) || { status=$$?; test ! -f .pytest-runn
 
 # The tiers. FAST: the learners, statistics, structure, drift, text and spam (no broker, MTA,
 # packaging or docs), in parallel over the machine's cores; the rest (SLOW) talks to real
-# brokers, MTAs and builds, one test at a time. `make test` runs both; `make test-pure` runs FAST
-# again on the pure-Python path, the only code the compiled modules change.
+# brokers, MTAs, daemons and builds, and waits on them more than it computes: it runs in
+# SLOW_WORKERS processes (one more than 2 cores), each test file in one of them (--dist loadfile:
+# a file's broker, MTA or daemon fixture starts once; every test has its own topics, ports and
+# directories). `make test` runs both; `make test-pure` runs FAST again on the pure-Python path,
+# the only code the compiled modules change.
 FAST := streamnb tests/naive_bayes tests/bn tests/stats tests/structure tests/drift tests/text \
         tests/spam $(wildcard tests/fuzz) tests/test_perkey.py tests/test_perkey_users.py tests/test_persistence.py \
         tests/test_persistence_migration.py tests/test_cli_evaluate.py
 SLOW := tests $(addprefix --ignore=,$(filter tests/%,$(FAST)))
 WORKERS ?= auto
+SLOW_WORKERS ?= 3
 
 test: $(DEV_STAMP)
 	$(BIN)/python -m mypy
@@ -56,7 +60,7 @@ test-fast: $(DEV_STAMP)
 	$(call pytest,-n $(WORKERS) $(FAST))
 
 test-slow: $(DEV_STAMP)
-	$(call pytest,-p no:xdist $(SLOW))
+	$(call pytest,-n $(SLOW_WORKERS) --dist loadfile $(SLOW))
 
 # the learners' tiers on the pure-Python path, as a machine without a C compiler runs them (the
 # tests that compare the compiled path with the Python one skip)

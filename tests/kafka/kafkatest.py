@@ -60,7 +60,8 @@ def produce(bootstrap: str, topic: str, messages, partition: int | None = None) 
 def read_topic(bootstrap: str, topic: str, n: int = 0, timeout: float = 30.0, until=None) -> list:
     """Every record of every partition of ``topic``, read up to the log end, once at least ``n``
     records have arrived and ``until(records)`` (if given) holds; fails if that takes longer than
-    ``timeout`` seconds. Records are sorted by (partition, offset).
+    ``timeout`` seconds (and waiting as long for the topic to exist). Records are sorted by
+    (partition, offset).
 
     Reading to the end (the highwater mark of the last fetch) rather than stopping after ``n``
     records makes the result independent of how the polls happen to split the log: duplicates
@@ -70,7 +71,8 @@ def read_topic(bootstrap: str, topic: str, n: int = 0, timeout: float = 30.0, un
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=50,
                              auto_offset_reset="earliest")
     try:
-        parts = wait_until(lambda: consumer.partitions_for_topic(topic), 10, f"topic {topic}")
+        # the topic may be the output of a service still starting (slowly, on a busy machine)
+        parts = wait_until(lambda: consumer.partitions_for_topic(topic), timeout, f"topic {topic}")
         tps = [TopicPartition(topic, p) for p in sorted(parts)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 from kafkatest import cli, config, create, produce, read_topic, stop_process, wait_until
-from test_model_key import KEYS, events, features, own_learners
+from test_model_key import EVICTING_KEYS, RESIDENT, events, features, own_learners
 
 import streamnb
 from streamnb import persistence
@@ -36,11 +36,11 @@ def files_under(path) -> list[str]:
 
 
 def test_evicted_keys_learn_their_own_events_and_predictions_are_the_blend(bootstrap, names, tmp_path, state):
-    data = events(3000, seed=11)
+    data = events(900, seed=11, keys=EVICTING_KEYS)
     create(bootstrap, names.topic, 1)
     produce(bootstrap, names.topic, data)
     cfg = config(bootstrap, names, tmp_path, model="categorical", partitions=[0], model_key="user", state=state,
-                 model_key_resident=100, model_key_takeover=20.0, ignore_fields=["id"])
+                 model_key_resident=RESIDENT, model_key_takeover=20.0, ignore_fields=["id"])
     keys = keys_of(bootstrap, state)
     summary = Service(cfg).run()
     assert summary.learned == len(data) and not summary.dead_letters
@@ -58,9 +58,9 @@ def test_evicted_keys_learn_their_own_events_and_predictions_are_the_blend(boots
     ck = store.newest("main")
     model = ck.model
     assert isinstance(model, PerKey) and model.store == keys
-    assert ck.offsets == {f"{names.topic}:0": len(data)} and len(model.keys()) <= 100
+    assert ck.offsets == {f"{names.topic}:0": len(data)} and len(model.keys()) <= RESIDENT
     assert persistence.dumps(model.model) == persistence.dumps(reference.model)
-    assert len(open_key_store(keys, read_only=True)) >= KEYS - 100
+    assert len(open_key_store(keys, read_only=True)) >= EVICTING_KEYS - RESIDENT
     for user, alone in own_learners(data).items():  # most of them read back from the store
         assert persistence.dumps(model.learner(user)) == persistence.dumps(alone), user
     model.close()
@@ -71,17 +71,19 @@ def test_evicted_keys_learn_their_own_events_and_predictions_are_the_blend(boots
 def run_args(bootstrap, names, url, *extra):
     return ["run", "--bootstrap", bootstrap, "--input", names.topic, "--output", names.output,
             "--group-id", names.group, "--partitions", "0,1", "--state", url,
-            "--model", "categorical", "--ignore", "id", "--model-key", "user", "--model-key-resident", "50",
-            "--checkpoint-every", "1500", "--checkpoint-interval", "600", "--batch-size", "200",
+            "--model", "categorical", "--ignore", "id", "--model-key", "user",
+            "--model-key-resident", str(RESIDENT // 2), "--checkpoint-every", "500",
+            "--checkpoint-interval", "600", "--batch-size", "200",
             "--state-lease", "3", "--no-progress", *extra]
 
 
 def test_a_restart_after_sigkill_continues_exactly_with_keys_evicted_ahead_of_the_checkpoint(
         bootstrap, names, tmp_path, state):
-    """As the dir: test of test_model_key: a checkpoint after 1,500 to 1,700 of 2,300 events,
-    keys evicted to the store after it, SIGKILL; the restart replays from the checkpoint and each
+    """As the dir: test of test_model_key: a checkpoint after 500 to 700 of 800 events, keys
+    evicted to the store after it, SIGKILL; the restart replays from the checkpoint and each
     key's learner skips what it already holds."""
-    first, second = events(2300, seed=12), events(1700, seed=13, start=2300)
+    first = events(800, seed=12, keys=EVICTING_KEYS)
+    second = events(600, seed=13, start=800, keys=EVICTING_KEYS)
     create(bootstrap, names.topic, 2)
     produce(bootstrap, names.topic, first)
     proc = cli(*run_args(bootstrap, names, state, "--exit-when-idle", "3600"))
@@ -99,7 +101,7 @@ def test_a_restart_after_sigkill_continues_exactly_with_keys_evicted_ahead_of_th
         stop_process(proc, signal.SIGKILL)
     reader = open_store(state, "reader", bootstrap)
     ck = reader.newest("main")
-    assert 1500 <= sum(ck.offsets.values()) < len(first)
+    assert 500 <= sum(ck.offsets.values()) < len(first)
     keys = open_key_store(keys_of(bootstrap, state), read_only=True)
     ahead = 0
     for user in {e["user"] for _, e in first}:

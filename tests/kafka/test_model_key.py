@@ -17,16 +17,20 @@ from streamnb.kafka.keyed import Positions
 from streamnb.perkey import DirectoryStore, PerKey
 
 KEYS = 1000
+#: The eviction tests' users, and keys held in memory: a stream of 300 users with 30 resident
+#: evicts and reads back keys as often, per event, as one of 1,000 with 100, on a third of the
+#: events (every eviction and read back is a store round trip: a file, an S3 request, a record).
+EVICTING_KEYS, RESIDENT = 300, 30
 
 
-def events(n: int, seed: int, start: int = 0) -> list[tuple[str, dict]]:
-    """Events of KEYS users (each of them among the first KEYS): sky and wind; odd users play in
-    the rain, even ones in the sun."""
+def events(n: int, seed: int, start: int = 0, keys: int = KEYS) -> list[tuple[str, dict]]:
+    """Events of ``keys`` users (each of them among the first ``keys``): sky and wind; odd users
+    play in the rain, even ones in the sun."""
     rng = random.Random(seed)
-    first = rng.sample(range(KEYS), KEYS)
+    first = rng.sample(range(keys), keys)
     out = []
     for i in range(start, start + n):
-        user = f"u{first[i - start] if i - start < KEYS else rng.randrange(KEYS)}"
+        user = f"u{first[i - start] if i - start < keys else rng.randrange(keys)}"
         sky, wind = rng.choice(["sunny", "rainy", "fog"]), rng.choice(["calm", "gale"])
         good = sky == ("rainy" if int(user[1:]) % 2 else "sunny")
         y = "yes" if good and (wind == "calm" or rng.random() < 0.3) else "no"
@@ -47,11 +51,11 @@ def own_learners(evs) -> dict:
 
 
 def test_each_key_learns_its_own_events_and_predictions_are_the_blend(bootstrap, names, tmp_path):
-    data = events(3000, seed=1)
+    data = events(900, seed=1, keys=EVICTING_KEYS)
     create(bootstrap, names.topic, 1)
     produce(bootstrap, names.topic, data)
     cfg = config(bootstrap, names, tmp_path, model="categorical", partitions=[0], model_key="user",
-                 model_key_resident=100, model_key_takeover=20.0, ignore_fields=["id"])
+                 model_key_resident=RESIDENT, model_key_takeover=20.0, ignore_fields=["id"])
     summary = Service(cfg).run()
     assert summary.learned == len(data) and not summary.dead_letters
 
@@ -65,34 +69,36 @@ def test_each_key_learns_its_own_events_and_predictions_are_the_blend(bootstrap,
     out = [json.loads(r.value) for r in read_topic(bootstrap, names.output, len(data))]
     assert [o["source"]["offset"] for o in out] == list(range(len(data)))
     assert [o["proba"] for o in out] == expected
-    assert len({e["user"] for _, e in data}) == KEYS
+    assert len({e["user"] for _, e in data}) == EVICTING_KEYS
 
     # the state: the shared learner learned every event; each key's learner its events alone
     ck = Checkpointer(tmp_path / "ckpt").load()
     model = ck.model
     assert isinstance(model, PerKey) and ck.offsets == {f"{names.topic}:0": len(data)}
-    assert len(model.keys()) <= 100
+    assert len(model.keys()) <= RESIDENT
     assert persistence.dumps(model.model) == persistence.dumps(reference.model)
     for user, alone in own_learners(data).items():
         assert persistence.dumps(model.learner(user)) == persistence.dumps(alone), user
-    assert len(DirectoryStore(tmp_path / "ckpt" / "keys" / "main")) >= KEYS - 100
+    assert len(DirectoryStore(tmp_path / "ckpt" / "keys" / "main")) >= EVICTING_KEYS - RESIDENT
 
 
 def run_args(bootstrap, names, ckdir, *extra):
     return ["run", "--bootstrap", bootstrap, "--input", names.topic, "--output", names.output,
             "--group-id", names.group, "--partitions", "0,1", "--checkpoint-dir", str(ckdir),
-            "--model", "categorical", "--ignore", "id", "--model-key", "user", "--model-key-resident", "50",
-            "--checkpoint-every", "1500", "--checkpoint-interval", "600", "--batch-size", "200",
+            "--model", "categorical", "--ignore", "id", "--model-key", "user",
+            "--model-key-resident", str(RESIDENT // 2), "--checkpoint-every", "500",
+            "--checkpoint-interval", "600", "--batch-size", "200",
             "--no-progress", *extra]
 
 
 def test_a_restart_after_sigkill_continues_exactly_with_evicted_keys_ahead_of_the_checkpoint(
         bootstrap, names, tmp_path):
-    """Two partitions (a key in one: the message key is the user). The first run learns 2,300
-    events and checkpoints once (after 1,500 to 1,700: polls of at most 200), evicting keys that
+    """Two partitions (a key in one: the message key is the user). The first run learns 800
+    events and checkpoints once (after 500 to 700: polls of at most 200), evicting keys that
     learned events after it; SIGKILL; the restart replays from the checkpoint and each key's
     learner skips what it already holds: every event is learned once."""
-    first, second = events(2300, seed=2), events(1700, seed=3, start=2300)
+    first = events(800, seed=2, keys=EVICTING_KEYS)
+    second = events(600, seed=3, start=800, keys=EVICTING_KEYS)
     create(bootstrap, names.topic, 2)
     produce(bootstrap, names.topic, first)
     ckdir = tmp_path / "ckpt"
@@ -104,7 +110,7 @@ def test_a_restart_after_sigkill_continues_exactly_with_evicted_keys_ahead_of_th
     finally:
         stop_process(proc, signal.SIGKILL)
     ck = Checkpointer(ckdir).load()
-    assert 1500 <= sum(ck.offsets.values()) < len(first)
+    assert 500 <= sum(ck.offsets.values()) < len(first)
     # keys evicted after the checkpoint hold events past it: the case positions are for
     store = DirectoryStore(ckdir / "keys" / "main")
     ahead = 0

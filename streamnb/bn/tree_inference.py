@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 
 from streamnb.bn.margins import Margins
-from streamnb.naive_bayes.smoothing import lidstone
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one
 
-__all__ = ["MARGINAL_PRIOR", "SMOOTHINGS", "lid", "smoothed", "smoothed_rows", "smoothing_prior",
+__all__ = ["MARGINAL_PRIOR", "SMOOTHINGS", "smoothed", "smoothed_rows", "smoothing_prior",
            "tree_terms_one", "tree_terms_rows"]
 
 _log, _exp, _inf = math.log, math.exp, math.inf
@@ -58,23 +58,11 @@ def smoothing_prior(smoothing: str) -> float:
     return MARGINAL_PRIOR if smoothing == "marginal" else 0.0
 
 
-def lid(num: float, den: float, alpha: float, nv: float) -> float:
-    """Plain-float :func:`~streamnb.naive_bayes.categorical.lidstone` (without epsilon).
-
-    >>> round(math.exp(lid(3.0, 4.0, 1.0, 3.0)), 12), lid(0.0, 0.0, 0.0, 4.0) == -math.log(4)
-    (0.571428571429, True)
-    """
-    if alpha > 0:
-        return _log(num + alpha) - _log(den + alpha * nv)
-    if den > 0:
-        return _log(num) - _log(den) if num > 0 else -_inf
-    return -_log(nv) if nv > 0 else 0.0
-
-
 def smoothed(num: float, den: float, nx: float, t: float, alpha: float, nv: float, prior: float) -> float:
     """``log P(x | u, y)`` of a feature given its parent's value: ``num = n(x, u, y)``, ``den =
     n(u, y)`` (with the feature observed), ``nx = n(x, y)``, ``t = n(y)``; ``prior`` 0:
-    :func:`lid`, else smoothed toward ``P(x | y)`` with that strength (the module text).
+    :func:`~streamnb.naive_bayes.smoothing.lidstone_one`, else smoothed toward ``P(x | y)``
+    with that strength (the module text).
 
     >>> round(math.exp(smoothed(0.0, 0.0, 3.0, 4.0, 1.0, 3.0, 5.0)), 12)   # no event: P(x | y)
     0.571428571429
@@ -82,7 +70,7 @@ def smoothed(num: float, den: float, nx: float, t: float, alpha: float, nv: floa
     0.69387755102
     """
     if prior <= 0:
-        return lid(num, den, alpha, nv)
+        return lidstone_one(num, den, alpha, nv)
     if alpha > 0:
         th = (nx + alpha) / (t + alpha * nv)
     else:
@@ -125,16 +113,11 @@ def tree_terms_one(
     nv = m.nv
     out: dict = {}
     tops = []
-    smooth = alpha > 0
     for j, cj in obs.items():
         p = parents[j]
         if p < 0:
             a, b, v = cj * (s1 + s2), j * t1, nv[j]
-            if smooth:  # lid() inlined: the common case
-                av = alpha * v
-                out[j] = [_log(n[k * s0 + a] + alpha) - _log(Tv[k * t0 + b] + av) for k in ks]
-            else:
-                out[j] = [lid(n[k * s0 + a], Tv[k * t0 + b], alpha, v) for k in ks]
+            out[j] = [lidstone_one(n[k * s0 + a], Tv[k * t0 + b], alpha, v) for k in ks]
             continue
         cp = obs.get(p, -1)
         if cp < 0:  # the parent is missing: j is evidence of the cluster above it
@@ -147,18 +130,10 @@ def tree_terms_one(
         a, b, v = cj * s1 + cp * s2, j * d1 + cp * d2, nv[j]
         if prior > 0:
             a2, b2 = cj * (s1 + s2), j * t1
-            if smooth:  # smoothed() inlined: the same operations as PairCells.joint
-                av = alpha * v
-                out[j] = [_log(n[k * s0 + a] + prior * ((n[k * s0 + a2] + alpha) / (Tv[k * t0 + b2] + av)))
-                          - _log(Dv[k * d0 + b] + prior) for k in ks]
-            else:
-                out[j] = [smoothed(n[k * s0 + a], Dv[k * d0 + b], n[k * s0 + a2], Tv[k * t0 + b2], alpha, v, prior)
-                          for k in ks]
-        elif smooth:
-            av = alpha * v
-            out[j] = [_log(n[k * s0 + a] + alpha) - _log(Dv[k * d0 + b] + av) for k in ks]
+            out[j] = [smoothed(n[k * s0 + a], Dv[k * d0 + b], n[k * s0 + a2], Tv[k * t0 + b2], alpha, v, prior)
+                      for k in ks]
         else:
-            out[j] = [lid(n[k * s0 + a], Dv[k * d0 + b], alpha, v) for k in ks]
+            out[j] = [lidstone_one(n[k * s0 + a], Dv[k * d0 + b], alpha, v) for k in ks]
     for p in extra or ():
         t = p
         while parents[t] >= 0 and parents[t] not in obs:
@@ -186,7 +161,7 @@ def _cluster_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents
         top = [_exp(smoothed(n[k * s0 + v * s1 + cp * s2], den, n[k * s0 + v * (s1 + s2)], tt, alpha, nvt, prior))
                for v in vt]
     else:
-        top = [_exp(lid(n[k * s0 + v * (s1 + s2)], tt, alpha, nvt)) for v in vt]
+        top = [_exp(lidstone_one(n[k * s0 + v * (s1 + s2)], tt, alpha, nvt)) for v in vt]
     total = math.fsum(a * b for a, b in zip(top, lam))  # type: ignore[arg-type]
     return _log(total) + scale[0] if total > 0 else -_inf
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.margins import Margins
-from streamnb.bn.tree_inference import smoothed, smoothed_rows, smoothing_prior
+from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
-from streamnb.naive_bayes.smoothing import lidstone, lidstone_one
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one, smoothed, smoothed_rows
 from streamnb.stats import Counts, Index
 
 __all__ = ["AODE"]
@@ -106,12 +106,12 @@ class _AODEPart(TreePart):
             log_cond = smoothed_rows(both, den, n_i[:, :, None], m.T[:n_c, js][:, :, None], alpha, nv[:, None],
                                      self.prior)
         else:
-            log_cond = lidstone(both, den, alpha, nv[:, None])
+            log_cond = np.log(both + alpha) - np.log(den + alpha * nv[:, None])
         log_cond[:, diag, diag] = 0.0
         parents = n_i.sum(axis=0) >= max(self.min_count, np.finfo(float).tiny)
         if not parents.any():  # naive Bayes over the observed features
-            return lidstone(n_i, m.T[:n_c, js], alpha, nv).sum(axis=1).tolist()
-        log_joint = lidstone(n_i, m.T[:n_c, js].sum(axis=0), alpha, n_c * nv)
+            return (np.log(n_i + alpha) - np.log(m.T[:n_c, js] + alpha * nv)).sum(axis=1).tolist()
+        log_joint = np.log(n_i + alpha) - np.log(m.T[:n_c, js].sum(axis=0) + alpha * n_c * nv)
         spo = (log_joint + log_cond.sum(axis=1))[:, parents]
         top = spo.max(axis=1)
         log_avg = top + np.log(np.exp(spo - top[:, None]).sum(axis=1)) - np.log(parents.sum())

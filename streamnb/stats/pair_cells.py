@@ -27,6 +27,7 @@ from math import fsum
 from typing import Any
 
 from streamnb.stats.category_cells import Categories
+from streamnb.stats.lidstone import lidstone_one, smoothed
 
 __all__ = ["PairCells", "SumCells", "xlogx"]
 
@@ -280,15 +281,11 @@ class PairCells(Categories):
                 a, j, b = ev_ids[i], ev_fids[i], par[i]
                 if type(nv[j]) is not float:
                     return None
-                av = alpha * float(nv[j])
+                v = float(nv[j])
                 if b < 0:
-                    terms[i] = math.log(N[c * n0 + a * (n1 + n2)] + alpha) - math.log(T[c * t0 + j * t1] + av)
-                elif prior > 0.0:
-                    th = (N[c * n0 + a * (n1 + n2)] + alpha) / (T[c * t0 + j * t1] + av)
-                    terms[i] = math.log(N[c * n0 + a * n1 + b * n2] + prior * th) - math.log(
-                        D[c * d0 + j * d1 + b * d2] + prior)
+                    terms[i] = lidstone_one(N[c * n0 + a * (n1 + n2)], T[c * t0 + j * t1], alpha, v, 0.0)
                 else:
-                    terms[i] = math.log(N[c * n0 + a * n1 + b * n2] + alpha) - math.log(
-                        D[c * d0 + j * d1 + b * d2] + av)
+                    terms[i] = smoothed(N[c * n0 + a * n1 + b * n2], D[c * d0 + j * d1 + b * d2],
+                                        N[c * n0 + a * (n1 + n2)], T[c * t0 + j * t1], alpha, v, prior)
             out[c] = fsum(terms)
         return out

@@ -8,10 +8,10 @@ import numpy as np
 
 from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
 from streamnb.bn.margins import Margins
-from streamnb.bn.tree_inference import lid, smoothed, smoothed_rows, smoothing_prior
+from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
-from streamnb.naive_bayes.smoothing import lidstone
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one, smoothed, smoothed_rows
 from streamnb.stats import Counts, Index
 
 __all__ = ["AODE"]
@@ -62,7 +62,8 @@ class _AODEPart(TreePart):
         parents = [(i, ci) for i, ci in items if sum(n[k * s0 + ci * (s1 + s2)] for k in ks) >= limit]
         if not parents:  # naive Bayes over the observed features
             for j, cj in items:
-                vals = [lid(n[k * s0 + cj * (s1 + s2)], Tv[k * t0 + j * t1], alpha, nv[j]) for k in ks]
+                vals = [lidstone_one(n[k * s0 + cj * (s1 + s2)], Tv[k * t0 + j * t1], alpha, nv[j])
+                        for k in ks]
                 if max(vals) > -math.inf:
                     out = [a + b for a, b in zip(out, vals)]
             return out
@@ -74,7 +75,7 @@ class _AODEPart(TreePart):
         for k in ks:
             spo = []
             for (i, ci), n_i in zip(parents, seen):
-                t = lid(n[k * s0 + ci * (s1 + s2)], n_i, alpha, n_c * nv[i])
+                t = lidstone_one(n[k * s0 + ci * (s1 + s2)], n_i, alpha, n_c * nv[i])
                 col, dcol = k * s0 + ci * s2, k * d0 + ci * d2
                 for j, cj in items:
                     if j != i:

@@ -309,9 +309,6 @@ class CoMomentPart(GaussianPart):
         self._top, self._top_id = got
         self._derived = None
 
-    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
-        self.learn_one(prepared, k, w)
-
     # -- the event cells -------------------------------------------------------------------
     def viewed(self) -> tuple[Statistic, ...]:
         return self.welford, self.pooled, self.co

@@ -3,7 +3,7 @@
 Each node ``j`` keeps the counts ``n(x_j, parents(j))`` (a :class:`~streamnb.stats.Counts`
 over its values and its parent configurations) and the set of values it was seen with; the
 CPTs are Lidstone-smoothed exactly as in :class:`~streamnb.CategoricalNB` (same
-:func:`~streamnb.naive_bayes.categorical.lidstone`; ``alpha = 1`` is Laplace):
+:func:`~streamnb.stats.lidstone.lidstone`; ``alpha = 1`` is Laplace):
 
 ``P(x_j | pa_j) = (n(x_j, pa_j) + alpha) / (n(pa_j) + alpha |X_j|)``, ``|X_j|`` the values seen.
 

@@ -15,7 +15,7 @@ Probabilities are smoothed ratios of pair counts over the normalizers kept by
 :class:`~streamnb.bn.margins.Margins`: a feature without a feature parent Lidstone-smoothed
 (``alpha``), a feature given its parent either Lidstone-smoothed too (``prior`` 0) or, with
 ``prior = s > 0``, smoothed toward its own Lidstone-smoothed marginal given the class (Friedman,
-Geiger & Goldszmidt 1997, section 3.3; :func:`smoothed`)::
+Geiger & Goldszmidt 1997, section 3.3; :func:`~streamnb.naive_bayes.smoothing.smoothed`)::
 
     P(x | u, y) = (n(x, u, y) + s P(x | y)) / (n(u, y) + s),   P(x | y) = (n(x, y) + alpha) / (n(y) + alpha |X|)
 
@@ -36,10 +36,9 @@ from typing import Any
 import numpy as np
 
 from streamnb.bn.margins import Margins
-from streamnb.naive_bayes.smoothing import lidstone
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one, smoothed, smoothed_rows
 
-__all__ = ["MARGINAL_PRIOR", "SMOOTHINGS", "lid", "smoothed", "smoothed_rows", "smoothing_prior",
-           "tree_terms_one", "tree_terms_rows"]
+__all__ = ["MARGINAL_PRIOR", "SMOOTHINGS", "smoothing_prior", "tree_terms_one", "tree_terms_rows"]
 
 _log, _exp, _inf = math.log, math.exp, math.inf
 
@@ -58,53 +57,6 @@ def smoothing_prior(smoothing: str) -> float:
     return MARGINAL_PRIOR if smoothing == "marginal" else 0.0
 
 
-def lid(num: float, den: float, alpha: float, nv: float) -> float:
-    """Plain-float :func:`~streamnb.naive_bayes.categorical.lidstone` (without epsilon).
-
-    >>> round(math.exp(lid(3.0, 4.0, 1.0, 3.0)), 12), lid(0.0, 0.0, 0.0, 4.0) == -math.log(4)
-    (0.571428571429, True)
-    """
-    if alpha > 0:
-        return _log(num + alpha) - _log(den + alpha * nv)
-    if den > 0:
-        return _log(num) - _log(den) if num > 0 else -_inf
-    return -_log(nv) if nv > 0 else 0.0
-
-
-def smoothed(num: float, den: float, nx: float, t: float, alpha: float, nv: float, prior: float) -> float:
-    """``log P(x | u, y)`` of a feature given its parent's value: ``num = n(x, u, y)``, ``den =
-    n(u, y)`` (with the feature observed), ``nx = n(x, y)``, ``t = n(y)``; ``prior`` 0:
-    :func:`lid`, else smoothed toward ``P(x | y)`` with that strength (the module text).
-
-    >>> round(math.exp(smoothed(0.0, 0.0, 3.0, 4.0, 1.0, 3.0, 5.0)), 12)   # no event: P(x | y)
-    0.571428571429
-    >>> round(math.exp(smoothed(2.0, 2.0, 3.0, 4.0, 1.0, 3.0, 5.0)), 12)   # (2 + 5 * 4/7) / (2 + 5)
-    0.69387755102
-    """
-    if prior <= 0:
-        return lid(num, den, alpha, nv)
-    if alpha > 0:
-        th = (nx + alpha) / (t + alpha * nv)
-    else:
-        th = nx / t if t > 0 else (1.0 / nv if nv > 0 else 1.0)
-    p = num + prior * th
-    return _log(p) - _log(den + prior) if p > 0 else -_inf
-
-
-def smoothed_rows(num: np.ndarray, den: np.ndarray, nx: np.ndarray, t: np.ndarray, alpha: float, nv: Any,
-                  prior: float) -> np.ndarray:
-    """:func:`smoothed` over arrays (broadcast)."""
-    if prior <= 0:
-        return lidstone(num, den, alpha, nv)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if alpha > 0:
-            th = (nx + alpha) / (t + alpha * np.asarray(nv, dtype=float))
-        else:
-            nv = np.asarray(nv, dtype=float)
-            th = np.where(t > 0, nx / np.where(t > 0, t, 1.0), np.where(nv > 0, 1.0 / np.where(nv > 0, nv, 1.0), 1.0))
-        return np.log(num + prior * th) - np.log(den + prior)
-
-
 # -- one event, plain floats -----------------------------------------------------------------
 def tree_terms_one(
     n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents: list, children: list, ks: Any,
@@ -117,7 +69,7 @@ def tree_terms_one(
     the structure. ``extra``: evidence from outside the table at *missing* features,
     ``{feature id: {class: (log scale, [likelihood per value of the feature, over
     m.fcells])}}`` (a numeric child's density given each value): it enters the cluster of
-    that feature like the evidence of an observed child. ``prior``: see :func:`smoothed`.
+    that feature like the evidence of an observed child. ``prior``: see :func:`~streamnb.naive_bayes.smoothing.smoothed`.
     """
     s0, s1, s2 = ns
     Dv, (d0, d1, d2) = m.Dv, m.ds
@@ -125,16 +77,11 @@ def tree_terms_one(
     nv = m.nv
     out: dict = {}
     tops = []
-    smooth = alpha > 0
     for j, cj in obs.items():
         p = parents[j]
         if p < 0:
             a, b, v = cj * (s1 + s2), j * t1, nv[j]
-            if smooth:  # lid() inlined: the common case
-                av = alpha * v
-                out[j] = [_log(n[k * s0 + a] + alpha) - _log(Tv[k * t0 + b] + av) for k in ks]
-            else:
-                out[j] = [lid(n[k * s0 + a], Tv[k * t0 + b], alpha, v) for k in ks]
+            out[j] = [lidstone_one(n[k * s0 + a], Tv[k * t0 + b], alpha, v) for k in ks]
             continue
         cp = obs.get(p, -1)
         if cp < 0:  # the parent is missing: j is evidence of the cluster above it
@@ -147,18 +94,10 @@ def tree_terms_one(
         a, b, v = cj * s1 + cp * s2, j * d1 + cp * d2, nv[j]
         if prior > 0:
             a2, b2 = cj * (s1 + s2), j * t1
-            if smooth:  # smoothed() inlined: the same operations as PairCells.joint
-                av = alpha * v
-                out[j] = [_log(n[k * s0 + a] + prior * ((n[k * s0 + a2] + alpha) / (Tv[k * t0 + b2] + av)))
-                          - _log(Dv[k * d0 + b] + prior) for k in ks]
-            else:
-                out[j] = [smoothed(n[k * s0 + a], Dv[k * d0 + b], n[k * s0 + a2], Tv[k * t0 + b2], alpha, v, prior)
-                          for k in ks]
-        elif smooth:
-            av = alpha * v
-            out[j] = [_log(n[k * s0 + a] + alpha) - _log(Dv[k * d0 + b] + av) for k in ks]
+            out[j] = [smoothed(n[k * s0 + a], Dv[k * d0 + b], n[k * s0 + a2], Tv[k * t0 + b2], alpha, v, prior)
+                      for k in ks]
         else:
-            out[j] = [lid(n[k * s0 + a], Dv[k * d0 + b], alpha, v) for k in ks]
+            out[j] = [lidstone_one(n[k * s0 + a], Dv[k * d0 + b], alpha, v) for k in ks]
     for p in extra or ():
         t = p
         while parents[t] >= 0 and parents[t] not in obs:
@@ -186,7 +125,7 @@ def _cluster_one(n: Any, ns: tuple, m: Margins, alpha: float, obs: dict, parents
         top = [_exp(smoothed(n[k * s0 + v * s1 + cp * s2], den, n[k * s0 + v * (s1 + s2)], tt, alpha, nvt, prior))
                for v in vt]
     else:
-        top = [_exp(lid(n[k * s0 + v * (s1 + s2)], tt, alpha, nvt)) for v in vt]
+        top = [_exp(lidstone_one(n[k * s0 + v * (s1 + s2)], tt, alpha, nvt)) for v in vt]
     total = math.fsum(a * b for a, b in zip(top, lam))  # type: ignore[arg-type]
     return _log(total) + scale[0] if total > 0 else -_inf
 
@@ -235,7 +174,7 @@ def tree_terms_rows(
 ) -> None:
     """Fill ``terms[j, rows, ks]`` (``[features, rows, classes]``) and ``present[j, rows]``
     with the terms of the rows of ``obs`` (``[rows, features]`` cell ids, -1: missing);
-    ``prior``: see :func:`smoothed`."""
+    ``prior``: see :func:`~streamnb.naive_bayes.smoothing.smoothed`."""
     D, T, nv = m.D, m.T, np.asarray(m.nv)
     observed = obs >= 0
     kk = ks[:, None]

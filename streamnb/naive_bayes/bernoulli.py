@@ -61,7 +61,8 @@ class BernoulliPart(ZeroWeights, Part):
         missing = [f for f in x if is_missing(x[f])] if len(keys) < len(x) else []
         return keys, v, missing
 
-    def learn(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
+    def _learn_arrays(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
+        """One event counted with numpy (the path for ``alpha = 0``, see :meth:`learn_one`)."""
         keys, v, _ = prepared
         if keys:
             ids = self.features.lookup(keys, add=True)
@@ -106,7 +107,7 @@ class BernoulliPart(ZeroWeights, Part):
     def learn_one(self, prepared: tuple[list, list, list], k: int, w: float) -> None:
         keys, values, _ = prepared
         if not self.alpha > 0:  # the scalar prediction needs alpha > 0: count the numpy way
-            self.learn(prepared, k, w)
+            self._learn_arrays(prepared, k, w)
             self.changed()
             return
         hist = self._histograms()

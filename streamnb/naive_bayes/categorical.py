@@ -49,12 +49,6 @@ class CategoricalPart(BlendablePart):
     def prepare(self, x: Mapping) -> tuple[list, list]:
         return category_cells(x)
 
-    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
-        feats, cells = prepared
-        if feats:
-            self.counts.add((k, self.cells.lookup(cells, add=True)), w)
-            self.totals.add((k, self.features.lookup(feats, add=True)), w)
-
     def check_frame(self, X: pd.DataFrame) -> None:
         for f in X.columns:
             factorize(X[f], f)

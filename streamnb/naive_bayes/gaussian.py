@@ -70,13 +70,6 @@ class GaussianPart(Part):
             return keys, values, ids
         return [f for f, ok in zip(keys, known.tolist()) if ok], values[known], ids[known]
 
-    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
-        keys, v = prepared
-        if keys and w > 0:
-            ids, values = self.features.lookup(keys, add=True), np.array(v, dtype=float)
-            self.welford.update_ids(k, ids, values, w)
-            self.pooled.update_ids(0, ids, values, w)
-
     # -- the scalar path: one event, plain floats, the event's cells only -------------------
     def viewed(self) -> tuple[Statistic, ...]:
         return self.welford, self.pooled

@@ -61,16 +61,6 @@ class MultinomialPart(ZeroWeights, BlendablePart):
     def prepare(self, x: Mapping) -> tuple[list, list]:
         return numeric_items(x, nonnegative=True)
 
-    def learn(self, prepared: tuple[list, list], k: int, w: float) -> None:
-        keys, values = prepared
-        self._table = None
-        if keys:
-            v = np.array(values, dtype=float)
-            ids = self.tokens.lookup(keys, add=True)
-            self.counts.add((k, ids), w * v)
-            self.totals.add((k,), w * float(v.sum()))
-            self.zeros.add((ids[v == 0],), w)
-
     # -- the scalar path: one event, plain floats, the event's tokens only ------------------
     def viewed(self) -> tuple[Counts, Counts, Counts]:
         """Views ``(counts, counts strides, totals, totals strides, zeros, zeros strides)``."""

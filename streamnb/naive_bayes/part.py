@@ -24,7 +24,7 @@ __all__ = ["Part", "ZeroWeights"]
 class Part:
     """The statistics of one family of features and their log-likelihood per class.
 
-    Subclasses implement :meth:`prepare`, :meth:`learn`, :meth:`log_likelihoods`,
+    Subclasses implement :meth:`prepare`, :meth:`learn_one`, :meth:`log_likelihoods`,
     :meth:`learn_frame`, :meth:`log_likelihood_frame`, :meth:`stats` and :meth:`tables`.
     ``prepare`` validates an event without touching any state, so a rejected event leaves the
     model as it was.
@@ -41,9 +41,6 @@ class Part:
 
     #: Whether log-likelihoods are always finite (skips the non-finite handling).
     finite = False
-
-    def learn(self, prepared: Any, k: int, w: float) -> None:
-        raise NotImplementedError
 
     #: The flat views of the scalar path, the per-event cells over them, and the class count and
     #: sum of the statistics' generations they are valid for (see :meth:`_scalar`); never copied
@@ -131,12 +128,9 @@ class Part:
         return jll, self.learn_fast(x, k, w, True)
 
     def learn_one(self, prepared: Any, k: int, w: float) -> None:
-        """Learn one prepared event: the scalar path, touching only the event's cells, and
-        keeping what is derived from them current. Override with plain-float code (see
-        :meth:`Statistic.flat`); this default learns through :meth:`learn`, then
-        :meth:`changed`."""
-        self.learn(prepared, k, w)
-        self.changed()
+        """Learn one prepared event: the scalar path, touching only the event's cells (plain
+        floats, see :meth:`Statistic.flat`), and keeping what is derived from them current."""
+        raise NotImplementedError
 
     def joint_one(self, prepared: Any) -> list:
         """:meth:`joint` of one event as a list of floats: the scalar path. Override with
@@ -206,7 +200,7 @@ class Part:
         raise NotImplementedError(f"{type(self).__name__} cannot unlearn")
 
     def unlearn(self, prepared: Any, k: int, w: float) -> None:
-        """Subtract exactly what :meth:`learn` added (checked first by :meth:`check_unlearn`),
+        """Subtract exactly what :meth:`learn_one` added (checked first by :meth:`check_unlearn`),
         then forget the event's keys whose counts are back to zero."""
         raise NotImplementedError(f"{type(self).__name__} cannot unlearn")
 

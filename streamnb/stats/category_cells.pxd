@@ -3,6 +3,7 @@
 cimport cython
 from libc cimport math
 from streamnb.stats.cells cimport Event
+from streamnb.stats.lidstone cimport lidstone_one
 
 
 cdef class Categories(Event):
@@ -16,6 +17,7 @@ cdef class CategoryCells(Categories):
     cdef double[::1] counts, totals
     cdef Py_ssize_t c0, c1, t0, t1
     cpdef check(self, Py_ssize_t rows)
+    @cython.locals(nvj=double)
     cpdef object score(self, list nv, Py_ssize_t n_classes, double alpha, bint smooth)
     cpdef bint add(self, Py_ssize_t k, double w) except -1
     cpdef bint learn(self, object x, dict cell_ids, dict feat_ids, Py_ssize_t k, double w, object exclude,

@@ -17,6 +17,7 @@ from array import array
 from typing import Any
 
 from streamnb.stats.cells import Event
+from streamnb.stats.lidstone import lidstone_one
 
 __all__ = ["Categories", "CategoryCells"]
 
@@ -94,13 +95,12 @@ class CategoryCells(Categories):
 
     def score(self, nv: list, n_classes: int, alpha: float, smooth: bool) -> list | None:
         """The log-likelihood per class of the event read (``alpha > 0``): per known feature
-        ``log(n[c, v] + alpha) - log(n[c, f] + alpha |X_f|)``; an unknown category left out, or
-        with ``smooth`` scored ``log(alpha) - log(n[c, f] + alpha |X_f|)``. ``nv``: ``|X_f|`` per
-        feature id (floats); None if a feature's is not counted yet."""
+        :func:`~streamnb.stats.lidstone.lidstone_one` of ``n[c, v]`` over ``n[c, f]`` and ``|X_f|``
+        values; an unknown category left out, or with ``smooth`` scored as a count of 0. ``nv``:
+        ``|X_f|`` per feature id (floats); None if a feature's is not counted yet."""
         cv, tv, c0, c1, t0, t1 = self.counts, self.totals, self.c0, self.c1, self.t0, self.t1
         ev_ids, ev_cats = self.ids, self.cats
         out = self.zeroed(n_classes)
-        la = math.log(alpha)
         n_nv = len(nv)
         for f in range(self.size):
             j, v = ev_ids[f], ev_cats[f]
@@ -108,15 +108,15 @@ class CategoryCells(Categories):
                 continue
             if j >= n_nv or type(nv[j]) is not float:
                 return None
-            a_nv = alpha * float(nv[j])
+            nvj = float(nv[j])
             tf = j * t1
             if v < 0:
                 for c in range(n_classes):
-                    out[c] += la - math.log(tv[c * t0 + tf] + a_nv)
+                    out[c] += lidstone_one(0.0, tv[c * t0 + tf], alpha, nvj, 0.0)
             else:
                 vc = v * c1
                 for c in range(n_classes):
-                    out[c] += math.log(cv[c * c0 + vc] + alpha) - math.log(tv[c * t0 + tf] + a_nv)
+                    out[c] += lidstone_one(cv[c * c0 + vc], tv[c * t0 + tf], alpha, nvj, 0.0)
         return [out[c] for c in range(n_classes)]
 
     def add(self, k: int, w: float) -> bool:

@@ -163,5 +163,4 @@ class CellMoments(Welford):
         features, values = self._within(2, features, values)
         idx = self._outer_cells(k, cells, features)
         N, M, S = (self._arrays[f].reshape(-1) for f in self.fields)
-        n_a, frac, d = add_weight(N, M, idx, values[None, :], w)
-        S[idx] += d * d * n_a * frac
+        add_weight(N, M, idx, values[None, :], w, S)

@@ -2,6 +2,7 @@
 cimport cython
 from libc cimport math
 from streamnb.stats.category_cells cimport Categories
+from streamnb.stats.lidstone cimport lidstone_one, smoothed
 
 cdef double[::1] _TABLE
 
@@ -27,5 +28,6 @@ cdef class PairCells(Categories):
     cpdef learn_ids(self, list ids, list fids, Py_ssize_t k, double w, SumCells sums)
     @cython.locals(p=Py_ssize_t)
     cpdef bint parents(self, list pa, Py_ssize_t n_nv) except -1
+    @cython.locals(v=double)
     cpdef object joint(self, dict x, dict cell_ids, list cf, object exclude, bint strings_only, list parents,
                        list nv, double alpha, Py_ssize_t n_classes, double prior)

@@ -27,6 +27,7 @@ from math import fsum
 from typing import Any
 
 from streamnb.stats.category_cells import Categories
+from streamnb.stats.lidstone import lidstone_one, smoothed
 
 __all__ = ["PairCells", "SumCells", "xlogx"]
 
@@ -251,11 +252,10 @@ class PairCells(Categories):
         """The log-likelihood per class of the event ``x``, whose observed features must all
         have their parent observed (None otherwise, or if it is not plain or has a cell not
         known): per class ``y`` the exact sum (:func:`math.fsum`) over its features ``j`` of
-        ``log(n[y, j, p] + alpha) - log(D[y, f(j), p] + alpha |X_j|)``, ``p`` the parent's cell,
-        or ``log(n[y, j, j] + alpha) - log(T[y, f(j)] + alpha |X_j|)`` for a root. With ``prior``
-        s > 0 a feature with a parent is smoothed toward its marginal given the class
-        (:func:`streamnb.bn.tree_inference.smoothed`): ``log(n[y, j, p] + s th) - log(D[y, f(j),
-        p] + s)`` with ``th = (n[y, j, j] + alpha) / (T[y, f(j)] + alpha |X_j|)``.
+        :func:`~streamnb.stats.lidstone.lidstone_one` of ``n[y, j, p]`` over ``D[y, f(j), p]``,
+        ``p`` the parent's cell, or of ``n[y, j, j]`` over ``T[y, f(j)]`` for a root, with
+        ``|X_j|`` values. With ``prior`` s > 0 a feature with a parent is smoothed toward its
+        marginal given the class (:func:`~streamnb.stats.lidstone.smoothed`).
 
         ``parents``: one list of parent feature ids (-1: none) shared by every class, or one per
         class; ``nv``: ``|X_j|`` per feature id (floats)."""
@@ -280,15 +280,13 @@ class PairCells(Categories):
                 a, j, b = ev_ids[i], ev_fids[i], par[i]
                 if type(nv[j]) is not float:
                     return None
-                av = alpha * float(nv[j])
+                v = float(nv[j])
                 if b < 0:
-                    terms[i] = math.log(N[c * n0 + a * (n1 + n2)] + alpha) - math.log(T[c * t0 + j * t1] + av)
+                    terms[i] = lidstone_one(N[c * n0 + a * (n1 + n2)], T[c * t0 + j * t1], alpha, v, 0.0)
                 elif prior > 0.0:
-                    th = (N[c * n0 + a * (n1 + n2)] + alpha) / (T[c * t0 + j * t1] + av)
-                    terms[i] = math.log(N[c * n0 + a * n1 + b * n2] + prior * th) - math.log(
-                        D[c * d0 + j * d1 + b * d2] + prior)
+                    terms[i] = smoothed(N[c * n0 + a * n1 + b * n2], D[c * d0 + j * d1 + b * d2],
+                                        N[c * n0 + a * (n1 + n2)], T[c * t0 + j * t1], alpha, v, prior)
                 else:
-                    terms[i] = math.log(N[c * n0 + a * n1 + b * n2] + alpha) - math.log(
-                        D[c * d0 + j * d1 + b * d2] + av)
+                    terms[i] = lidstone_one(N[c * n0 + a * n1 + b * n2], D[c * d0 + j * d1 + b * d2], alpha, v, 0.0)
             out[c] = fsum(terms)
         return out

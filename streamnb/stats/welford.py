@@ -32,18 +32,28 @@ def chan(
     return n, mean, m2
 
 
-def add_weight(n: np.ndarray, mean: np.ndarray, at: Any, x: Any, w: float) -> tuple[Any, Any, Any]:
-    """One event of weight ``w > 0`` with values ``x`` into the cells ``at`` of ``n`` and
-    ``mean``: :func:`chan` for the summary ``(w, x, 0)`` written out, the same arithmetic bit
-    for bit. Returns ``(n_a, frac, delta)`` (the weight before, ``w / n`` and ``x - mean``
-    before), from which the caller updates its second moments. ``at`` indexes with integers
-    (arrays or scalars, not slices), so ``n[at]`` is a copy."""
+def add_weight(n: np.ndarray, mean: np.ndarray, at: Any, x: Any, w: float,
+               m2: np.ndarray | None = None) -> tuple[Any, Any, Any]:
+    """One event of weight ``w > 0`` with values ``x`` into the cells ``at`` of ``n``,
+    ``mean`` and (if given) ``m2``: :func:`chan` for the summary ``(w, x, 0)`` written out,
+    the same arithmetic bit for bit. Returns ``(n_a, frac, delta)`` (the weight before, ``w /
+    n`` and ``x - mean`` before), from which a caller without ``m2`` updates its own second
+    moments. ``at`` indexes with integers (arrays or scalars, not slices), so ``n[at]`` is a
+    copy.
+
+    >>> n, mean, m2 = np.array([2.0]), np.array([1.0]), np.array([2.0])   # {0, 2}
+    >>> _ = add_weight(n, mean, 0, 4.0, 1.0, m2)                           # then {4}
+    >>> n.tolist(), mean.tolist(), m2.tolist()
+    ([3.0], [2.0], [8.0])
+    """
     n_a = n[at]
     n_b = n_a + w
     frac = w / n_b
     delta = x - mean[at]
     mean[at] += delta * frac
     n[at] = n_b
+    if m2 is not None:
+        m2[at] += delta * delta * n_a * frac
     return n_a, frac, delta
 
 
@@ -73,8 +83,7 @@ class Welford(Statistic):
         """:meth:`update` with integer ids; ``c`` must hold distinct columns and ``w > 0``."""
         self._fit()
         a = self._arrays
-        n_a, frac, delta = add_weight(a["n"], a["mean"], (r, c), values, w)
-        a["m2"][r, c] += delta * delta * n_a * frac
+        add_weight(a["n"], a["mean"], (r, c), values, w, a["m2"])
 
     def update_many_ids(self, r: np.ndarray, c: np.ndarray, values: np.ndarray, w: Any = 1.0) -> None:
         """Many observations ``(r[i], c[i], values[i])``; cells may repeat.

@@ -1,0 +1,10 @@
+# The C types of lidstone.py, for the compiled build (Cython's augmenting declarations). The
+# compiled cells cimport lidstone_one and smoothed from its build (see setup.py).
+cimport cython
+from libc cimport math
+
+cpdef double lidstone_one(double num, double den, double alpha, double n_values, double epsilon=*) noexcept
+
+@cython.locals(th=double, p=double)
+cpdef double smoothed(double num, double den, double nx, double t, double alpha, double nv,
+                      double prior) noexcept

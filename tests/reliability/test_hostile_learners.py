@@ -225,7 +225,7 @@ def test_100000_distinct_features_in_one_event(name, n):
     model.learn_one(wide, a)
     model.learn_one({f"w{i}": float(i % 5) for i in range(n)}, b)
     check_proba(model, wide)
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < 600  # a bound against quadratic work (hours), not a speed: see benchmarks/
     saved = state(model)
     assert state(reload(model)) == saved
 

@@ -63,15 +63,8 @@ class TreeAugmentedNB(FeatureKinds):
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
 
-    def _make_parts(self) -> dict[str, Part]:
-        return {"gaussian": self._make_numeric_part(), "categorical": self._make_structured_part()}
-
-    def _init_kinds(self) -> None:
-        super()._init_kinds()
-        if self._wholes:  # numbers first: the categorical part's fast path takes only events
-            # whose first value is a string, the numeric part's none of those, so the order
-            # changes nothing but the cost of an event of numbers (one call less each way)
-            self._wholes = (self._parts["gaussian"], self._parts["categorical"])
+    def _make_part(self, kind: str) -> Part:
+        return self._make_numeric_part() if kind == "gaussian" else self._make_structured_part()
 
     def _make_numeric_part(self) -> Part:
         """The numeric features: Gaussian leaves (the class their only parent) by default."""

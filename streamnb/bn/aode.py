@@ -27,10 +27,10 @@ class _AODEPart(TreePart):
 
     def __init__(self, classes: Index, class_counts: Counts, alpha: float, min_count: float,
                  max_cells: int = MAX_CELLS, prior: float = 0.0) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every=0, max_cells=max_cells, prior=prior)
+        super().__init__(classes, class_counts, alpha, max_cells=max_cells, prior=prior)
         self.min_count = min_count
 
-    def learn_structures(self) -> dict:
+    def learn_structures(self, current: dict, on_log: frozenset = frozenset()) -> dict:
         return {}
 
     def _log_prior(self) -> np.ndarray:

@@ -10,17 +10,28 @@ batches, merge, decay, state) with two parts, chosen per feature exactly as
   conditional linear Gaussians (:mod:`streamnb.bn.linear_gaussian`); in the per-class
   Chow-Liu and AODE learners they are conditional Gaussians given the class (the GaussianNB
   part), leaves with the class as only parent.
+
+The learner owns its structure (:class:`~streamnb.bn.tree_structure.TreeStructure`): it counts
+every event it learns, whatever part held its features, recomputes the structure when it is
+due from the statistics the parts supply, and hands the trees down to the parts that score with
+them. Data flows one way: learner, parts, statistics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS
+from streamnb.bn.tree_structure import TreeStructure
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.mixed import FeatureKinds, check_kinds
+from streamnb.structure import Structure
 
 __all__ = ["TreeAugmentedNB"]
 
@@ -34,7 +45,11 @@ PHISHING_KINDS = {
 
 
 class TreeAugmentedNB(FeatureKinds):
-    """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part."""
+    """Base of TAN, per-class Chow-Liu and AODE: ``kinds``, a Gaussian part, a structured part,
+    and the structure (:class:`~streamnb.bn.tree_structure.TreeStructure`)."""
+
+    #: Recompute the structure after this many events (0: only on :meth:`relearn`).
+    relearn_every: int = 0
 
     @classmethod
     def migrate_params(cls, params: dict) -> dict:
@@ -48,6 +63,7 @@ class TreeAugmentedNB(FeatureKinds):
         check_kinds(kinds)
         if isinstance(max_cells, bool) or not isinstance(max_cells, int) or max_cells < 1:
             raise ValueError(f"max_cells must be a positive integer, got {max_cells!r}")
+        self._structure = TreeStructure(self.relearn_every)
         super().__init__()
         self._init_kinds()
 
@@ -63,15 +79,8 @@ class TreeAugmentedNB(FeatureKinds):
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
 
-    def _make_parts(self) -> dict[str, Part]:
-        return {"gaussian": self._make_numeric_part(), "categorical": self._make_structured_part()}
-
-    def _init_kinds(self) -> None:
-        super()._init_kinds()
-        if self._wholes:  # numbers first: the categorical part's fast path takes only events
-            # whose first value is a string, the numeric part's none of those, so the order
-            # changes nothing but the cost of an event of numbers (one call less each way)
-            self._wholes = (self._parts["gaussian"], self._parts["categorical"])
+    def _make_part(self, kind: str) -> Part:
+        return self._make_numeric_part() if kind == "gaussian" else self._make_structured_part()
 
     def _make_numeric_part(self) -> Part:
         """The numeric features: Gaussian leaves (the class their only parent) by default."""
@@ -87,19 +96,37 @@ class TreeAugmentedNB(FeatureKinds):
     # -- structure -------------------------------------------------------------------------
     def relearn(self) -> None:
         """Recompute the structure from the statistics now (no data is replayed)."""
-        self._part.relearn()
+        s, part = self._structure, self._part
+        on_log = self._choose_scales()
+        new = part.learn_structures(s.trees, on_log)
+        s.update({key: part.held(key, s.trees.get(key, Structure({})), tree) for key, tree in new.items()})
+        s.update_scales(on_log)
+        self._hand_down()
+
+    def _choose_scales(self) -> frozenset:
+        """The numeric features to stand on their log scale at a recompute (none here)."""
+        return frozenset()
+
+    def _hand_down(self) -> None:
+        """Give the parts that score with it the current structure."""
+        self._part.use(self._structure.trees)
+
+    def _tick(self, n: int) -> None:
+        """``n`` events learned: count them, recompute the structure when it is due."""
+        if self._structure.tick(n):
+            self.relearn()
 
     @property
     def history(self) -> list[dict]:
         """Structure changes: ``{"event", "added", "removed"}`` (and ``"class"`` per class),
         ``event`` being the number of events learned when the change happened. The last
-        :data:`~streamnb.bn.tree_part.HISTORY_SIZE` changes are kept."""
-        return list(self._part.history)
+        :data:`~streamnb.bn.tree_structure.HISTORY_SIZE` changes are kept."""
+        return list(self._structure.history)
 
     @property
     def n_learned(self) -> int:
         """Events learned (the clock of ``relearn_every``)."""
-        return self._part.n_learned
+        return self._structure.n_learned
 
     @property
     def n_discarded(self) -> float:
@@ -124,21 +151,59 @@ class TreeAugmentedNB(FeatureKinds):
         """
         return super().merge(other)
 
-    # -- BaseNB hooks ----------------------------------------------------------------------
-    def _learned_fast(self, part: Part) -> None:
-        structured = self._parts["categorical"]
-        if part is not structured:  # an event of numbers only: the structure's clock still ticks
-            structured.tick_one()  # type: ignore[attr-defined]
+    # -- the clock: every event learned, on every path -------------------------------------
+    def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
+        clock = self._structure
+        before = clock.n_learned
+        super().learn_one(x, y, w)
+        if clock.n_learned == before and w != 0:  # learned on the Python path (the cells path counted it)
+            self._tick(1)
 
+    def _counted_fast(self, k: int, w: float, part: Part | None = None) -> None:
+        # an event learned on a part's cells path: on the structured part's, the structure is
+        # recomputed before the event's class count is added, on the numeric part's after it
+        if part is self._part:
+            self._tick(1)
+            super()._counted_fast(k, w, part)
+        else:
+            super()._counted_fast(k, w, part)
+            self._tick(1)
+
+    def _learn_frames(self, frames: dict[str, pd.DataFrame], k: np.ndarray, w: np.ndarray) -> None:
+        # the structured part's rows in segments that end where learn_one would have relearned
+        for name, part in self._parts.items():
+            if part is not self._part:
+                part.learn_frame(frames[name], k, w)
+                continue
+            ids = part.frame_cells(frames[name], w)
+            start = 0
+            while start < len(k):
+                room = self._structure.room()
+                stop = len(k) if room is None else min(len(k), start + room)
+                part.learn_rows(ids[start:stop], k[start:stop], w[start:stop])
+                self._tick(stop - start)
+                start = stop
+
+    # -- BaseNB hooks ----------------------------------------------------------------------
     def _merge_extra(self, other: BaseNB) -> None:
         # the merged counts count both streams; the structure stays until the next relearn
+        self._structure.n_learned += other.n_learned  # type: ignore[attr-defined]
         self._part.absorb(other.part("categorical"))
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"structure": self._part.extra_state()}
+        s, part = self._structure, self._part
+        state = {"n_learned": s.n_learned, "discarded": part.discarded, "structures": s.trees_state(),
+                 "history": s.history_state(), "running": part.running_state()}
+        if s.on_log:
+            state["on_log"] = s.scales_state()
+        return {"structure": state}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        self._part.load_extra_state(state["structure"])
+        saved = state["structure"]
+        self._structure.load(saved["n_learned"], saved["structures"], saved["history"], saved.get("on_log", []))
+        # "discarded" is absent in states from before the cap
+        self._part.load_running(float(saved.get("discarded", 0.0)), saved.get("running"))
+        self._hand_down()
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)

@@ -18,7 +18,7 @@ __all__ = ["ChowLiuClassifier", "ClassTreesPart"]
 class ClassTreesPart(TANPart):
     """The pair counts of TAN, one Chow-Liu tree per class (numeric features stay Gaussian leaves)."""
 
-    def learn_structures(self) -> dict:
+    def learn_structures(self, current: dict, on_log: frozenset = frozenset()) -> dict:
         feats = top_features(self.pairs, self.max_tree_features)
         out = {}
         n = self.pairs.raw("n")
@@ -67,22 +67,21 @@ class ChowLiuClassifier(TreeAugmentedNB):
         super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:
-        return ClassTreesPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                               self.max_tree_features, self.cmi_alpha, self.max_cells, prior=self._prior)
+        return ClassTreesPart(self._classes, self._class_counts, self.alpha, self.max_tree_features, self.cmi_alpha, self.max_cells, prior=self._prior)
 
     def structure(self, y: Hashable) -> Structure:
         """The current tree of class ``y``."""
-        return self._part.structures.get(y, Structure({}))
+        return self._structure.trees.get(y, Structure({}))
 
     def structures(self) -> dict:
         """``{class: Structure}``."""
-        return dict(self._part.structures)
+        return dict(self._structure.trees)
 
     def to_dot(self, class_name: str = "class") -> str:
         """One Graphviz digraph per class, concatenated."""
         return "\n".join(
             s.to_dot().replace("digraph {", f'digraph "{class_name}={y}" {{', 1)
-            for y, s in self._part.structures.items()
+            for y, s in self._structure.trees.items()
         )
 
     @classmethod

@@ -235,9 +235,8 @@ class TANClassifier(TreeAugmentedNB):
         super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
 
     def _make_structured_part(self) -> Part:
-        return TANPart(self._classes, self._class_counts, self.alpha, self.relearn_every,
-                        self.max_tree_features, self.cmi_alpha, self.max_cells, self.edge_penalty,
-                        self.swap_margin, self._prior)
+        return TANPart(self._classes, self._class_counts, self.alpha, self.max_tree_features, self.cmi_alpha,
+                       self.max_cells, self.edge_penalty, self.swap_margin, self._prior)
 
     def _make_numeric_part(self) -> Part:
         return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric,
@@ -251,7 +250,15 @@ class TANClassifier(TreeAugmentedNB):
     def structure(self) -> Structure:
         """The current forest over every feature: ``.edges`` (parent, child) pairs, ``.weights``
         (conditional mutual information in nats, less the edge's price)."""
-        return self._part.structures.get(None, Structure({}, {}, True))
+        return self._structure.shared()
+
+    def _choose_scales(self) -> frozenset:
+        return self._parts["gaussian"].choose_scales()  # type: ignore[attr-defined]
+
+    def _hand_down(self) -> None:
+        super()._hand_down()
+        s = self._structure
+        self._parts["gaussian"].set_structure(s.shared(), s.on_log)  # type: ignore[attr-defined]
 
     def merge(self, other: BaseNB) -> BaseNB:
         """As :meth:`TreeAugmentedNB.merge`; a log slot whose feature had a value below 0 on

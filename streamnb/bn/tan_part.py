@@ -6,8 +6,8 @@ feature (categorical and numeric), and the numeric features whose parent is cate
 weighs every pair of features (categorical pairs from the pair counts, numeric pairs from the
 numeric part's co-moments, categorical-numeric pairs from per-class, per-value Welford
 statistics), learns one forest over them (:func:`~streamnb.structure.forest.mixed_forest`)
-and shares it with the numeric part; it scores the numeric features that hang from a
-categorical parent, summing a missing parent out exactly.
+when the learner asks (the learner keeps the forest and hands it to both parts); it scores the
+numeric features that hang from a categorical parent, summing a missing parent out exactly.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from streamnb.bn.scales import log_key
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
-from streamnb.stats.index import decode_key, encode_key
 from streamnb.structure.chow_liu import tan_scored
-from streamnb.structure.counted import canonical, canonical_cells, top_features, with_rest
+from streamnb.structure.counted import canonical_cells, top_features, with_rest
 from streamnb.structure.edge_prices import edge_prices
 from streamnb.structure.forest import Structure, forest_structure, mixed_forest
 from streamnb.structure.hysteresis import favour_incumbents, hold
@@ -39,16 +38,15 @@ class TANPart(TreePart):
     """The categorical features of TAN; with a numeric part joined (:meth:`join`), also the
     structure over every feature and the numeric features whose parent is categorical."""
 
-    def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
-                 max_tree_features: int | None, cmi_alpha: float, max_cells: int = MAX_CELLS,
-                 edge_penalty: str | None = None, swap_margin: float = 0.0, prior: float = 0.0) -> None:
-        super().__init__(classes, class_counts, alpha, relearn_every, max_cells, prior)
+    def __init__(self, classes: Index, class_counts: Counts, alpha: float, max_tree_features: int | None,
+                 cmi_alpha: float, max_cells: int = MAX_CELLS, edge_penalty: str | None = None,
+                 swap_margin: float = 0.0, prior: float = 0.0) -> None:
+        super().__init__(classes, class_counts, alpha, max_cells, prior)
         self.max_tree_features = max_tree_features
         self.cmi_alpha = cmi_alpha
         self.edge_penalty = edge_penalty
         self.swap_margin = swap_margin
         self._scored: tuple = ()
-        self._on_log: frozenset = frozenset()  # the numeric features' log scales, as last chosen
         self.numeric: LinearGaussianPart | None = None
         #: Per class, categorical cell and numeric feature: Welford statistics (when joined).
         self.cross: CellMoments | None = None
@@ -80,11 +78,11 @@ class TANPart(TreePart):
                           "axes": [classes, cells, features], "arrays": {f: np.zeros(shape) for f in CellMoments.fields}}
 
     # -- structure -------------------------------------------------------------------------
-    def learn_structures(self) -> dict:
-        current = self.structures.get(None)
-        incumbents = self.edge_penalty is not None and current is not None and bool(current.edges)
+    def learn_structures(self, current: dict, on_log: frozenset = frozenset()) -> dict:
+        """The forest over every feature, the numeric features ``on_log`` on their log scale."""
+        now = current.get(None)
+        incumbents = self.edge_penalty is not None and now is not None and bool(now.edges)
         num_names: list = []
-        on_log = self._on_log = self.numeric.choose_scales() if self.numeric is not None else frozenset()
         if self.numeric is not None and self.numeric.features.keys:
             num_names, w_num, price_num = self.numeric.pair_weights(self.edge_penalty, on_log)
         s: Structure | None = Structure({}, {}, True)
@@ -108,8 +106,8 @@ class TANPart(TreePart):
             categorical += [False] * len(num_names)
         with np.errstate(invalid="ignore"):  # no price where it is infinite (too few events)
             raw = np.where(np.isfinite(price[0]), w + price[0], w)
-        if incumbents and current is not None:
-            w = favour_incumbents(w, price, names, current)  # an edge in place pays to stay only
+        if incumbents and now is not None:
+            w = favour_incumbents(w, price, names, now)  # an edge in place pays to stay only
         if num_names:
             s = mixed_forest(w, names, categorical, self.edge_penalty is None)
         elif incumbents:
@@ -164,34 +162,9 @@ class TANPart(TreePart):
         weights, names, raw = self._scored
         return hold(old, new, weights, names, self.swap_margin, raw, self.class_counts.total())
 
-    def relearn(self) -> None:
-        before = self.numeric.on_log if self.numeric is not None else frozenset()
-        super().relearn()
-        self._share(self._on_log)
-        changed = before ^ self._on_log
-        if changed:  # a change of scale is a change of the model: in the history too
-            scales = {f: ("log1p" if f in self._on_log else "linear") for f in sorted(changed, key=canonical)}
-            last = self.history[-1] if self.history else None
-            if last is not None and last["event"] == self.n_learned and "scales" not in last:
-                last["scales"] = scales  # this recompute changed edges too
-            else:
-                self.history.append({"event": self.n_learned, "added": [], "removed": [], "scales": scales})
-
-    def extra_state(self) -> dict[str, Any]:
-        state = super().extra_state()
-        if self.numeric is not None and self.numeric.on_log:
-            state["on_log"] = [encode_key(f) for f in sorted(self.numeric.on_log, key=canonical)]
-        return state
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        super().load_extra_state(state)
-        self._share(frozenset(decode_key(f) for f in state.get("on_log", [])))
-
-    def _share(self, on_log: frozenset) -> None:
+    def use(self, structures: dict) -> None:
+        super().use(structures)
         self._kids = None
-        self._on_log = on_log
-        if self.numeric is not None:
-            self.numeric.set_structure(self.structures.get(None, Structure({}, {}, True)), on_log)
 
     # -- numeric children of categorical parents ----------------------------------------------
     def joins_numbers(self) -> bool:

@@ -3,8 +3,10 @@
 :class:`TreePart` is a naive Bayes :class:`~streamnb.naive_bayes.base.Part` whose features
 each have the class and at most one feature as parents. It owns one
 :class:`~streamnb.stats.pairwise.PairCounts`; the structure is a view of those counts,
-recomputed on demand (:meth:`TreePart.relearn`), so a new tree predicts at once, with every
-event learned so far, and nothing is replayed.
+recomputed when the learner asks (:meth:`TreePart.learn_structures`; the learner keeps the
+clock and the trees, :mod:`streamnb.bn.tree_structure`, and hands the trees back,
+:meth:`TreePart.use`), so a new tree predicts at once, with every event learned so far, and
+nothing is replayed.
 
 A feature without a feature parent uses ``P(x_j | y)``, Lidstone-smoothed exactly like
 :class:`~streamnb.naive_bayes.categorical.CategoricalPart` (same :func:`lidstone`), so it is
@@ -41,7 +43,6 @@ numpy, vectorized over rows. Recomputing the structure costs ``O(C K**2)`` once 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,17 +53,12 @@ from streamnb import kernels
 from streamnb.bn.cmi_sums import CMISums
 from streamnb.bn.margins import Margins
 from streamnb.bn.parent_tables import parent_matrix, parents_and_children
-from streamnb.bn.structure_state import (
-    history_entry_from_state,
-    history_entry_to_state,
-    structure_from_state,
-    structure_to_state,
-)
+from streamnb.bn.structure_state import structure_from_state, structure_to_state
 from streamnb.bn.tree_inference import tree_terms_one, tree_terms_rows
+from streamnb.bn.tree_structure import HISTORY_SIZE
 from streamnb.naive_bayes.base import Part
 from streamnb.naive_bayes.values import category_cells, cell_index, cell_key, factorize
 from streamnb.stats import Counts, Index, pair_cells
-from streamnb.stats.index import decode_key, encode_key
 from streamnb.stats.pairwise import PairCounts
 from streamnb.structure import Structure
 
@@ -70,9 +66,6 @@ __all__ = ["TreePart", "HISTORY_SIZE", "event_ops", "structure_to_state", "struc
 
 #: The per-event path (:mod:`streamnb.stats.pair_cells`), compiled when it is built.
 event_ops = kernels.compiled(pair_cells)
-
-#: Structure changes kept in a learner's history (oldest dropped first).
-HISTORY_SIZE = 256
 
 #: Default of ``max_cells``: most distinct (feature, value) cells a pair table takes.
 MAX_CELLS = 1024
@@ -93,9 +86,6 @@ class TreePart(Part):
         The learner's class axis and counts.
     alpha
         Lidstone smoothing of the conditional probabilities.
-    relearn_every
-        Recompute the structure after every ``relearn_every`` learned events (0: never
-        automatically; call :meth:`relearn`).
     max_cells
         Most ``(feature, value)`` cells the pair table takes.
     prior
@@ -114,22 +104,20 @@ class TreePart(Part):
 
     kind = "categorical"
 
-    def __init__(self, classes: Index, class_counts: Counts, alpha: float, relearn_every: int,
-                 max_cells: int = MAX_CELLS, prior: float = 0.0) -> None:
+    def __init__(self, classes: Index, class_counts: Counts, alpha: float, max_cells: int = MAX_CELLS,
+                 prior: float = 0.0) -> None:
         super().__init__(classes, class_counts)
         self.alpha = alpha
         self.prior = prior
-        self.relearn_every = relearn_every
         self.cells = Index()
         self.pairs = PairCounts(classes, self.cells, max_cells=max_cells)
         self.margins = Margins(self.pairs)
         #: Pair entropy sums kept between relearns (learners that use them set it).
         self.sums: CMISums | None = None
-        self.n_learned = 0
         #: Total weight of the values learned as missing because the table was full.
         self.discarded = 0.0
+        #: The trees the learner stands on (handed down by :meth:`use`).
         self.structures: dict[Any, Structure] = {}
-        self.history: deque = deque(maxlen=HISTORY_SIZE)
         self._cache: dict[str, Any] = {}
 
     @property
@@ -141,36 +129,20 @@ class TreePart(Part):
         """Whether some numeric feature has a categorical parent (its terms are computed here)."""
         return False
 
-    def learn_structures(self) -> dict[Any, Structure]:
-        """``{None: structure}`` for a shared structure, ``{class: structure}`` per class."""
+    def learn_structures(self, current: dict[Any, Structure], on_log: frozenset = frozenset()) -> dict[Any, Structure]:
+        """The structures the statistics call for now, where ``current`` stands (each then
+        kept or not by :meth:`held`), the numeric features ``on_log`` on their log scale:
+        ``{None: structure}`` for a shared structure, ``{class: structure}`` per class."""
         raise NotImplementedError
 
     def held(self, key: Any, old: Structure, new: Structure) -> Structure:
         """The structure kept at ``key`` when ``new`` was learned where ``old`` stood (``new``)."""
         return new
 
-    def relearn(self) -> None:
-        """Recompute the structure(s) from the counts now; record what changed."""
-        new = {key: self.held(key, self.structures.get(key, Structure({})), s) for key, s in self.learn_structures().items()}
-        for key in sorted(set(new) | set(self.structures), key=repr):
-            old = self.structures.get(key, Structure({}))
-            added, removed = old.diff(new.get(key, Structure({})))
-            if added or removed:
-                entry = {"event": self.n_learned, "added": added, "removed": removed}
-                if key is not None:
-                    entry["class"] = key
-                self.history.append(entry)
-        self.structures = new
+    def use(self, structures: dict[Any, Structure]) -> None:
+        """Score with ``structures`` (the learner's, see :mod:`streamnb.bn.tree_structure`)."""
+        self.structures = structures
         self._cache.clear()
-
-    def tick_one(self) -> None:
-        """One event learned elsewhere (numbers only): count it, relearn when due."""
-        self._tick(1)
-
-    def _tick(self, n: int) -> None:
-        self.n_learned += n
-        if self.relearn_every and self.n_learned % self.relearn_every == 0:
-            self.relearn()
 
     # -- learning --------------------------------------------------------------------------
     def prepare(self, x: Mapping) -> tuple[list, list]:
@@ -189,7 +161,6 @@ class TreePart(Part):
             if kept:
                 self._add_ids(k, kept, w)
                 self.learn_with_numbers(kept, prepared, k, w)
-        self._tick(1)
 
     def _add_ids(self, k: int, ids: list, w: float) -> None:
         """Learn the registered cells ``ids`` of one event (:meth:`PairCells.learn_ids
@@ -219,7 +190,6 @@ class TreePart(Part):
         if not self._pair_cells(m).learn(x, self.pairs.cells.ids, m.cf, exclude, strings_only, k, w, sums):
             return False
         self._learned(m, sums)
-        self._tick(1)
         return True
 
     def joint_fast(self, x: dict) -> list | None:
@@ -283,6 +253,12 @@ class TreePart(Part):
             factorize(X[f], f)
 
     def learn_frame(self, X: pd.DataFrame, k: np.ndarray, w: np.ndarray) -> None:
+        self.learn_rows(self.frame_cells(X, w), k, w)
+
+    def frame_cells(self, X: pd.DataFrame, w: np.ndarray) -> np.ndarray:
+        """``[rows, features]`` cell ids of a batch of weights ``w`` to learn (-1: missing or
+        refused), its new cells registered in the order a row-by-row reader meets them; the
+        weight of the values a full table refused counted in :attr:`discarded`."""
         names = list(X.columns)
         coded = [factorize(X[f], f) for f in names]
         ids = np.full((len(X), len(names)), -1, dtype=np.intp)
@@ -300,24 +276,20 @@ class TreePart(Part):
             lost = np.column_stack([cc >= 0 for cc, _ in coded]) & (ids < 0)
             if lost.any():
                 self.discarded += float(np.asarray(w, dtype=float) @ lost.sum(axis=1))
-        # learn in segments that end where learn_one would have relearned
-        start = 0
-        while start < len(X):
-            every = self.relearn_every
-            room = every - self.n_learned % every if every else len(X) - start
-            stop = min(len(X), start + room)
-            for r in range(start, stop):  # row by row: the same counts and sums as learn_one
-                kept = [c for c in ids[r].tolist() if c >= 0]
-                if kept:
-                    self._add_ids(int(k[r]), kept, float(w[r]))
-            self._tick(stop - start)
-            start = stop
+        return ids
+
+    def learn_rows(self, ids: np.ndarray, k: np.ndarray, w: np.ndarray) -> None:
+        """Learn the rows of :meth:`frame_cells` ``ids`` of classes ``k`` and weights ``w``,
+        row by row: the same counts and sums as :meth:`learn_one`."""
+        for r in range(len(ids)):
+            kept = [c for c in ids[r].tolist() if c >= 0]
+            if kept:
+                self._add_ids(int(k[r]), kept, float(w[r]))
 
     # -- merge -----------------------------------------------------------------------------
     def absorb(self, other: TreePart) -> None:
         """What a merge adds outside the pair counts (called before they are merged): the
-        clock, and the weight of ``other``'s values the capped merge leaves out."""
-        self.n_learned += other.n_learned
+        weight of ``other``'s values the capped merge leaves out."""
         _, dropped = self.pairs.merge_plan(other.pairs)
         lost = 0.0
         if dropped:
@@ -486,18 +458,6 @@ class TreePart(Part):
         diag = np.diagonal(n, axis1=1, axis2=2).T if len(cells) else np.zeros((0, len(self.classes)))
         return {"value_counts": pd.DataFrame(diag, index=index, columns=list(self.classes.keys))}
 
-    def extra_state(self) -> dict[str, Any]:
-        return {
-            "n_learned": self.n_learned,
-            "discarded": self.discarded,
-            "structures": [
-                [None if key is None else encode_key(key), structure_to_state(s)]
-                for key, s in self.structures.items()
-            ],
-            "history": [history_entry_to_state(e) for e in self.history],
-            "running": self.running_state(),
-        }
-
     def running_state(self) -> dict[str, Any] | None:
         """The normalizers and entropy sums as kept event by event, while current (see
         :mod:`streamnb.bn.margins`): a reloaded part goes on with the same bits."""
@@ -524,12 +484,8 @@ class TreePart(Part):
         if self.sums is not None:
             self.sums.resume(running.get("sums"), ids)
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.n_learned = int(state["n_learned"])
-        self.discarded = float(state.get("discarded", 0.0))  # absent in states before the cap
-        self.structures = {
-            None if key is None else decode_key(key): structure_from_state(s) for key, s in state["structures"]
-        }
-        self.history = deque((history_entry_from_state(e) for e in state["history"]), maxlen=HISTORY_SIZE)
-        self._running = state.get("running")  # taken up by resume(), once the counts are loaded
-        self._cache.clear()
+    def load_running(self, discarded: float, running: dict[str, Any] | None) -> None:
+        """Restore :attr:`discarded` and the :meth:`running_state` saved (taken up by
+        :meth:`resume`, once the counts are loaded)."""
+        self.discarded = discarded
+        self._running = running

@@ -172,14 +172,8 @@ class BaseNB(base.MiniBatchClassifier):
         counts, (step,) = self.class_view()
         counts[k * step] += w
         self._log_prior_cache = None
-        if part is not None:
-            self._learned_fast(part)
         if getattr(self, "max_features", None) is not None:
             self._cap()
-
-    def _learned_fast(self, part: Part) -> None:
-        """``part`` just learned an event on the cells path (the learner's other parts had
-        nothing in it): what the learner does besides (nothing here)."""
 
     def _frame_overflow(self, frames: dict[str, pd.DataFrame], start: int) -> int:
         """One past the first row (from ``start``) of a batch taking a vocabulary past the cap."""
@@ -369,12 +363,17 @@ class BaseNB(base.MiniBatchClassifier):
         while start < len(k):
             end = self._frame_overflow(frames, start)
             rows = slice(start, end)
-            for name, part in self._parts.items():
-                frame = frames[name] if end - start == len(k) else frames[name].iloc[rows]
-                part.learn_frame(frame, k[rows], weights[rows])
+            whole = end - start == len(k)
+            self._learn_frames({name: f if whole else f.iloc[rows] for name, f in frames.items()}, k[rows],
+                               weights[rows])
             self._cap()
             start = end
         self._changed()
+
+    def _learn_frames(self, frames: dict[str, pd.DataFrame], k: np.ndarray, w: np.ndarray) -> None:
+        """Learn rows of a batch (checked; classes ``k``, weights ``w``), part by part."""
+        for name, part in self._parts.items():
+            part.learn_frame(frames[name], k, w)
 
     def predict_proba_many(self, X: pd.DataFrame, *, columns: Any = None) -> pd.DataFrame:
         X = self._batch(X, columns)

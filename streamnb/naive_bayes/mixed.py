@@ -54,15 +54,26 @@ class FeatureKinds(BaseNB):
 
     kinds: dict | None = None
 
+    def _make_parts(self) -> dict[str, Part]:
+        """One part per kind, in the order of :data:`KINDS` (numbers first): the one order
+        every loop over the parts takes (learning, scoring, merging, saving, the cells path)."""
+        return {kind: self._make_part(kind) for kind in KINDS}
+
+    def _make_part(self, kind: str) -> Part:
+        """The part of the features of ``kind`` (one of :data:`KINDS`)."""
+        raise NotImplementedError
+
     def _init_kinds(self) -> None:
         self._learned_kinds: dict = {}  # feature -> kind, for features a part holds (fixed then)
         # the cells path takes events of strings whole to the categorical part (a string is a
         # category unless ``kinds`` says otherwise) and events of numbers to the numeric part;
-        # an event naming a feature of the other part goes the Python path, which checks it
+        # an event naming a feature of the other part goes the Python path, which checks it.
+        # The categorical part's cells path takes only events whose first value is a string,
+        # the numeric part's none of those: the parts' order changes nothing but the cost
         categorical, numeric = self._parts["categorical"], self._parts["gaussian"]
         categorical.fast_exclude, numeric.fast_exclude = numeric, categorical
         categorical.fast_strings_only = True
-        self._wholes = (categorical, numeric) if self.kinds is None else ()
+        self._wholes = tuple(self._parts.values()) if self.kinds is None else ()
 
     def kind_of(self, feature: Any, value: Any = None) -> str | None:
         """The kind ``feature`` has (or would get with ``value``); None if it cannot tell."""
@@ -164,7 +175,7 @@ class MixedNB(FeatureKinds, ComposedNB):
         numeric, categorical = self._parts["gaussian"], self._parts["categorical"]
         categorical.fast_strings_only = not self.kinds  # ints are numbers, unless declared
         categorical.fast_exclude = None  # _route and _whole keep the numeric features out
-        self._kind_parts = (numeric, categorical)
+        self._kind_parts = (numeric, categorical)  # unpacked by name, in the parts' order
         self._wholes = ()
 
     def _whole(self, x: dict) -> Part | None:
@@ -212,13 +223,10 @@ class MixedNB(FeatureKinds, ComposedNB):
             return [(numeric, numbers), (categorical, categories)] if numbers else [(categorical, categories)]
         return [(numeric, numbers)] if numbers else None
 
-    def _make_parts(self) -> dict[str, Part]:
-        return {
-            "gaussian": GaussianPart(self._classes, self._class_counts, self.var_smoothing, self.ddof),
-            "categorical": CategoricalPart(
-                self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon
-            ),
-        }
+    def _make_part(self, kind: str) -> Part:
+        if kind == "gaussian":
+            return GaussianPart(self._classes, self._class_counts, self.var_smoothing, self.ddof)
+        return CategoricalPart(self._classes, self._class_counts, self.alpha, self.unseen, self.epsilon)
 
     @classmethod
     def _unit_test_params(cls):

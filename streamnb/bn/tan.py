@@ -81,7 +81,7 @@ class TANClassifier(TreeAugmentedNB):
     is by default smoothed toward its own CPT given the class (``smoothing="marginal"``,
     Friedman et al.'s remedy for TAN on small data): ``P(x | u, y) = (n(x, u, y) + 5 P(x | y))
     / (n(u, y) + 5)``, so a parent value seen a few times in a class says little and the term
-    falls back to naive Bayes's (:func:`~streamnb.bn.tree_inference.smoothed`); a function of
+    falls back to naive Bayes's (:func:`~streamnb.stats.lidstone.smoothed`); a function of
     the pair counts, exact after merges, decay and loads, at the cost of one more lookup per
     term. ``smoothing="lidstone"``: ``(n(x, u, y) + alpha) / (n(u, y) + alpha |X|)``, as
     pgmpy's K2 prior and the CPTs of before; a numeric feature

@@ -16,7 +16,7 @@ too (``prior`` 0):
 ``P(x_j = v | x_p = u, y) = (n[y, (j,v), (p,u)] + alpha) / (sum_v' n[y, (j,v'), (p,u)] + alpha |X_j|)``
 
 or smoothed toward ``P(x_j = v | y)`` with strength ``prior`` (Friedman et al. 1997; see
-:func:`~streamnb.bn.tree_inference.smoothed`):
+:func:`~streamnb.stats.lidstone.smoothed`):
 
 ``P(x_j = v | x_p = u, y) = (n[y, (j,v), (p,u)] + prior P(x_j = v | y)) / (sum_v' n[y, (j,v'), (p,u)] + prior)``
 

@@ -398,7 +398,9 @@ class PerKey(base.Wrapper, base.Classifier):
               method: str) -> None:  # fmt: skip
         if position is not None and position <= self._positions.get(key, -1):
             return
-        if method == "move":
+        if method == "move" and hasattr(learner, "move_one"):  # a learner that moves by itself
+            learner.move_one(x, *y, w)
+        elif method == "move":
             old, new = y
             try:
                 learner.unlearn_one(x, old, w)

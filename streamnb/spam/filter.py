@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -17,8 +19,13 @@ from streamnb.spam.robinson import combine, cutoff_logit, robinson, significant
 from streamnb.spam.token_counts import TokenCounts
 from streamnb.spam.verdict import TokenScore, Verdict, labels_from_first
 from streamnb.stats import Index
+from streamnb.stats.index import decode_key, encode_key
 
-__all__ = ["SpamFilter", "TokenScore", "Verdict"]
+__all__ = ["RECENT", "SpamFilter", "TokenScore", "Verdict"]
+
+#: Messages per class, the last learned in agreement with the filter's verdict, whose scores
+#: measure how much a report moved the score scale (see ``SpamFilter``'s notes).
+RECENT = 100
 
 
 class SpamFilter(base.Classifier):
@@ -203,6 +210,9 @@ class SpamFilter(base.Classifier):
                            None if calibration_memory is None else calibration_memory / max_ham_rate,
                            cutoff_logit(ham_cutoff))
         )  # fmt: skip
+        # per class (ham, spam): [present tokens, n-gram indices, change of its score by moves]
+        # of the last RECENT messages learned, rescored to measure what a report moves
+        self._recent: tuple[deque, deque] = (deque(maxlen=RECENT), deque(maxlen=RECENT))
         self._version = 0  # bumped by every change of the counts
         self._memo: tuple[int, dict, Verdict, list, np.ndarray, float] | None = None
 
@@ -264,6 +274,7 @@ class SpamFilter(base.Classifier):
             return
         if self._operating is not None:
             self._operating.update(verdict.logit, ham=k == 0, w=w)
+            self._recent[k].append([keys, ids, 0.0])
         self._logistic.step(ids, k == 1, z, w)
         self._version += 1
         self._stats.add(k, keys, w)
@@ -283,8 +294,55 @@ class SpamFilter(base.Classifier):
         self._version += 1
         verdict, _, gram_ids, z = self._scored(x)
         self._logistic.step(gram_ids, k == 1, z, -w)  # the step back, at the message's log-odds now
+        if self._recent[k] and self._recent[k][-1][0] == keys:  # the message just learned
+            self._recent[k].pop()
         if self._operating is not None:
             self._operating.remove(verdict.logit, ham=k == 0, w=w)
+
+    def move_one(self, x: Mapping, old: Hashable, new: Hashable, w: float = 1.0) -> None:
+        """A report of a message learned as ``old``: unlearned as ``old`` (if it can have been
+        learned so: else only learned) and learned as ``new``. The counts change as
+        ``unlearn_one`` then ``learn_one`` do; the calibration's recorded scores of each class
+        are then shifted by the median change the move made to the scores of the last
+        :data:`RECENT` messages learned in that class (one wrong report of a typical spam lowers
+        every score a little; the thresholds follow the scale, not the scores of before), and the
+        moved message joins none of them. Its cost: scoring those messages twice."""
+        w = check_weight(w)
+        if self._labels is not None:
+            self._class(old)  # a label of neither class: refused, nothing changed
+        self._class(new, learn=True)
+        before, recent = self._scores(), (self._recent[0].copy(), self._recent[1].copy())  # the same entries
+        try:
+            self.unlearn_one(x, old, w)
+        except InvalidEventError:  # never learned as old (or not with its tokens): learned only
+            pass
+        self.learn_one(x, new, w)
+        self._recent = recent  # the same messages measure after: a report is not a sample of its class
+        self._shift(before)
+
+    # -- the calibration under reports ---------------------------------------------------------
+    def _scores(self) -> list[list[float]] | None:
+        """The scores now of the recent messages of each class (None without an operating point)."""
+        if self._operating is None:
+            return None
+        return [[self._decide(*self.token_counts(keys), *self.message_totals(), self._logistic.log_odds(ids)).logit
+                 for keys, ids, _ in recent] for recent in self._recent]  # fmt: skip
+
+    def _shift(self, before: list[list[float]] | None) -> None:
+        """Add each recent message's score change since ``before`` (theirs then) to what moves
+        changed it by, and shift the class's recorded scores by what that moved the median
+        change of the class's recent messages (over several moves: the median of their summed
+        changes, not the sum of each move's median)."""
+        after = self._scores()
+        if self._operating is None or before is None or after is None:
+            return
+        for k, (old, new) in enumerate(zip(before, after)):
+            if old:
+                entries = self._recent[k]
+                was = statistics.median(e[2] for e in entries)
+                for e, a, b in zip(entries, old, new):
+                    e[2] += b - a
+                self._operating.shift(k == 0, statistics.median(e[2] for e in entries) - was)
 
     def decay(self, factor: float) -> None:
         """Multiply every count learned so far by ``factor`` in (0, 1]."""
@@ -505,6 +563,9 @@ class SpamFilter(base.Classifier):
             state["operating"] = self._operating.to_state()
         if self._logistic.weights is not None:
             state["logistic"] = self._logistic.weights.copy()
+        if any(self._recent):
+            state["recent"] = [[[[encode_key(t) for t in keys], ids.tolist(), moved] for keys, ids, moved in recent]
+                               for recent in self._recent]  # fmt: skip
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -515,6 +576,9 @@ class SpamFilter(base.Classifier):
                 fresh._operating.load_state(state["operating"])
             if "logistic" in state:  # older states, or no n-gram learned: none
                 fresh._logistic.load(state["logistic"])
+            for recent, saved in zip(fresh._recent, state.get("recent", ((), ()))):  # older states: none
+                recent.extend([[decode_key(t) for t in keys], np.asarray(ids, dtype=np.int64), float(moved)]
+                              for keys, ids, moved in saved)  # fmt: skip
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"invalid SpamFilter state: {exc}") from exc
         classes = fresh._classes.keys

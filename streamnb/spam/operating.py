@@ -48,6 +48,14 @@ stop all tagging, as the previous calibration did. Two rules bound what reports 
 
 A report taken back (``remove``) takes its score out again.
 
+**The scale under a report** (:meth:`shift`). A report also changes the token counts under every
+message's score: 20 wrong reports of typical spams can lower all scores by 1-3 logits, while the
+histograms hold scores recorded before. :meth:`SpamFilter.move_one
+<streamnb.spam.SpamFilter.move_one>` measures that change on the last messages it learned of
+each class and shifts the class's recorded scores by its median: thresholds and rates read the
+shifted scores (exactly: the bins stay, an offset per class moves them), scores recorded after
+are given on the new scale.
+
 **Forgetting.** A score's weight halves every ``half_life`` messages of its class learned after
 it (2,500 by default): the filter scores mail better as it learns, so the scores of an early,
 weaker filter fade.
@@ -179,6 +187,7 @@ class OperatingPoint:
         self._counts = np.zeros((2, _BINS))  # row 0 ham, row 1 spam: decayed score histograms
         self._seen = np.zeros(2)  # messages learned per class (weighted, never decayed)
         self._pins = np.full(3, np.nan)  # spam, ham, reject: the admin's cut-offs (nan: none)
+        self._offset = np.zeros(2)  # per class: how much higher its recorded scores would be now (shift)
         self._cached: tuple[float, float, str, str] | None = None
 
     # -- recording -------------------------------------------------------------------------
@@ -188,6 +197,10 @@ class OperatingPoint:
             return _BINS // 2
         return min(_BINS - 1, max(0, int(math.floor((score + LIMIT) / BIN_WIDTH))))
 
+    def _row_bin(self, row: int, score: float) -> int:
+        """The bin of a score given now, in class ``row``'s histogram (see :meth:`shift`)."""
+        return self._bin(score - self._offset[row])
+
     def _decay(self) -> float:
         return 1.0 if self.half_life is None else float(0.5 ** (1.0 / self.half_life))
 
@@ -195,7 +208,7 @@ class OperatingPoint:
         """Record the score a message had before it was learned as ham (``ham=False``: spam)."""
         row = 0 if ham else 1
         self._counts[row] *= self._decay() ** w
-        self._counts[row, self._bin(score)] += w
+        self._counts[row, self._row_bin(row, score)] += w
         self._seen[row] += w
         self._cached = None
 
@@ -203,10 +216,20 @@ class OperatingPoint:
         """Take back what :meth:`update` recorded (a report undone, a message moved to the other
         class): the score's weight leaves its bin (never below zero) and the decay it caused is
         undone (exact if it was the last message of its class)."""
-        row, b = (0 if ham else 1), self._bin(score)
+        row = 0 if ham else 1
+        b = self._row_bin(row, score)
         self._counts[row, b] = max(0.0, self._counts[row, b] - w)
         self._counts[row] /= self._decay() ** w
         self._seen[row] = max(0.0, self._seen[row] - w)
+        self._cached = None
+
+    def shift(self, ham: bool, by: float) -> None:
+        """The scores recorded so far for the class (``ham``, else spam) would be ``by`` logits
+        higher now: the filter's counts changed under them (a report, see
+        :class:`~streamnb.spam.SpamFilter`). Thresholds and rates read them shifted; scores
+        recorded from now on are given now."""
+        row = 0 if ham else 1
+        self._offset[row] += by
         self._cached = None
 
     def seen(self, ham: bool = True) -> float:
@@ -297,18 +320,18 @@ class OperatingPoint:
             return max(self.floor, self.default_spam), "default"
         cap = math.inf
         if self._counts[1].sum():
-            cap = max(self.default_spam, _lower(self._counts[1], 0.5))  # never "nothing is spam"
+            cap = max(self.default_spam, _lower(self._counts[1], 0.5) + self._offset[1])  # never "nothing is spam"
             ham = ham.copy()
-            ham[self._bin(cap):] = 0.0  # hams scoring like the typical spam: outliers (wrong reports) for the tail
+            ham[self._row_bin(0, cap):] = 0.0  # hams scoring like the typical spam: outliers (wrong reports) for the tail
             if not ham.sum():
                 return max(self.floor, cap), "calibrated"
         a = self.max_ham_rate
         if a >= P_HIGH:
-            t = _upper(ham, a)
+            t = _upper(ham, a) + self._offset[0]
         else:
             u, v = _upper(ham, P_LOW), _upper(ham, P_HIGH)
             beta = max(BIN_WIDTH, (v - u) / math.log(P_LOW / P_HIGH))
-            t = v + beta * math.log(P_HIGH / a)
+            t = v + self._offset[0] + beta * math.log(P_HIGH / a)
         return max(self.floor, min(t, cap)), "calibrated"
 
     def _ham_threshold(self) -> tuple[float, str]:
@@ -316,7 +339,7 @@ class OperatingPoint:
         if self.seen(False) < self.min_spams or not spam.sum():
             return self.default_ham, "default"
         assert self.max_spam_rate is not None
-        return _lower(spam, self.max_spam_rate), "calibrated"
+        return _lower(spam, self.max_spam_rate) + self._offset[1], "calibrated"
 
     # -- reporting -------------------------------------------------------------------------
     def ham_rate(self, threshold: float) -> float:
@@ -336,7 +359,7 @@ class OperatingPoint:
             return 0.0
         if threshold == -math.inf:
             return 1.0
-        return float(counts[self._bin(threshold):].sum() / total)
+        return float(counts[self._row_bin(row, threshold):].sum() / total)
 
     def describe(self) -> str:
         """The operating point in words, for a mail admin."""
@@ -375,20 +398,26 @@ class OperatingPoint:
 
     # -- state -----------------------------------------------------------------------------
     def to_state(self) -> dict[str, Any]:
-        return {"counts": self._counts.copy(), "seen": self._seen.copy(), "pins": self._pins.copy()}
+        state = {"counts": self._counts.copy(), "seen": self._seen.copy(), "pins": self._pins.copy()}
+        if self._offset.any():  # shifted (older states and unshifted ones: none)
+            state["offset"] = self._offset.copy()
+        return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Load a state of :meth:`to_state` (older states: their histograms and counts, no pin)."""
         counts = np.asarray(state["counts"], dtype=float)
         seen = np.asarray(state.get("seen", np.zeros(2)), dtype=float)
         pins = np.asarray(state.get("pins", np.full(3, np.nan)), dtype=float)
+        offset = np.asarray(state.get("offset", np.zeros(2)), dtype=float)
         if counts.shape != (2, _BINS) or not np.isfinite(counts).all() or (counts < 0).any():
             raise StateError(f"invalid operating point counts of shape {counts.shape}")
         if seen.shape != (2,) or not np.isfinite(seen).all() or (seen < 0).any():
             raise StateError("invalid operating point record: need two counts >= 0")
         if pins.shape != (3,):
             raise StateError("invalid operating point cut-offs")
-        self._counts, self._seen, self._pins = counts.copy(), seen.copy(), pins.copy()
+        if offset.shape != (2,) or not np.isfinite(offset).all():
+            raise StateError("invalid operating point shift: need two finite numbers")
+        self._counts, self._seen, self._pins, self._offset = counts.copy(), seen.copy(), pins.copy(), offset.copy()
         self._cached = None
 
 

@@ -119,9 +119,12 @@ def test_unlearn_restores_the_exact_state():
         assert not np.array_equal(f.to_state()["operating"]["counts"], before["operating"]["counts"])
         f.unlearn_one(x, y)
         after = f.to_state()
-        # the counts exactly; the calibration histogram (a record of scores) to rounding
+        # the counts exactly; the calibration histogram (a record of scores) to rounding; the
+        # recent messages that measure reports without this one (not with the one it pushed out)
         np.testing.assert_allclose(after.pop("operating")["counts"], before.pop("operating")["counts"],
                                    rtol=1e-12, atol=1e-12)
+        recent_after, recent_before = after.pop("recent"), before.pop("recent")
+        assert all(len(a) in (len(b), len(b) - 1) and a[-1] == b[-1] for a, b in zip(recent_after, recent_before))
         assert state_of(after) == state_of(before)
     with pytest.raises(InvalidEventError):
         f.unlearn_one({"never-seen": 1}, "spam")

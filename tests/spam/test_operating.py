@@ -3,13 +3,18 @@ wrong reports, pinned cut-offs that win, its words, its state, taking a message 
 
 from __future__ import annotations
 
+import copy
 import math
+import random
+import statistics
 
 import numpy as np
 import pytest
 
 from streamnb.exceptions import InvalidEventError, StateError
 from streamnb.spam import OperatingPoint, SpamFilter
+from streamnb.spam.filter import RECENT
+from tests.spam.test_filter import state_of
 from streamnb.spam.operating import DEFAULT_HAM, DEFAULT_SPAM, MAX_HAM_RATE, MIN_HAMS, MIN_SPAMS
 
 
@@ -177,3 +182,55 @@ def test_filter_unlearn_takes_the_score_back():
     f.unlearn_one(x, "ham")
     after = f.to_state()
     np.testing.assert_allclose(after["operating"]["counts"], before["operating"]["counts"], rtol=1e-12, atol=1e-9)
+
+
+def _mail(rng: random.Random, spam: bool) -> dict:
+    own, other = ("s", "h") if spam else ("h", "s")
+    words = {f"{own}{rng.randrange(40)}" for _ in range(6)} | {f"c{rng.randrange(15)}" for _ in range(3)}
+    words |= {f"{other}{rng.randrange(40)}" for _ in range(rng.randrange(6))}  # classes that overlap
+    return dict.fromkeys(words, 1)
+
+
+def test_a_report_shifts_the_thresholds_with_the_score_scale_it_moved():
+    """A spam moved to ham (``move_one``) lowers the scores of mail like it; the recorded scores
+    shift by the median change of the last ``RECENT`` hams' (and spams') scores, so the spam
+    threshold moves by exactly that much (the moved spam scores above the cap: its own score
+    leaves the ham tail as it was), and a save and load keeps the shift and what measures it."""
+    rng = random.Random(5)
+    f = SpamFilter()
+    mails = [(_mail(rng, i % 3 == 0), "spam" if i % 3 == 0 else "ham") for i in range(1500)]
+    for x, y in mails:
+        f.learn_one(x, y)
+    assert f.cutoffs()["spam_reason"] == "calibrated"
+    recent = [x for x, y in mails if y == "ham"][-RECENT:]
+    spams = [x for x, y in mails if y == "spam"]
+    reported = max(spams, key=lambda x: f.classify_one(x).logit)
+    threshold, before = f.spam_threshold(), [f.classify_one(x).logit for x in recent]
+    unshifted = copy.deepcopy(f)
+    unshifted.unlearn_one(reported, "spam")
+    unshifted.learn_one(reported, "ham")
+    f.move_one(reported, "spam", "ham")
+    assert state_of(f.to_state()["counts"]) == state_of(unshifted.to_state()["counts"])  # the same counts
+    shift = statistics.median(b - a for a, b in zip(before, (f.classify_one(x).logit for x in recent)))
+    assert shift != 0
+    assert f.spam_threshold() == pytest.approx(unshifted.spam_threshold() + shift, abs=1e-9)
+    again = SpamFilter()
+    again.load_state(f.to_state())
+    assert again.spam_threshold() == f.spam_threshold() and again.cutoffs() == f.cutoffs()
+    f.move_one(reported, "ham", "spam")  # moved back: the scale and the thresholds with it
+    again.move_one(reported, "ham", "spam")
+    assert again.to_state().keys() == f.to_state().keys() and again.spam_threshold() == f.spam_threshold()
+    assert f.spam_threshold() == pytest.approx(threshold, abs=1e-9)
+
+
+def test_a_pinned_cut_off_wins_over_a_shift():
+    rng = random.Random(6)
+    f = SpamFilter()
+    mails = [(_mail(rng, i % 3 == 0), "spam" if i % 3 == 0 else "ham") for i in range(900)]
+    for x, y in mails:
+        f.learn_one(x, y)
+    f.pin_cutoffs(spam_cutoff=0.99)
+    pinned = f.spam_threshold()
+    for x, _ in [m for m in mails if m[1] == "spam"][:5]:
+        f.move_one(x, "spam", "ham")
+    assert f.spam_threshold() == pinned and f.cutoffs()["spam_reason"] == "pinned"

@@ -320,18 +320,18 @@ class OperatingPoint:
             return max(self.floor, self.default_spam), "default"
         cap = math.inf
         if self._counts[1].sum():
-            cap = max(self.default_spam, _lower(self._counts[1], 0.5) + self._offset[1])  # never "nothing is spam"
+            cap = max(self.default_spam, _lower(self._counts[1], 0.5) + float(self._offset[1]))  # never "nothing is spam"
             ham = ham.copy()
             ham[self._row_bin(0, cap):] = 0.0  # hams scoring like the typical spam: outliers (wrong reports) for the tail
             if not ham.sum():
                 return max(self.floor, cap), "calibrated"
         a = self.max_ham_rate
         if a >= P_HIGH:
-            t = _upper(ham, a) + self._offset[0]
+            t = _upper(ham, a) + float(self._offset[0])
         else:
             u, v = _upper(ham, P_LOW), _upper(ham, P_HIGH)
             beta = max(BIN_WIDTH, (v - u) / math.log(P_LOW / P_HIGH))
-            t = v + self._offset[0] + beta * math.log(P_HIGH / a)
+            t = v + float(self._offset[0]) + beta * math.log(P_HIGH / a)
         return max(self.floor, min(t, cap)), "calibrated"
 
     def _ham_threshold(self) -> tuple[float, str]:
@@ -339,7 +339,7 @@ class OperatingPoint:
         if self.seen(False) < self.min_spams or not spam.sum():
             return self.default_ham, "default"
         assert self.max_spam_rate is not None
-        return _lower(spam, self.max_spam_rate) + self._offset[1], "calibrated"
+        return _lower(spam, self.max_spam_rate) + float(self._offset[1]), "calibrated"
 
     # -- reporting -------------------------------------------------------------------------
     def ham_rate(self, threshold: float) -> float:

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from email import message_from_bytes
@@ -22,6 +21,7 @@ from email.message import Message
 from pathlib import Path
 
 from tests.apt import Unavailable, apt_install
+from tests.waiting import until
 
 POSTFIX = "/usr/sbin/postfix"
 DOMAIN = "mail.test"
@@ -65,12 +65,8 @@ def free_port() -> int:
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
-    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
+    """:func:`tests.waiting.until` with the mail tests' argument order."""
+    until(condition, what, timeout, interval)
 
 
 # every service runs outside a chroot (a private queue directory has no chroot files)

@@ -30,10 +30,10 @@ import math
 import numpy as np
 
 from streamnb.bn.gaussian_pairs import PRIOR
+from streamnb.naive_bayes.gaussian import log_density
+from streamnb.stats.gaussian_density import LOG_2PI
 
-__all__ = ["LOG_2PI", "TINY", "root_gaussian", "regression_line", "evidence_below", "tree_terms", "dense_joint"]
-
-LOG_2PI = math.log(2.0 * math.pi)
+__all__ = ["TINY", "root_gaussian", "regression_line", "evidence_below", "tree_terms", "dense_joint"]
 
 _log = math.log
 
@@ -129,7 +129,7 @@ def tree_terms(obs: dict, parents: list, children: list, eps: float, wf: tuple, 
                 a, b, var = regression_line(k, j, p, eps, wf, co)
                 mean = a + b * obs[p]
             d = x - mean
-            row.append(-0.5 * (LOG_2PI + _log(var) + d * d / var) - (x if j in logs else 0.0))
+            row.append(log_density(d, var) - (x if j in logs else 0.0))
         out[j] = row
     for t in tops:
         row = []

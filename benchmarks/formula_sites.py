@@ -166,17 +166,9 @@ FORMULAS = [
     ),
     Formula(
         "gaussian", "the normal log-density -0.5 (log 2 pi + log var + d^2 / var)",
-        "streamnb/stats/gaussian_density.py", ("log_density", "log_density_sum", "log_densities"), gaussian,
+        "streamnb/stats/gaussian_density.py",
+        ("log_density", "log_density_sum", "log_densities", "log_density_factors"), gaussian,
         via=("streamnb.naive_bayes.gaussian",),
-        open={
-            "streamnb/naive_bayes/gaussian.py:GaussianPart._joint_careful":
-                "-0.5 (log 2 pi + log var) + coef d^2 "
-                "(coef = -1 / (2 var)): other operations, other bits",
-            "streamnb/naive_bayes/gaussian.py:GaussianPart._params": "the numpy form of _joint_careful",
-            "streamnb/bn/gaussian_terms.py:evidence_below":
-                "-0.5 (log 2 pi + log r) - d^2 / (2 r): other bits",
-            "streamnb/bn/gaussian_terms.py:dense_joint": "the trees' numpy path",
-        },
     ),
     Formula(
         "log_2pi", "the constant log(2 pi)",

@@ -30,8 +30,7 @@ import math
 import numpy as np
 
 from streamnb.bn.gaussian_pairs import PRIOR
-from streamnb.naive_bayes.gaussian import log_density
-from streamnb.stats.gaussian_density import LOG_2PI
+from streamnb.naive_bayes.gaussian import log_density, log_density_sum
 
 __all__ = ["TINY", "root_gaussian", "regression_line", "evidence_below", "tree_terms", "dense_joint"]
 
@@ -83,7 +82,7 @@ def evidence_below(k: int, t: int, obs: dict, children: list, eps: float, wf: tu
             d = obs[c] - a
             K += b * b / r
             h += b * d / r
-            g += -0.5 * (LOG_2PI + _log(r)) - d * d / (2.0 * r) - (obs[c] if c in logs else 0.0)
+            g += log_density(d, r) - (obs[c] if c in logs else 0.0)
             found = True
             continue
         sub = evidence_below(k, c, obs, children, eps, wf, co, logs)
@@ -168,6 +167,7 @@ def dense_joint(values: list, index: tuple, eps: float) -> list | None:
     d = x[J] - (a + b * x[P])
     var = np.maximum(WS[wr] / nr + eps, TINY)
     e = x[R] - WM[wr]
-    ll = (np.log(s2) + d * d / s2).sum(axis=1) + (np.log(var) + e * e / var).sum(axis=1)
-    return (-0.5 * (len(values) * LOG_2PI + ll)).tolist()
+    log_var = (np.log(s2).sum(axis=1) + np.log(var).sum(axis=1)).tolist()
+    quad = ((d * d / s2).sum(axis=1) + (e * e / var).sum(axis=1)).tolist()
+    return [log_density_sum(len(values), a, q) for a, q in zip(log_var, quad)]
 

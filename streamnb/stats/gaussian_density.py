@@ -4,6 +4,9 @@ per-event path), :func:`log_density_sum` of a sum of terms over an event, and
 
     log N(x | mean, var) = -0.5 (log 2 pi + log var + d^2 / var),   d = x - mean
 
+and :func:`log_density_factors`, the same density as ``log_norm + coef d^2`` per variance, for
+the sums over a frame's values taken as matrix products (other operations: other last bits).
+
 Like :mod:`streamnb.stats.lidstone`, this plain-Python module is also the source of the
 compiled path: the build compiles it with Cython (``gaussian_density.pxd``), the compiled cells
 take :func:`log_density` and :func:`log_density_sum` from that build (C calls), and
@@ -20,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LOG_2PI", "log_densities", "log_density", "log_density_sum"]
+__all__ = ["LOG_2PI", "log_densities", "log_density", "log_density_factors", "log_density_sum"]
 
 #: ``log(2 pi)``: ``math.log(2 * math.pi)``, written out so the compiled build holds it as a C double.
 LOG_2PI = 1.8378770664093453
@@ -62,3 +65,17 @@ def log_densities(d: Any, var: Any, log_var: Any = None) -> np.ndarray:
     if log_var is None:
         log_var = np.log(var)
     return -0.5 * (LOG_2PI + log_var + d * d / var)
+
+
+def log_density_factors(var: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(log_norm, coef)`` of variances ``var`` (arrays): ``log N(x | mean, var) = log_norm +
+    coef d^2`` with ``log_norm = -0.5 (log 2 pi + log var)`` and ``coef = -0.5 / var``, so a sum
+    over many values is a matrix product (:meth:`GaussianNB.predict_proba_many
+    <streamnb.naive_bayes.base.BaseNB.predict_proba_many>` on a frame). Not the operations of
+    :func:`log_density`: the last bits may differ.
+
+    >>> log_norm, coef = log_density_factors(np.array([4.0]))
+    >>> abs(float(log_norm[0] + coef[0] * 2.0 * 2.0) - log_density(2.0, 4.0)) < 1e-15
+    True
+    """
+    return -0.5 * (LOG_2PI + np.log(var)), -0.5 / var

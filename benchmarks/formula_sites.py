@@ -176,11 +176,8 @@ FORMULAS = [
     ),
     Formula(
         "posterior", "joint log-likelihoods to probabilities: exp(v - max), normalized",
-        "streamnb/naive_bayes/posterior.py", ("posterior", "_normalize"), exp_shifted, divides,
-        open={
-            "streamnb/stats/cells.py:posterior": "the compiled per-event form, from the class counts "
-                "(same bits as posterior_one)",
-        },
+        "streamnb/stats/normalize.py", ("exp_normalized", "posterior"), exp_shifted, divides,
+        via=("streamnb.naive_bayes.posterior",),
         others={
             "streamnb/bn/tan_part.py:TANPart.numeric_evidence":
                 "likelihoods scaled by their maximum, not normalized",

@@ -1,7 +1,8 @@
 """The posterior maths of one event and of a batch: log-likelihoods per class to probabilities.
 
-The posterior is computed with a max-shifted log-sum-exp; non-finite log-likelihoods (point
-masses, impossible classes) follow limits, never floors.
+The posterior is computed with a max-shifted log-sum-exp (:mod:`streamnb.stats.normalize`, where
+it is written once); non-finite log-likelihoods (point masses, impossible classes) follow limits,
+never floors.
 """
 
 from __future__ import annotations
@@ -10,47 +11,9 @@ import math
 
 import numpy as np
 
+from streamnb.stats.normalize import exp_normalized, last_axis, posterior
+
 __all__ = ["posterior", "posterior_one", "last_axis", "shifted_evidence", "sum_features", "add_feature"]
-
-
-def posterior(jll: np.ndarray) -> np.ndarray:
-    """Normalize joint log-likelihoods (last axis = classes) into probabilities.
-
-    Non-finite values follow limits, never floors: ``+inf`` classes (point masses) share the
-    mass, ``-inf`` classes get 0, and a row where every class is ``-inf`` (no class can have
-    produced the event) is returned as NaN for the caller to resolve.
-
-    >>> posterior(np.log([[0.25, 0.5]])).round(6).tolist()
-    [[0.333333, 0.666667]]
-    >>> posterior(np.array([-1e6, -1e6 - math.log(3)])).round(6).tolist()
-    [0.75, 0.25]
-    """
-    jll = np.asarray(jll, dtype=float)
-    top = last_axis(np.maximum, jll)
-    if np.isfinite(top).all():
-        p = np.exp(jll - top)
-        p /= last_axis(np.add, p)
-        return p
-    with np.errstate(invalid="ignore", over="ignore"):
-        shifted = np.where(np.isposinf(top), np.where(np.isposinf(jll), 0.0, -np.inf), jll - top)
-        p = np.exp(shifted)
-        return p / p.sum(axis=-1, keepdims=True)
-
-
-def last_axis(ufunc: np.ufunc, a: np.ndarray) -> np.ndarray:
-    """``ufunc.reduce(a, axis=-1, keepdims=True)`` for ``np.maximum`` or ``np.add``.
-
-    A row of a few classes is a short reduction, which numpy runs row by row (slow: see
-    docs/benchmarks.md); below 8 classes the columns are combined instead, left to right: the
-    same result, bit for bit (numpy's sum of fewer than 8 values adds them in order too).
-    """
-    n = a.shape[-1] if a.ndim else 0
-    if a.ndim != 2 or not 1 < n < 8:
-        return ufunc.reduce(a, axis=-1, keepdims=True)
-    out = ufunc(a[:, 0], a[:, 1])
-    for c in range(2, n):
-        ufunc(out, a[:, c], out=out)
-    return out[:, None]
 
 
 def _normalize(jll: list, log_prior: list) -> list:
@@ -63,9 +26,7 @@ def _normalize(jll: list, log_prior: list) -> list:
         return posterior(np.array(jll)).tolist()
     if top == math.inf:
         return posterior(np.array(jll)).tolist()
-    e = [math.exp(v - top) for v in jll]
-    total = math.fsum(e)
-    return [v / total for v in e]
+    return exp_normalized(jll, top)
 
 
 def posterior_one(jll: list, log_prior: list) -> list:

@@ -2,6 +2,7 @@
 cimport cython
 from libc cimport math
 from streamnb.stats.gaussian_density cimport log_density_sum
+from streamnb.stats.normalize cimport exp_normalized
 
 cdef double MAX_ABS, _NAN, _INF
 
@@ -9,7 +10,7 @@ cpdef double number(object value)
 
 cpdef object split_strings(dict x, object kinds=*)
 
-@cython.locals(total=double, v=double, shift=double, top=double, m=double, e=double)
+@cython.locals(total=double, v=double, shift=double, top=double, m=double)
 cpdef object posterior(list jll, double[::1] counts, Py_ssize_t step)
 
 cdef class ClassWeights:

@@ -25,6 +25,7 @@ from math import fsum
 from typing import Any
 
 from streamnb.stats.gaussian_density import log_density_sum
+from streamnb.stats.normalize import exp_normalized
 
 __all__ = ["MAX_ABS", "ClassWeights", "CountCells", "Event", "WelfordCells", "number", "posterior",
            "split_strings"]
@@ -123,16 +124,7 @@ def posterior(jll: list, counts: Any, step: int) -> list | None:
         u[c] = v
         if v > top:
             top = v
-    total = 0.0
-    for c in range(n_classes):
-        e = math.exp(u[c] - top)
-        u[c] = e
-        total += e
-    if n_classes > 2:
-        total = fsum(u)
-    for c in range(n_classes):
-        u[c] = u[c] / total
-    return u
+    return exp_normalized(u, top)
 
 
 class ClassWeights:

@@ -329,31 +329,6 @@ def test_missing_and_unseen_values_are_marginalized_not_guessed(car):
     assert not is_missing(tan.predict_proba_one(x)["unacc"])
 
 
-# -- plain TAN (Friedman et al.'s spanning tree) ----------------------------------------------
-@pytest.mark.parametrize("name,n,seed,target", [("asia", 4000, 4, "either"), ("child", 2000, 5, "Disease"),
-                                                ("alarm", 1000, 6, "BP")])
-def test_plain_tan_learner_has_pgmpy_tree_search_edges(name, n, seed, target):
-    """``TANClassifier(edge_penalty=None, swap_margin=0)`` learned on a stream (a recompute
-    every 100 events, so earlier trees stood in between) ends on pgmpy's
-    ``TreeSearch(estimator_type="tan")`` tree, edge for edge and direction for direction when
-    pgmpy is given our root (the first feature in canonical order), at a prefix and at the end."""
-    from streamnb.structure.chow_liu import canonical
-    from tests.structure.helpers import pgmpy_edges
-
-    df = sample(name, n, seed)
-    root = min((c for c in df.columns if c != target), key=canonical)
-    model = TANClassifier(edge_penalty=None, swap_margin=0)
-    rows = rows_of(df, target)
-    for stop in (n // 2, n):
-        for x, y in rows[stop - n // 2: stop]:
-            model.learn_one(x, y)
-        model.relearn()
-        seen = df.iloc[:stop]
-        expected = pgmpy_edges(seen, root, "tan", class_node=target)
-        assert len(expected) == df.shape[1] - 2  # a spanning tree over the features
-        assert set(model.structure().edges) == expected, stop
-
-
 def test_a_merge_bringing_a_new_numeric_feature_predicts_as_its_reloaded_copy():
     """A (structure relearned at its 100th event, then read) merged with B, which brings a
     numeric feature of a wider spread: the variance smoothing follows the merged statistics,

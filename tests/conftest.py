@@ -29,6 +29,12 @@ settings.load_profile("deterministic")
 RUNNING = Path(__file__).parents[1] / ".pytest-running"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's mark, also known when it is not loaded (``-p no:xdist``)
+    config.addinivalue_line("markers", "xdist_group(name): run in the same process as the rest of the group "
+                                       "(with --dist loadgroup)")
+
+
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
     RUNNING.write_text(nodeid + "\n")
 

@@ -13,7 +13,7 @@ from streamnb import persistence
 from streamnb.bn import AODE, ChowLiuClassifier, TANClassifier
 from streamnb.bn.tree_inference import MARGINAL_PRIOR
 from streamnb.naive_bayes.values import is_missing
-from tests.structure.helpers import DATA, sample
+from tests.structure.helpers import DATA, NETWORKS, sample
 
 REL = 1e-9
 
@@ -75,6 +75,7 @@ def pgmpy_posterior(df: pd.DataFrame, target: str, edges: list, queries: list) -
     return out
 
 
+@NETWORKS
 @pytest.mark.parametrize("name,n,target", [("car", None, "class"), ("child", 2000, "Disease")])
 def test_tan_posterior_equals_pgmpy_exact_inference(car, name, n, target):
     """Laplace CPTs (``smoothing="lidstone"``) = pgmpy's K2 prior on the TAN DAG; with features

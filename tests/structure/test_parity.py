@@ -23,7 +23,9 @@ from streamnb.structure import (
     tan,
 )
 from streamnb.structure.chow_liu import canonical
-from tests.structure.helpers import pair_counts, pgmpy_edges, random_tree, sample, sample_tree
+from tests.structure.helpers import NETWORKS, pair_counts, pgmpy_edges, random_tree, sample, sample_tree
+
+pytestmark = NETWORKS
 
 
 def unique_tree(w: np.ndarray, tol: float = 1e-9) -> bool:

@@ -14,14 +14,14 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
 
 from tests.apt import Unavailable, apt_install
+from tests.waiting import until
 
 POSTFIX = "/usr/sbin/postfix"
 DOMAIN = "mail.test"
@@ -62,15 +62,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
-    """Poll ``condition`` until it holds; AssertionError naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 # every service runs outside a chroot (a private queue directory has no chroot files)
@@ -128,7 +119,7 @@ class LocalDelivery:
     def wait_delivered(self, count: int, timeout: float = 30.0) -> list[Message]:
         """The first ``count`` delivered messages, waiting at most ``timeout`` seconds for them."""
         try:
-            wait_until(lambda: len(self.delivered()) >= count, timeout, f"{count} delivered message(s)")
+            until(lambda: len(self.delivered()) >= count, f"{count} delivered message(s)", seconds=timeout)
         except AssertionError as err:
             queued = self.still_queued()
             if not queued:
@@ -232,7 +223,7 @@ class PrivatePostfix(LocalDelivery):
         )
         out.close()
         try:
-            wait_until(self._smtp_answers, START_TIMEOUT, f"Postfix on 127.0.0.1:{self.smtp_port}")
+            until(self._smtp_answers, f"Postfix on 127.0.0.1:{self.smtp_port}", seconds=START_TIMEOUT)
         except AssertionError:
             details = (self.root / "master.out").read_text(errors="replace") + self.log()
             self.stop()

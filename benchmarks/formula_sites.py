@@ -166,35 +166,13 @@ FORMULAS = [
     ),
     Formula(
         "gaussian", "the normal log-density -0.5 (log 2 pi + log var + d^2 / var)",
-        "", (), gaussian,  # not yet in one place: every site is open
-        open={
-            "streamnb/stats/cells.py:WelfordCells.joint":
-                "compiled, naive Bayes: -0.5 (d log 2 pi + sum log var "
-                "+ sum d^2 / var) over the event, one sum per class",
-            "streamnb/stats/moment_cells.py:MomentCells.tree_scores": "compiled, the trees: per term",
-            "streamnb/naive_bayes/gaussian.py:GaussianPart._joint_careful":
-                "-0.5 (log 2 pi + log var) + coef d^2 "
-                "(coef = -1 / (2 var)): other operations, other bits",
-            "streamnb/naive_bayes/gaussian.py:GaussianPart._params": "the numpy form of _joint_careful",
-            "streamnb/bn/gaussian_terms.py:evidence_below":
-                "-0.5 (log 2 pi + log r) - d^2 / (2 r): other bits",
-            "streamnb/bn/gaussian_terms.py:tree_terms": "the trees' Python path, as MomentCells.tree_scores",
-            "streamnb/bn/gaussian_terms.py:dense_joint": "the trees' numpy path",
-            "streamnb/bn/tan_part.py:TANPart.numeric_evidence":
-                "bn/tan_part.py is restructured on another branch",
-            "streamnb/bn/linear_gaussian.py:LinearGaussianPart._log_likelihood_frame":
-                "bn/linear_gaussian.py "
-                "is restructured on another branch",
-        },
+        "streamnb/stats/gaussian_density.py",
+        ("log_density", "log_density_sum", "log_densities", "log_density_factors"), gaussian,
+        via=("streamnb.naive_bayes.gaussian",),
     ),
     Formula(
         "log_2pi", "the constant log(2 pi)",
-        "streamnb/stats/cells.py", ("<module>",), log_2pi,
-        open={
-            "streamnb/stats/moment_cells.py:<module>": "a compiled module's cdef double: cannot be cimported",
-            "streamnb/bn/gaussian_terms.py:<module>": "math.log(2 pi), the same bits",
-            "streamnb/naive_bayes/gaussian.py:<module>": "math.log(2 pi), the same bits",
-        },
+        "streamnb/stats/gaussian_density.py", ("<module>",), log_2pi,
     ),
     Formula(
         "posterior", "joint log-likelihoods to probabilities: exp(v - max), normalized",

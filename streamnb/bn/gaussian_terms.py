@@ -30,10 +30,9 @@ import math
 import numpy as np
 
 from streamnb.bn.gaussian_pairs import PRIOR
+from streamnb.naive_bayes.gaussian import log_density, log_density_sum
 
-__all__ = ["LOG_2PI", "TINY", "root_gaussian", "regression_line", "evidence_below", "tree_terms", "dense_joint"]
-
-LOG_2PI = math.log(2.0 * math.pi)
+__all__ = ["TINY", "root_gaussian", "regression_line", "evidence_below", "tree_terms", "dense_joint"]
 
 _log = math.log
 
@@ -83,7 +82,7 @@ def evidence_below(k: int, t: int, obs: dict, children: list, eps: float, wf: tu
             d = obs[c] - a
             K += b * b / r
             h += b * d / r
-            g += -0.5 * (LOG_2PI + _log(r)) - d * d / (2.0 * r) - (obs[c] if c in logs else 0.0)
+            g += log_density(d, r) - (obs[c] if c in logs else 0.0)
             found = True
             continue
         sub = evidence_below(k, c, obs, children, eps, wf, co, logs)
@@ -129,7 +128,7 @@ def tree_terms(obs: dict, parents: list, children: list, eps: float, wf: tuple, 
                 a, b, var = regression_line(k, j, p, eps, wf, co)
                 mean = a + b * obs[p]
             d = x - mean
-            row.append(-0.5 * (LOG_2PI + _log(var) + d * d / var) - (x if j in logs else 0.0))
+            row.append(log_density(d, var) - (x if j in logs else 0.0))
         out[j] = row
     for t in tops:
         row = []
@@ -168,6 +167,7 @@ def dense_joint(values: list, index: tuple, eps: float) -> list | None:
     d = x[J] - (a + b * x[P])
     var = np.maximum(WS[wr] / nr + eps, TINY)
     e = x[R] - WM[wr]
-    ll = (np.log(s2) + d * d / s2).sum(axis=1) + (np.log(var) + e * e / var).sum(axis=1)
-    return (-0.5 * (len(values) * LOG_2PI + ll)).tolist()
+    log_var = (np.log(s2).sum(axis=1) + np.log(var).sum(axis=1)).tolist()
+    quad = ((d * d / s2).sum(axis=1) + (e * e / var).sum(axis=1)).tolist()
+    return [log_density_sum(len(values), a, q) for a, q in zip(log_var, quad)]
 

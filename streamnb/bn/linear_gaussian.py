@@ -24,7 +24,6 @@ import pandas as pd
 from streamnb.bn.comoment_part import MAX_NUMERIC, CoMomentPart
 from streamnb.bn.gaussian_pairs import PRIOR, gaussian_pair_prices, gaussian_pair_weights
 from streamnb.bn.gaussian_terms import (
-    LOG_2PI,
     dense_joint,
     evidence_below,
     regression_line,
@@ -33,6 +32,7 @@ from streamnb.bn.gaussian_terms import (
 )
 from streamnb.bn.scales import is_log_key, log_key
 from streamnb.naive_bayes.values import frame_values
+from streamnb.stats.gaussian_density import log_densities
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CoMoments
 from streamnb.structure import Structure
@@ -311,7 +311,7 @@ class LinearGaussianPart(CoMomentPart):
                         a, b, var = regression_line(k, j, p, eps, wf, co)
                         mean = a + b * v[rows, pos[p]]
                     d = x - mean
-                    out[rows, k] += -0.5 * (LOG_2PI + math.log(var) + d * d / var)
+                    out[rows, k] += log_densities(d, var, math.log(var))
                     if j in self.log_ids():  # the change of variables
                         out[rows, k] -= x
         names = [self.features.keys[j] for j in cols.tolist()]

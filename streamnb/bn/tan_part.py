@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from streamnb.bn.cmi_sums import CMISums
-from streamnb.bn.gaussian_terms import LOG_2PI, TINY
+from streamnb.bn.gaussian_terms import TINY
 from streamnb.bn.linear_gaussian import PRIOR, LinearGaussianPart
 from streamnb.bn.margins import Margins
 from streamnb.bn.scales import log_key
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
+from streamnb.naive_bayes.gaussian import log_density
 from streamnb.stats import Counts, Index
 from streamnb.stats.comoments import CellMoments
 from streamnb.structure.chow_liu import tan_scored
@@ -246,7 +247,7 @@ class TANPart(TreePart):
                         row.append(0.0)
                     elif has:
                         d = nobs[c] - g[0]
-                        row.append(-0.5 * (LOG_2PI + math.log(g[1]) + d * d / g[1]) - jac)
+                        row.append(log_density(d, g[1]) - jac)
                     else:
                         row.append(_integral(g[0], g[1], lams[k]))  # type: ignore[index]
                 rows.append(row)

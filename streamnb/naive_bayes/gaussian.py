@@ -12,18 +12,22 @@ from streamnb import kernels
 from streamnb.naive_bayes.base import BaseNB, Part, add_feature
 from streamnb.naive_bayes.posterior import sum_features
 from streamnb.naive_bayes.values import first_seen, frame_values, numeric_items
-from streamnb.stats import Counts, Index, Welford, cells
+from streamnb.stats import Counts, Index, Welford, cells, gaussian_density
 from streamnb.stats.base import Statistic
+from streamnb.stats.gaussian_density import log_density_factors
 
-__all__ = ["GaussianNB", "GaussianPart", "event_ops"]
-
-_LOG_2PI = math.log(2.0 * math.pi)
+__all__ = ["GaussianNB", "GaussianPart", "event_ops", "log_density", "log_density_sum"]
 
 #: The one key of the pooled statistics' row axis.
 _ALL = "(all classes)"
 
 #: The module of one event's Welford operations: compiled when built, the plain-Python one otherwise.
 event_ops = kernels.compiled(cells)
+
+#: The normal log-density of one value and of an event's sum of them
+#: (:mod:`streamnb.stats.gaussian_density`), compiled when built: for every Gaussian scored in Python.
+_density = kernels.compiled(gaussian_density)
+log_density, log_density_sum = _density.log_density, _density.log_density_sum
 
 
 class GaussianPart(Part):
@@ -166,7 +170,7 @@ class GaussianPart(Part):
         out = [0.0] * n_classes
         eps, ddof = self._eps(), self.ddof
         N, M, S, (n0, n1), PN, PM, PS, (_, p1) = self._scalar()
-        log, inf = math.log, math.inf
+        inf = math.inf
         ll = [0.0] * n_classes
         for col, x in event:
             j = col // n1
@@ -181,13 +185,11 @@ class GaussianPart(Part):
                 else:  # no variance estimate at all: no information
                     ll[c] = 0.0
                     continue
-                coef = -0.5 / var if var > 0 else -inf
-                if coef == -inf:  # zero (or subnormal) variance: a point mass
+                if not (var > 0 and -0.5 / var > -inf):  # zero (or subnormal) variance: a point mass
                     ll[c] = inf if x == mean else -inf
                     finite = False
                 else:
-                    d = x - mean
-                    ll[c] = -0.5 * (_LOG_2PI + log(var)) + coef * (d * d)
+                    ll[c] = log_density(x - mean, var)
             if finite:
                 for c in range(n_classes):
                     out[c] += ll[c]
@@ -239,8 +241,9 @@ class GaussianPart(Part):
             unknown = np.isnan(var)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 zero = (var == 0) | np.isinf(-0.5 / var)  # a subnormal variance is a point mass too
-                coef = np.where(unknown | zero, 0.0, -0.5 / var)
-                log_norm = np.where(unknown | zero, 0.0, -0.5 * (_LOG_2PI + np.log(var)))
+                log_norm, coef = log_density_factors(var)
+                coef = np.where(unknown | zero, 0.0, coef)
+                log_norm = np.where(unknown | zero, 0.0, log_norm)
             self._derived = (mean, coef, log_norm, zero if zero.any() else None)
             self._var = var
         return self._derived

@@ -325,7 +325,8 @@ class SpamFilter(base.Classifier):
         """The scores now of the recent messages of each class (None without an operating point)."""
         if self._operating is None:
             return None
-        return [[self._decide(*self.token_counts(keys), *self.message_totals(), self._logistic.log_odds(ids)).logit
+        totals = self.message_totals()
+        return [[self._combined(self._significant(*self.token_counts(keys), *totals), self._logistic.log_odds(ids))[3]
                  for keys, ids, _ in recent] for recent in self._recent]  # fmt: skip
 
     def _shift(self, before: list[list[float]] | None) -> None:
@@ -419,13 +420,22 @@ class SpamFilter(base.Classifier):
                 z: float = 0.0) -> Verdict:  # fmt: skip
         """The verdict on a message whose tokens have the message counts ``n_spam, n_ham`` in
         classes of ``total_spam, total_ham`` messages, and whose n-grams have log-odds ``z``."""
+        return self._judge(self._significant(n_spam, n_ham, total_spam, total_ham), z)
+
+    def _significant(self, n_spam: np.ndarray, n_ham: np.ndarray, total_spam: float, total_ham: float) -> np.ndarray:
+        """The ``f(w)`` of the tokens combined, from their message counts."""
         f = robinson(n_spam, n_ham, total_spam, total_ham, self.s, self.x)
-        return self._judge(f[significant(f, self.min_dev, self.max_discriminators)], z)
+        return f[significant(f, self.min_dev, self.max_discriminators)]
+
+    def _combined(self, f: np.ndarray, z: float) -> tuple[float, float, float, float]:
+        """``(S, H, indicator, logit)`` of the ``f(w)`` combined, the logit plus the n-grams'
+        log-odds ``z`` times their weight."""
+        S, H, indicator, logit = combine(f)
+        return S, H, indicator, logit + self.logistic_weight * z
 
     def _judge(self, f: np.ndarray, z: float = 0.0) -> Verdict:
         """The verdict on the ``f(w)`` of the tokens combined, plus the n-grams' log-odds ``z``."""
-        S, H, indicator, logit = combine(f)
-        logit += self.logistic_weight * z
+        S, H, indicator, logit = self._combined(f, z)
         threshold = self.spam_threshold()
         if self._operating is not None:
             label = self._operating.label(logit)

@@ -1,8 +1,9 @@
 # The C types of cells.py, for the compiled build (Cython's augmenting declarations).
 cimport cython
 from libc cimport math
+from streamnb.stats.gaussian_density cimport log_density_sum
 
-cdef double MAX_ABS, _LOG_2PI, _NAN, _INF
+cdef double MAX_ABS, _NAN, _INF
 
 cpdef double number(object value)
 

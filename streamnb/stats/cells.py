@@ -24,12 +24,13 @@ from array import array
 from math import fsum
 from typing import Any
 
+from streamnb.stats.gaussian_density import log_density_sum
+
 __all__ = ["MAX_ABS", "ClassWeights", "CountCells", "Event", "WelfordCells", "number", "posterior",
            "split_strings"]
 
 #: The largest magnitude of a plain value (as :data:`streamnb.naive_bayes.checks.MAX_ABS`).
 MAX_ABS = 1e100
-_LOG_2PI = 1.8378770664093453  # math.log(2 * math.pi)
 _NAN = float("nan")
 _INF = math.inf
 
@@ -307,7 +308,7 @@ class WelfordCells(Event):
                 d = ev_xs[f] - M[i]
                 log_var += math.log(var)
                 quad += d * d / var
-            out[c] = -0.5 * (size * _LOG_2PI + log_var + quad)
+            out[c] = log_density_sum(size, log_var, quad)
         return out
 
 

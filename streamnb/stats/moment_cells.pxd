@@ -3,8 +3,9 @@
 cimport cython
 from libc cimport math
 from streamnb.stats.cells cimport WelfordCells
+from streamnb.stats.gaussian_density cimport log_density
 
-cdef double PRIOR, TINY, LOG_2PI
+cdef double PRIOR, TINY
 
 cdef class MomentCells(WelfordCells):
     cdef double[::1] cn, cm, cs, cc, parx, jac

@@ -28,14 +28,14 @@ from array import array
 from typing import Any
 
 from streamnb.stats.cells import WelfordCells
+from streamnb.stats.gaussian_density import log_density
 
-__all__ = ["LOG_2PI", "PRIOR", "TINY", "MomentCells"]
+__all__ = ["PRIOR", "TINY", "MomentCells"]
 
 #: The pseudo-event shrinking a residual variance (as :data:`streamnb.bn.gaussian_pairs.PRIOR`).
 PRIOR = 1.0
 #: The smallest variance of a term (as :data:`streamnb.bn.gaussian_terms.TINY`).
 TINY = 1e-300
-LOG_2PI = 1.8378770664093453  # math.log(2 * math.pi)
 
 
 class MomentCells(WelfordCells):
@@ -339,6 +339,6 @@ class MomentCells(WelfordCells):
                     var = TINY if TINY > var else var
                     mean = a + b * parx[f]
                 d = ev_xs[f] - mean
-                terms[f] = -0.5 * (LOG_2PI + math.log(var) + d * d / var) - jac[f]
+                terms[f] = log_density(d, var) - jac[f]
             out[k] = math.fsum(terms)
         return out

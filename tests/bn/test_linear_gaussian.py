@@ -21,6 +21,7 @@ from streamnb.bn import TANClassifier
 from streamnb.bn.linear_gaussian import PRIOR, gaussian_pair_weights
 from streamnb.bn.tree_inference import MARGINAL_PRIOR
 from streamnb.structure.chow_liu import forest_structure
+from tests.bn.counting import counted
 
 #: The planted tree: child -> (parent, slope per class, residual sd); roots have class means.
 TREE = {
@@ -333,13 +334,7 @@ def brute_force_mixed(rows: list, parents: dict, x: dict, alpha: float = 1.0, va
 
         def p_cat(f: str, v: str, assign: dict) -> float:
             par = parents[f]
-            marginal = ((D[f] == v).sum() + alpha) / (len(D) + alpha * len(values[f]))
-            if par is None:
-                return marginal
-            sub = D[D[par] == assign[par]]
-            if prior > 0:
-                return ((sub[f] == v).sum() + prior * marginal) / (len(sub) + prior)
-            return ((sub[f] == v).sum() + alpha) / (len(sub) + alpha * len(values[f]))
+            return counted(D, f, v, par, assign[par] if par else None, alpha, prior, len(values[f]))
 
         def gauss(f: str, assign: dict) -> tuple:
             """(a, b, var, numeric parent or None): f ~ N(a + b x_parent, var)."""

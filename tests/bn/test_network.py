@@ -7,7 +7,7 @@ import pytest
 
 from streamnb.bn import BayesNetClassifier
 from streamnb.exceptions import InvalidEventError
-from tests.structure.helpers import network, sample
+from tests.structure.helpers import NETWORKS, network, sample
 
 REL = 1e-9
 
@@ -69,6 +69,7 @@ def asia():
     return sample("asia", 3000, 11)
 
 
+@NETWORKS
 def test_matches_pgmpy_variable_elimination(asia):
     """Laplace CPTs equal pgmpy's BayesianEstimator with the K2 prior (one pseudo-count per
     cell); P(class | evidence) equals pgmpy's exact inference, missing features summed out."""

@@ -13,7 +13,8 @@ from streamnb import persistence
 from streamnb.bn import AODE, ChowLiuClassifier, TANClassifier
 from streamnb.bn.tree_inference import MARGINAL_PRIOR
 from streamnb.naive_bayes.values import is_missing
-from tests.structure.helpers import DATA, sample
+from tests.bn.counting import counted
+from tests.structure.helpers import DATA, NETWORKS, sample
 
 REL = 1e-9
 
@@ -75,6 +76,7 @@ def pgmpy_posterior(df: pd.DataFrame, target: str, edges: list, queries: list) -
     return out
 
 
+@NETWORKS
 @pytest.mark.parametrize("name,n,target", [("car", None, "class"), ("child", 2000, "Disease")])
 def test_tan_posterior_equals_pgmpy_exact_inference(car, name, n, target):
     """Laplace CPTs (``smoothing="lidstone"``) = pgmpy's K2 prior on the TAN DAG; with features
@@ -126,13 +128,7 @@ def brute_class_trees(df: pd.DataFrame, target: str, model: ChowLiuClassifier, a
 
         def p(f, v, pv):
             par = parents.get(f)
-            marginal = ((g[f] == v).sum() + alpha) / (len(g) + alpha * len(values[f]))
-            if par is None:
-                return marginal
-            sub = g[g[par] == pv[par]]
-            if strength > 0:
-                return ((sub[f] == v).sum() + strength * marginal) / (len(sub) + strength)
-            return ((sub[f] == v).sum() + alpha) / (len(sub) + alpha * len(values[f]))
+            return counted(g, f, v, par, pv[par] if par else None, alpha, strength, len(values[f]))
 
         missing = [f for f in feats if f not in x]
         total = 0.0
@@ -327,31 +323,6 @@ def test_missing_and_unseen_values_are_marginalized_not_guessed(car):
     for v in (None, float("nan"), "never seen"):
         assert tan.predict_proba_one({**x, "lug_boot": v}) == tan.predict_proba_one(x)
     assert not is_missing(tan.predict_proba_one(x)["unacc"])
-
-
-# -- plain TAN (Friedman et al.'s spanning tree) ----------------------------------------------
-@pytest.mark.parametrize("name,n,seed,target", [("asia", 4000, 4, "either"), ("child", 2000, 5, "Disease"),
-                                                ("alarm", 1000, 6, "BP")])
-def test_plain_tan_learner_has_pgmpy_tree_search_edges(name, n, seed, target):
-    """``TANClassifier(edge_penalty=None, swap_margin=0)`` learned on a stream (a recompute
-    every 100 events, so earlier trees stood in between) ends on pgmpy's
-    ``TreeSearch(estimator_type="tan")`` tree, edge for edge and direction for direction when
-    pgmpy is given our root (the first feature in canonical order), at a prefix and at the end."""
-    from streamnb.structure.chow_liu import canonical
-    from tests.structure.helpers import pgmpy_edges
-
-    df = sample(name, n, seed)
-    root = min((c for c in df.columns if c != target), key=canonical)
-    model = TANClassifier(edge_penalty=None, swap_margin=0)
-    rows = rows_of(df, target)
-    for stop in (n // 2, n):
-        for x, y in rows[stop - n // 2: stop]:
-            model.learn_one(x, y)
-        model.relearn()
-        seen = df.iloc[:stop]
-        expected = pgmpy_edges(seen, root, "tan", class_node=target)
-        assert len(expected) == df.shape[1] - 2  # a spanning tree over the features
-        assert set(model.structure().edges) == expected, stop
 
 
 def test_a_merge_bringing_a_new_numeric_feature_predicts_as_its_reloaded_copy():

@@ -33,6 +33,12 @@ def outcomes(name: str) -> list[tuple[int, Outcome]]:
     return [(seed, run_stream(name, seed, PROFILE.events)) for seed in range(PROFILE.streams)]
 
 
+def per_config(names: list[str]) -> list:
+    """Each configuration's tests in one group: ``pytest -n N --dist loadgroup`` (the Makefile's
+    tiers) runs them in one process, where the configuration's streams (``outcomes``) run once."""
+    return [pytest.param(name, marks=pytest.mark.xdist_group(f"fuzz-{name}")) for name in names]
+
+
 def failures(name: str, oracle: str | None = None) -> list[str]:
     return [repro(name, seed, PROFILE.events, out) for seed, out in outcomes(name)
             if out.failure is not None and (out.failure.oracle == oracle if oracle
@@ -53,7 +59,7 @@ def test_every_public_learner_is_fuzzed():
 
 
 @pytest.mark.filterwarnings("error")
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", per_config(sorted(CONFIGS)))
 def test_streams_keep_every_promise(name: str) -> None:
     tally(name, [out for _, out in outcomes(name)])
     found = failures(name)
@@ -79,7 +85,8 @@ def test_streams_that_once_failed(name: str, seed: int) -> None:
 
 
 @pytest.mark.filterwarnings("error")
-@pytest.mark.parametrize("name, oracle", [pytest.param(name, oracle, marks=pytest.mark.xfail(strict=True, reason=why))
+@pytest.mark.parametrize("name, oracle", [pytest.param(name, oracle, marks=[pytest.mark.xfail(strict=True, reason=why),
+                                                                          pytest.mark.xdist_group(f"fuzz-{name}")])
                                           for (name, oracle), why in sorted(KNOWN.items())])
 def test_known_failures(name: str, oracle: str) -> None:
     found = failures(name, oracle)
@@ -88,7 +95,7 @@ def test_known_failures(name: str, oracle: str) -> None:
 
 @needs_native
 @pytest.mark.filterwarnings("error")
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", per_config(sorted(CONFIGS)))
 def test_compiled_equals_python(name: str) -> None:
     """The same streams on the pure-Python path: the same bits, errors and saved bytes."""
     found = []

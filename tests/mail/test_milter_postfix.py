@@ -17,7 +17,8 @@ import pytest
 
 from streamnb.mailserve.milter import Decision, Envelope
 from tests.mail.milter_thread import MilterThread
-from tests.mail.postfix import PrivatePostfix, free_port, running_postfix, wait_until
+from tests.mail.postfix import PrivatePostfix, free_port, running_postfix
+from tests.waiting import until
 
 SEEN: list[tuple[bytes, Envelope]] = []
 
@@ -70,7 +71,7 @@ def delivered(postfix: PrivatePostfix, subject: str, copies: int = 1,
         found[:] = [m for m in postfix.wait_delivered(len(postfix.delivered()), 0) if m["Subject"] == subject]
         return len(found) >= copies
 
-    wait_until(arrived, 30, f"the delivery of {subject!r}")
+    until(arrived, f"the delivery of {subject!r}")
     assert len(found) == copies
     return found if all_copies else found[0]
 
@@ -113,8 +114,8 @@ def test_a_message_above_the_reject_rule_is_refused_with_550(postfix: PrivatePos
     assert refused.value.smtp_code == 550
     assert refused.value.smtp_error == b"5.7.1 spamicity 0.999870 above 0.99"
     _, envelope = seen("reject one")
-    wait_until(lambda: f"{envelope.queue_id}: milter-reject: END-OF-MESSAGE" in postfix.log(), 10,
-               "the milter-reject log line")
+    until(lambda: f"{envelope.queue_id}: milter-reject: END-OF-MESSAGE" in postfix.log(),
+          "the milter-reject log line")
     assert not [p for p in postfix.delivered() if b"Subject: reject one" in p.read_bytes()]
 
 
@@ -133,7 +134,7 @@ def test_forged_spam_headers_are_removed(postfix: PrivatePostfix) -> None:
 def test_quarantine_puts_the_message_on_hold(postfix: PrivatePostfix) -> None:
     send(postfix, "hold one", "HOLDME VIAGRA")
     _, envelope = seen("hold one")
-    wait_until(lambda: envelope.queue_id in postfix.held(), 10, "the message in the hold queue")
+    until(lambda: envelope.queue_id in postfix.held(), "the message in the hold queue")
     queued = postfix.postcat(envelope.queue_id)
     assert "X-Spam: spam, spamicity=0.999870" in queued
     # Postfix logs the hold, not the filter's reason

@@ -6,30 +6,15 @@ DATA."""
 from __future__ import annotations
 
 import smtplib
-from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
 
 import pytest
 
-from tests.mail.postfix import PrivatePostfix, wait_until
-from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, rejecting_daemon
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    with rejecting_daemon(tmp_path_factory.mktemp("serve")) as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def milter_port(daemon: Daemon) -> int:
-    return daemon.ports["milter"]
-
-
-def text(subject: str, words: list[str], forged: str = "") -> str:
-    return (f"From: bob@example.org\r\nTo: alice@mail.test\r\nSubject: {subject}\r\n{forged}\r\n"
-            f"{' '.join(words)}\r\n")  # fmt: skip
+from tests.mail.postfix import PrivatePostfix
+from tests.mail.serving import daemon, milter_port, text  # noqa: F401  (daemon, milter_port: fixtures)
+from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon
+from tests.waiting import until
 
 
 def submit(postfix: PrivatePostfix, subject: str, words: list[str], forged: str = "") -> None:
@@ -45,7 +30,7 @@ def delivered(postfix: PrivatePostfix, subject: str, copies: int = 1) -> list[Me
         found[:] = [m for m in postfix.wait_delivered(len(postfix.delivered()), 0) if m["Subject"] == subject]
         return len(found) >= copies
 
-    wait_until(arrived, 30, "the delivery")
+    until(arrived, "the delivery")
     assert len(found) == copies
     return found
 

@@ -6,30 +6,15 @@ daemon's X-Spam header, from SMTP clients and from Sendmail's command line, and 
 from __future__ import annotations
 
 import smtplib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.mail.postfix import free_port, wait_until
+from tests.mail.postfix import free_port
 from tests.mail.sendmail import PrivateSendmail, running_sendmail
-from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon, rejecting_daemon
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    with rejecting_daemon(tmp_path_factory.mktemp("serve")) as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def milter_port(daemon: Daemon) -> int:
-    return daemon.ports["milter"]
-
-
-def text(subject: str, words: list[str], forged: str = "") -> str:
-    return (f"From: bob@example.org\r\nTo: alice@mail.test\r\nSubject: {subject}\r\n{forged}\r\n"
-            f"{' '.join(words)}\r\n")  # fmt: skip
+from tests.mail.serving import daemon, milter_port, text  # noqa: F401  (daemon, milter_port: fixtures)
+from tests.mailserve.daemon import HAM_WORDS, SPAM_WORDS, Daemon
+from tests.waiting import until
 
 
 def submit(sendmail: PrivateSendmail, subject: str, words: list[str], forged: str = "") -> None:
@@ -75,7 +60,7 @@ def test_spam_above_the_reject_threshold_is_refused(sendmail: PrivateSendmail, d
     metrics = daemon.request("GET", "/metrics")[1]
     assert 'streamnb_mail_checks_total{label="spam"} 1.0' in metrics
     # refused, not queued: nothing new is delivered once the queue is empty
-    wait_until(lambda: not sendmail.queued(), 30, "an empty queue")
+    until(lambda: not sendmail.queued(), "an empty queue")
     assert len(sendmail.delivered()) == before
 
 

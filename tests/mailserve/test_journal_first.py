@@ -8,8 +8,6 @@ import asyncio
 import errno
 import os
 import random
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -101,22 +99,6 @@ def _run_with_faults(tmp_path: Path, fault: int) -> None:
 @pytest.mark.parametrize("fault", [errno.EIO, errno.ENOSPC], ids=["EIO", "ENOSPC"])
 def test_failed_fsyncs_leave_the_model_as_acknowledged(tmp_path, fault):
     _run_with_faults(tmp_path, fault)
-
-
-@pytest.fixture
-def small_fs(tmp_path):
-    """A real 512 KiB tmpfs (needs root and mount); skipped where it cannot be mounted."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if shutil.which("mount") is None or os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
-    if res.returncode:
-        pytest.skip(f"cannot mount tmpfs: {res.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_full_disk_fails_the_learn_and_changes_nothing_until_there_is_room(small_fs, tmp_path):

@@ -9,9 +9,9 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 from tests.mailserve.daemon import Daemon
+from tests.waiting import until
 
 EMFILE_SCRIPT = textwrap.dedent("""
     import asyncio, json, os, resource, socket
@@ -71,6 +71,14 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return True
 
 
+def _answered(daemon: Daemon, source: str | None = None) -> bool:
+    """Whether a health check from ``source`` (the MTA's address by default) is answered now."""
+    try:
+        return daemon.request("GET", "/healthz", source=source, timeout=5)[0] == 200
+    except OSError:
+        return False
+
+
 def test_idle_connections_from_other_addresses_leave_the_mta_room(tmp_path):
     """320 idle connections from 40 addresses other than the MTA's, on a daemon limited to 256
     open files (today's systemd default is 1,024; the same holds at any limit): each address
@@ -89,12 +97,12 @@ def test_idle_connections_from_other_addresses_leave_the_mta_room(tmp_path):
                 held.append((source, sock))
             status, doc = daemon.request("GET", "/healthz", timeout=30)
             assert (status, doc["status"]) == (200, "ok")
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:  # the closes reach us
-                still = [source for source, sock in held if not _closed_by_peer(sock)]
-                if len(still) <= 192 - 16:
-                    break
-                time.sleep(0.05)
+
+            def still_open() -> list[str]:
+                return [source for source, sock in held if not _closed_by_peer(sock)]
+
+            until(lambda: len(still_open()) <= 192 - 16, "the closes to reach us")
+            still = still_open()
             assert len(still) == 192 - 16  # the limit of 256 files leaves 192 connections, 16 of them reserved
             assert max(still.count(s) for s in set(still)) <= 8
             status, text = daemon.request("GET", "/metrics")
@@ -105,15 +113,8 @@ def test_idle_connections_from_other_addresses_leave_the_mta_room(tmp_path):
         finally:
             for _, sock in held:
                 sock.close()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # their slots come back once they close
-            try:
-                if daemon.request("GET", "/healthz", source="127.0.0.2", timeout=5)[0] == 200:
-                    break
-            except (ConnectionError, OSError):
-                time.sleep(0.05)
-        else:
-            raise AssertionError("an address outside the MTA's was not answered again")
+        # their slots come back once they close
+        until(lambda: _answered(daemon, "127.0.0.2"), "an address outside the MTA's answered again")
 
 
 def test_the_soft_open_files_limit_is_raised_to_the_hard_one(tmp_path):
@@ -191,22 +192,13 @@ def test_1100_idle_connections_at_systemds_default_limit_do_not_silence_it_for_g
                 sock = socket.create_connection(("127.0.0.1", daemon.port), timeout=30)
                 sock.setblocking(False)
                 held.append(sock)
-            deadline = time.monotonic() + 60
-            while sum(_closed_by_peer(sock) for sock in held) < 76 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            until(lambda: sum(_closed_by_peer(sock) for sock in held) >= 76, "the closes to reach us")
             assert sum(_closed_by_peer(sock) for sock in held) == 76  # 1,100 - 1,024
         finally:
             for sock in held:
                 sock.close()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # their slots come back as they close
-            try:
-                if daemon.request("GET", "/healthz", timeout=5)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("not answered again")
+        # their slots come back as they close
+        until(lambda: _answered(daemon), "the MTA's address answered again")
         status, text = daemon.request("GET", "/metrics")
         assert 'streamnb_mail_connections_refused_total{listener="http"} 76.0' in text
         assert "accept_errors_total{" not in text  # never out of descriptors

@@ -16,7 +16,7 @@ import pytest
 KAFKA_TESTS = Path(__file__).resolve().parents[1] / "kafka"
 sys.path.insert(0, str(KAFKA_TESTS))  # kafkatest, test_exactly_once helpers
 
-from tests.kafka.conftest import bootstrap, memory_broker, names, s3_broker  # noqa: E402,F401
+from tests.kafka.conftest import memory_broker, names, s3_broker  # noqa: E402,F401
 
 
 def pytest_configure(config):

@@ -8,9 +8,7 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import signal
-import subprocess
 import threading
 import time
 
@@ -193,22 +191,6 @@ def test_service_falls_back_past_a_bit_flipped_checkpoint(bootstrap, names, tmp_
 
 
 # -- disk full -----------------------------------------------------------------------------------
-@pytest.fixture
-def small_fs(tmp_path):
-    """A real 512 KiB tmpfs (needs root and mount); skipped where it cannot be mounted."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if shutil.which("mount") is None or os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs")
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
-    if res.returncode:
-        pytest.skip(f"cannot mount tmpfs: {res.stderr.decode().strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
 def fill(directory) -> None:
     """Fill the filesystem until ENOSPC."""
     with open(directory / "filler", "wb", buffering=0) as f:

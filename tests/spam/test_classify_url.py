@@ -42,16 +42,17 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.server.requests.append((self.path, self.headers.get("User"), body))
         mode = self.server.mode
-        if mode == "slow":
-            time.sleep(3)
-        if mode == "drip":  # headers at once, then the body a byte every 0.2 s
+        if mode == "slow":  # no answer before the test ends (at most 120 s)
+            self.server.done.wait(120)
+        if mode == "drip":  # headers at once, then the body a byte every 0.2 s until the test ends
             self.send_response(200)
             self.send_header("Content-Length", "1000")
             self.end_headers()
             for _ in range(1000):
                 self.wfile.write(b" ")
                 self.wfile.flush()
-                time.sleep(0.2)
+                if self.server.done.wait(0.2):
+                    break
             return
         if mode == "error":
             return self.reply(500, b'{"error": "model not loaded"}')
@@ -93,6 +94,7 @@ class Daemon(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.requests: list[tuple[str, str | None, bytes]] = []
         self.mode = "ok"
+        self.done = threading.Event()  # set when the test ends: the slow modes stop
 
     @property
     def url(self) -> str:
@@ -110,6 +112,7 @@ def daemon():
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield server
+    server.done.set()
     server.shutdown()
     server.server_close()
     thread.join(5)
@@ -186,7 +189,9 @@ def test_the_timeout_bounds_the_whole_exchange(daemon, mode):
     got = classify(["--url", daemon.url, "--timeout", "0.5"], SPAM)
     elapsed = time.monotonic() - start
     assert got.exit_code == EXIT["error"] and got.stderr == f"streamnb mail classify: {daemon.url}: no answer within 0.5 s\n"
-    assert 0.5 <= elapsed < 2.0
+    # at least the timeout; and bounded by it: the daemon would take minutes (a bound far
+    # below that, not a measure of the machine)
+    assert 0.5 <= elapsed < 60.0
 
 
 def test_no_daemon_listening_exits_3():

@@ -9,12 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from streamnb.naive_bayes.values import is_missing
 from streamnb.stats.pairwise import PairCounts
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 logging.getLogger("pgmpy").setLevel(logging.ERROR)
+
+#: The mark of the tests that read the networks of ``tests/data`` (pgmpy's oracles): with
+#: ``--dist loadgroup`` (the Makefile's tiers) they run in one process, where pgmpy is imported
+#: and each network parsed and sampled once (:func:`network` and :func:`sample` are cached).
+NETWORKS = pytest.mark.xdist_group("networks")
 
 
 @lru_cache(maxsize=None)

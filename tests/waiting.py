@@ -1,7 +1,7 @@
 """Waiting in tests on an event, not on a clock: poll until it happened, within a generous bound.
 
-The one polling helper of the suite (``kafkatest.wait_until`` and ``tests.mail.postfix.wait_until``
-are this one under their older argument order). A bound is there to end a test that hangs, never
+The one polling helper of the suite (``kafkatest.wait_until`` is this one under the Kafka tests'
+older argument order). A bound is there to end a test that hangs, never
 to measure: it stretches with the machine's load (:func:`patience`), and with ``progress`` it
 counts from the last sign that the awaited work still moves, so a busy machine that is still
 getting there is never taken for a stuck one.

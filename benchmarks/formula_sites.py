@@ -180,7 +180,7 @@ FORMULAS = [
                 "-0.5 (log 2 pi + log r) - d^2 / (2 r): other bits",
             "streamnb/bn/gaussian_terms.py:tree_terms": "the trees' Python path, as MomentCells.tree_scores",
             "streamnb/bn/gaussian_terms.py:dense_joint": "the trees' numpy path",
-            "streamnb/bn/tan_part.py:TANPart.numeric_evidence":
+            "streamnb/bn/numeric_children.py:NumericChildren.numeric_evidence":
                 "bn/tan_part.py is restructured on another branch",
             "streamnb/bn/linear_gaussian.py:LinearGaussianPart._log_likelihood_frame":
                 "bn/linear_gaussian.py "
@@ -204,7 +204,7 @@ FORMULAS = [
                 "(same bits as posterior_one)",
         },
         others={
-            "streamnb/bn/tan_part.py:TANPart.numeric_evidence":
+            "streamnb/bn/numeric_children.py:NumericChildren.numeric_evidence":
                 "likelihoods scaled by their maximum, not normalized",
             "streamnb/spam/robinson.py:chi2_logsf": "a chi-square tail",
             "streamnb/spam/robinson.py:_logcdf": "a chi-square tail",

@@ -96,12 +96,20 @@ class TreeAugmentedNB(FeatureKinds):
     # -- structure -------------------------------------------------------------------------
     def relearn(self) -> None:
         """Recompute the structure from the statistics now (no data is replayed)."""
-        s, part = self._structure, self._part
+        s = self._structure
         on_log = self._choose_scales()
-        new = part.learn_structures(s.trees, on_log)
-        s.update({key: part.held(key, s.trees.get(key, Structure({})), tree) for key, tree in new.items()})
+        s.update(self._learn_trees(on_log))
         s.update_scales(on_log)
         self._hand_down()
+
+    def _learn_trees(self, on_log: frozenset) -> dict[Any, Structure]:
+        """The trees the statistics call for now, the numeric features ``on_log`` on their log
+        scale, each kept or not where the current one stands: the structured part's
+        (:meth:`~streamnb.bn.tree_part.TreePart.learn_structures`,
+        :meth:`~streamnb.bn.tree_part.TreePart.held`)."""
+        s, part = self._structure, self._part
+        new = part.learn_structures(s.trees, on_log)
+        return {key: part.held(key, s.trees.get(key, Structure({})), tree) for key, tree in new.items()}
 
     def _choose_scales(self) -> frozenset:
         """The numeric features to stand on their log scale at a recompute (none here)."""

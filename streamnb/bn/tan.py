@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
+from streamnb.bn.base import LearnedTreesNB
 from streamnb.bn.chow_liu_classifier import ChowLiuClassifier
 from streamnb.bn.linear_gaussian import MAX_NUMERIC, LinearGaussianPart
 from streamnb.bn.numeric_children import NumericChildren
@@ -33,7 +33,7 @@ from streamnb.structure.hysteresis import favour_incumbents, hold
 __all__ = ["TANClassifier", "ChowLiuClassifier"]
 
 
-class TANClassifier(TreeAugmentedNB):
+class TANClassifier(LearnedTreesNB):
     """Tree-augmented naive Bayes (Friedman, Geiger & Goldszmidt 1997), learned online, with
     numeric features in the structure.
 
@@ -226,20 +226,23 @@ class TANClassifier(TreeAugmentedNB):
         scales: str = "auto",
         smoothing: str = "marginal",
     ) -> None:
-        self._set_tree_params(alpha, relearn_every, max_tree_features, cmi_alpha, smoothing)
-        if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
-            raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
-        if scales not in SCALES:
-            raise ValueError(f"scales must be one of {SCALES}, got {scales!r}")
         self.max_numeric = max_numeric
         self.scales = scales
-        if edge_penalty not in EDGE_PENALTIES:
-            raise ValueError(f"edge_penalty must be one of {EDGE_PENALTIES}, got {edge_penalty!r}")
-        if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not swap_margin >= 0:
-            raise ValueError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
         self.edge_penalty = edge_penalty
         self.swap_margin = swap_margin
-        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
+        super().__init__(alpha, relearn_every, max_tree_features, cmi_alpha, kinds, var_smoothing, max_cells,
+                         smoothing)
+
+    def _check_params(self) -> None:
+        max_numeric, swap_margin = self.max_numeric, self.swap_margin
+        if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
+            raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
+        if self.scales not in SCALES:
+            raise ValueError(f"scales must be one of {SCALES}, got {self.scales!r}")
+        if self.edge_penalty not in EDGE_PENALTIES:
+            raise ValueError(f"edge_penalty must be one of {EDGE_PENALTIES}, got {self.edge_penalty!r}")
+        if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not swap_margin >= 0:
+            raise ValueError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
 
     def _make_structured_part(self) -> Part:
         return TANPart(self._classes, self._class_counts, self.alpha, self.max_tree_features, self.cmi_alpha,
@@ -373,7 +376,7 @@ class TANClassifier(TreeAugmentedNB):
         self._numbers_below()  # the numeric features are loaded now
 
     def merge(self, other: BaseNB) -> BaseNB:
-        """As :meth:`TreeAugmentedNB.merge`; a log slot whose feature had a
+        """As :meth:`~streamnb.bn.base.TreeAugmentedNB.merge`; a log slot whose feature had a
         value below 0 on either side ends empty, as one learner's does (:mod:`streamnb.bn.scales`)."""
         super().merge(other)
         self._numeric.settle()
@@ -440,9 +443,6 @@ class TANClassifier(TreeAugmentedNB):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {}
-        yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
-        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
-        yield {"relearn_every": 5, "smoothing": "lidstone"}
+        yield from super()._unit_test_params()
         yield {"relearn_every": 20, "edge_penalty": None, "swap_margin": 0.0}
         yield {"relearn_every": 10, "scales": "linear"}

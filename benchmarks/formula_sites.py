@@ -179,7 +179,7 @@ FORMULAS = [
         "streamnb/stats/normalize.py", ("exp_normalized", "posterior"), exp_shifted, divides,
         via=("streamnb.naive_bayes.posterior",),
         others={
-            "streamnb/bn/tan_part.py:TANPart.numeric_evidence":
+            "streamnb/bn/numeric_children.py:NumericChildren.numeric_evidence":
                 "likelihoods scaled by their maximum, not normalized",
             "streamnb/spam/robinson.py:chi2_logsf": "a chi-square tail",
             "streamnb/spam/robinson.py:_logcdf": "a chi-square tail",

@@ -41,7 +41,9 @@ class _AODEPart(TreePart):
     def joint_fast(self, x: dict) -> list | None:
         return None  # averaged one-dependence estimators: the Python path
 
-    def joint_one(self, prepared: tuple[list, list]) -> list:
+    def joint_one(self, prepared: tuple[list, list],
+                  evidence: tuple[dict, dict | None] | None = None) -> list:
+        # (``evidence`` is always None: AODE's numeric features are leaves given the class)
         n_c = len(self.classes.keys)
         out = [0.0] * n_c
         _, cells = prepared
@@ -159,7 +161,8 @@ class _AODEPart(TreePart):
             avg[rows] = np.where(np.isfinite(prior), log_avg - prior, -np.inf).T
         return avg, has, nb.transpose(2, 1, 0)
 
-    def log_likelihoods(self, prepared: tuple[list, list]) -> tuple[list, np.ndarray]:
+    def log_likelihoods(self, prepared: tuple[list, list],
+                        evidence: tuple[dict, dict | None] | None = None) -> tuple[list, np.ndarray]:
         n_c = len(self.classes)
         _, cells = prepared
         if not cells or not n_c:

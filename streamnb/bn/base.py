@@ -33,7 +33,7 @@ from streamnb.naive_bayes.gaussian import GaussianPart
 from streamnb.naive_bayes.mixed import FeatureKinds, check_kinds
 from streamnb.structure import Structure
 
-__all__ = ["TreeAugmentedNB"]
+__all__ = ["TreeAugmentedNB", "LearnedTreesNB"]
 
 #: River's check datasets: Phishing's features are discrete (0, 0.5, 1): declaring them
 #: categorical makes the checks exercise the structured part (ImageSegments stays Gaussian).
@@ -67,18 +67,6 @@ class TreeAugmentedNB(FeatureKinds):
         super().__init__()
         self._init_kinds()
 
-    def _set_tree_params(
-        self, alpha: float, relearn_every: int, max_tree_features: int | None, cmi_alpha: float, smoothing: str,
-    ) -> None:
-        """The parameters of the learned trees (TAN, per-class Chow-Liu); ValueError for an unknown
-        ``smoothing``, the first parameter checked."""
-        self._prior = smoothing_prior(smoothing)
-        self.smoothing = smoothing
-        self.alpha = alpha
-        self.relearn_every = relearn_every
-        self.max_tree_features = max_tree_features
-        self.cmi_alpha = cmi_alpha
-
     def _make_part(self, kind: str) -> Part:
         return self._make_numeric_part() if kind == "gaussian" else self._make_structured_part()
 
@@ -96,12 +84,20 @@ class TreeAugmentedNB(FeatureKinds):
     # -- structure -------------------------------------------------------------------------
     def relearn(self) -> None:
         """Recompute the structure from the statistics now (no data is replayed)."""
-        s, part = self._structure, self._part
+        s = self._structure
         on_log = self._choose_scales()
-        new = part.learn_structures(s.trees, on_log)
-        s.update({key: part.held(key, s.trees.get(key, Structure({})), tree) for key, tree in new.items()})
+        s.update(self._learn_trees(on_log))
         s.update_scales(on_log)
         self._hand_down()
+
+    def _learn_trees(self, on_log: frozenset) -> dict[Any, Structure]:
+        """The trees the statistics call for now, the numeric features ``on_log`` on their log
+        scale, each kept or not where the current one stands: the structured part's
+        (:meth:`~streamnb.bn.tree_part.TreePart.learn_structures`,
+        :meth:`~streamnb.bn.tree_part.TreePart.held`)."""
+        s, part = self._structure, self._part
+        new = part.learn_structures(s.trees, on_log)
+        return {key: part.held(key, s.trees.get(key, Structure({})), tree) for key, tree in new.items()}
 
     def _choose_scales(self) -> frozenset:
         """The numeric features to stand on their log scale at a recompute (none here)."""
@@ -211,3 +207,38 @@ class TreeAugmentedNB(FeatureKinds):
 
     def _unit_test_skips(self) -> set:
         return set()
+
+
+class LearnedTreesNB(TreeAugmentedNB):
+    """Base of the learners whose trees are learned from the pair counts (TAN, per-class
+    Chow-Liu): their shared parameters, in one place (see :class:`~streamnb.TANClassifier`)."""
+
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        relearn_every: int = 100,
+        max_tree_features: int | None = None,
+        cmi_alpha: float = 0.0,
+        kinds: dict | None = None,
+        var_smoothing: float = 1e-9,
+        max_cells: int = MAX_CELLS,
+        smoothing: str = "marginal",
+    ) -> None:
+        self._prior = smoothing_prior(smoothing)  # ValueError for an unknown smoothing, the first check
+        self.smoothing = smoothing
+        self.alpha = alpha
+        self.relearn_every = relearn_every
+        self.max_tree_features = max_tree_features
+        self.cmi_alpha = cmi_alpha
+        self._check_params()
+        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
+
+    def _check_params(self) -> None:
+        """Check a subclass's own parameters (set before this class's ``__init__``); ValueError."""
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
+        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
+        yield {"relearn_every": 5, "smoothing": "lidstone"}

@@ -6,9 +6,8 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
+from streamnb.bn.base import LearnedTreesNB
 from streamnb.bn.tan_part import TANPart
-from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import Part
 from streamnb.structure import Structure, class_chow_liu, top_features
 
@@ -29,7 +28,7 @@ class ClassTreesPart(TANPart):
         return out
 
 
-class ChowLiuClassifier(TreeAugmentedNB):
+class ChowLiuClassifier(LearnedTreesNB):
     """One Chow-Liu tree per class: ``P(x | y)`` is a tree over the features, its own for each y.
 
     The tree of class ``y`` is the maximum spanning tree of ``I(Xi; Xj)`` over the events of
@@ -52,20 +51,6 @@ class ChowLiuClassifier(TreeAugmentedNB):
     (True, False)
     """
 
-    def __init__(
-        self,
-        alpha: float = 1.0,
-        relearn_every: int = 100,
-        max_tree_features: int | None = None,
-        cmi_alpha: float = 0.0,
-        kinds: dict | None = None,
-        var_smoothing: float = 1e-9,
-        max_cells: int = MAX_CELLS,
-        smoothing: str = "marginal",
-    ) -> None:
-        self._set_tree_params(alpha, relearn_every, max_tree_features, cmi_alpha, smoothing)
-        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
-
     def _make_structured_part(self) -> Part:
         return ClassTreesPart(self._classes, self._class_counts, self.alpha, self.max_tree_features, self.cmi_alpha, self.max_cells, prior=self._prior)
 
@@ -83,10 +68,3 @@ class ChowLiuClassifier(TreeAugmentedNB):
             s.to_dot().replace("digraph {", f'digraph "{class_name}={y}" {{', 1)
             for y, s in self._structure.trees.items()
         )
-
-    @classmethod
-    def _unit_test_params(cls):
-        yield {}
-        yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
-        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
-        yield {"relearn_every": 5, "smoothing": "lidstone"}

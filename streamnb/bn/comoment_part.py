@@ -119,8 +119,9 @@ class CoMomentPart(GaussianPart):
             return keys, values
         return keys + [f for f, _ in logs], values + [v for _, v in logs]
 
-    #: Statistics with the numeric features as an axis besides this part's own (the categorical
-    #: part's per-value Welford statistics): a log slot emptied is emptied there too.
+    #: Statistics with the numeric features as an axis besides this part's own (TAN's per-value
+    #: Welford statistics, :mod:`streamnb.bn.numeric_children`; the learner sets them): a log
+    #: slot emptied is emptied there too.
     followers: tuple = ()
 
     def _retire(self, slots: list) -> None:

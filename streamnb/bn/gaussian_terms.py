@@ -8,8 +8,8 @@ of squares shrunk toward ``v_j``, the variance of ``x_j`` in class ``y`` (one ps
 :data:`PRIOR`), so two events on a line do not make a point mass. ``eps`` is the Gaussian
 part's variance smoothing. A pair with no co-observed event of the class has ``b = 0``. A
 feature without a parent is the Gaussian of :class:`~streamnb.GaussianNB` (same numbers). A
-numeric feature with a categorical parent is scored by the categorical part
-(:mod:`streamnb.bn.tan_part`), which sees the parent.
+numeric feature with a categorical parent is scored by the learner's numeric children
+(:mod:`streamnb.bn.numeric_children`), which see the parent.
 
 **Missing values** are summed out exactly: an observed feature whose parent is missing is
 evidence of the missing cluster above it, and the likelihood of that evidence is the Gaussian
@@ -107,13 +107,13 @@ def tree_terms(obs: dict, parents: list, children: list, eps: float, wf: tuple, 
     tops: list[int] = []
     for j, x in obs.items():
         p = parents[j]
-        if p == -2:  # a categorical parent: the categorical part has this term
+        if p == -2:  # a categorical parent: the numeric children have this term
             continue
         if p >= 0 and p not in obs:
             t = p
             while parents[t] >= 0 and parents[t] not in obs:
                 t = parents[t]
-            if parents[t] != -2 and t not in tops:  # else the categorical part sums it out
+            if parents[t] != -2 and t not in tops:  # else the numeric children sum it out
                 tops.append(t)
             continue
         row = []

@@ -51,9 +51,10 @@ class LinearGaussianPart(CoMomentPart):
     The structure is learned by the learner over every feature (see
     :class:`~streamnb.TANClassifier`) and given to :meth:`set_structure`; this part supplies
     the numeric pair weights (:meth:`pair_weights`), the terms of numeric features with a
-    numeric parent or none, and the evidence below a missing numeric feature
-    (:meth:`evidence`) for the categorical part, which computes the terms of numeric features
-    whose parent is categorical.
+    numeric parent or none, and the class Gaussians (:meth:`class_gaussian`) and the evidence
+    below a missing numeric feature (:meth:`evidence`) that the learner hands to
+    :class:`~streamnb.bn.numeric_children.NumericChildren`, which computes the terms of numeric
+    features whose parent is categorical.
 
     Parameters
     ----------
@@ -108,7 +109,7 @@ class LinearGaussianPart(CoMomentPart):
 
     def _tree(self) -> tuple[list, list, bool]:
         """``(parents, children, any edge)`` by feature id: -1 the class only, -2 a categorical
-        parent (that term is computed by the categorical part, which sees the parent)."""
+        parent (that term is the learner's, :mod:`streamnb.bn.numeric_children`)."""
         size = len(self.features.keys)
         cached = self._tree_cache
         if cached is not None and len(cached[0]) == size:

@@ -1,33 +1,39 @@
 """Tree-augmented naive Bayes (TAN) learned on the stream, with numeric features in the structure.
 
-The structure learning and the numeric children of categorical parents are
-:class:`~streamnb.bn.tan_part.TANPart`'s; per-class Chow-Liu trees are
-:mod:`streamnb.bn.chow_liu_classifier` (:class:`ChowLiuClassifier` is importable from here too).
+The learner owns the structure over every feature: it combines the edge weights of its
+categorical part (:class:`~streamnb.bn.tan_part.TANPart`), of its numeric part
+(:class:`~streamnb.bn.linear_gaussian.LinearGaussianPart`) and of the numeric features given
+categorical ones (:class:`~streamnb.bn.numeric_children.NumericChildren`, which it owns too),
+and combines their scores; per-class Chow-Liu trees are :mod:`streamnb.bn.chow_liu_classifier`
+(:class:`ChowLiuClassifier` is importable from here too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from streamnb.bn.base import PHISHING_KINDS, TreeAugmentedNB
+from streamnb.bn.base import LearnedTreesNB
 from streamnb.bn.chow_liu_classifier import ChowLiuClassifier
 from streamnb.bn.linear_gaussian import MAX_NUMERIC, LinearGaussianPart
+from streamnb.bn.numeric_children import NumericChildren
 from streamnb.bn.scales import SCALES
 from streamnb.bn.tan_part import TANPart
 from streamnb.bn.tree_part import MAX_CELLS
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.values import batch_labels, batch_weights, check_labels, is_missing
+from streamnb.stats.base import Statistic
+from streamnb.structure.counted import with_rest
 from streamnb.structure.edge_prices import EDGE_PENALTIES
-from streamnb.structure.forest import Structure
+from streamnb.structure.forest import Structure, forest_structure, mixed_forest
+from streamnb.structure.hysteresis import favour_incumbents, hold
 
 __all__ = ["TANClassifier", "ChowLiuClassifier"]
 
 
-class TANClassifier(TreeAugmentedNB):
+class TANClassifier(LearnedTreesNB):
     """Tree-augmented naive Bayes (Friedman, Geiger & Goldszmidt 1997), learned online, with
     numeric features in the structure.
 
@@ -105,12 +111,13 @@ class TANClassifier(TreeAugmentedNB):
     loads); with ``smoothing="lidstone"`` the mean of the events with that value and their
     variance shrunk by one pseudo-event toward the class variance; plus ``eps``. The pair
     weighs ``sum_y P(y) [log v_y - sum_u P(u | y) log v_yu] / 2`` nats
-    (:meth:`~streamnb.bn.tan_part.TANPart.cross_weights`). A categorical feature never has a
-    numeric parent: the categorical forest is chosen first, then numeric features join by the
-    heaviest remaining edges, never joining two trees that both hold categorical features, and each tree
-    hangs from a categorical feature (:func:`~streamnb.structure.forest.mixed_forest`). A
-    missing categorical parent is summed out with its numeric children's densities as evidence,
-    a missing numeric one by Gaussian integrals: exact, whatever is missing.
+    (:meth:`~streamnb.bn.numeric_children.NumericChildren.cross_weights`). A categorical
+    feature never has a numeric parent: the categorical forest is chosen first, then numeric
+    features join by the heaviest remaining edges, never joining two trees that both hold
+    categorical features, and each tree hangs from a categorical feature
+    (:func:`~streamnb.structure.forest.mixed_forest`). A missing categorical parent is summed
+    out with its numeric children's densities as evidence, a missing numeric one by Gaussian
+    integrals: exact, whatever is missing.
 
     **Counts and amounts on a log scale** (``scales="auto"``, :mod:`streamnb.bn.scales`). A
     zero-inflated, heavy-tailed feature (a count, an amount, a duration) fits a Gaussian badly,
@@ -219,24 +226,27 @@ class TANClassifier(TreeAugmentedNB):
         scales: str = "auto",
         smoothing: str = "marginal",
     ) -> None:
-        self._set_tree_params(alpha, relearn_every, max_tree_features, cmi_alpha, smoothing)
-        if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
-            raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
-        if scales not in SCALES:
-            raise ValueError(f"scales must be one of {SCALES}, got {scales!r}")
         self.max_numeric = max_numeric
         self.scales = scales
-        if edge_penalty not in EDGE_PENALTIES:
-            raise ValueError(f"edge_penalty must be one of {EDGE_PENALTIES}, got {edge_penalty!r}")
-        if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not swap_margin >= 0:
-            raise ValueError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
         self.edge_penalty = edge_penalty
         self.swap_margin = swap_margin
-        super().__init__(kinds=kinds, var_smoothing=var_smoothing, max_cells=max_cells)
+        super().__init__(alpha, relearn_every, max_tree_features, cmi_alpha, kinds, var_smoothing, max_cells,
+                         smoothing)
+
+    def _check_params(self) -> None:
+        max_numeric, swap_margin = self.max_numeric, self.swap_margin
+        if isinstance(max_numeric, bool) or not isinstance(max_numeric, int) or max_numeric < 1:
+            raise ValueError(f"max_numeric must be a positive integer, got {max_numeric!r}")
+        if self.scales not in SCALES:
+            raise ValueError(f"scales must be one of {SCALES}, got {self.scales!r}")
+        if self.edge_penalty not in EDGE_PENALTIES:
+            raise ValueError(f"edge_penalty must be one of {EDGE_PENALTIES}, got {self.edge_penalty!r}")
+        if isinstance(swap_margin, bool) or not isinstance(swap_margin, (int, float)) or not swap_margin >= 0:
+            raise ValueError(f"swap_margin must be a number >= 0, got {swap_margin!r}")
 
     def _make_structured_part(self) -> Part:
         return TANPart(self._classes, self._class_counts, self.alpha, self.max_tree_features, self.cmi_alpha,
-                       self.max_cells, self.edge_penalty, self.swap_margin, self._prior)
+                       self.max_cells, self.edge_penalty, self._prior)
 
     def _make_numeric_part(self) -> Part:
         return LinearGaussianPart(self._classes, self._class_counts, self.var_smoothing, self.max_numeric,
@@ -244,8 +254,18 @@ class TANClassifier(TreeAugmentedNB):
 
     def _make_parts(self) -> dict[str, Part]:
         parts = super()._make_parts()
-        parts["categorical"].join(parts["gaussian"])  # type: ignore[attr-defined]
+        numeric, categorical = parts["gaussian"], parts["categorical"]
+        assert isinstance(numeric, LinearGaussianPart) and isinstance(categorical, TANPart)
+        #: The numeric features given categorical ones: the statistics of the pairs across the parts.
+        self._children = NumericChildren(self._classes, categorical.cells, numeric.features,
+                                         numeric.slot_limit, self._prior)
+        numeric.followers = (self._children.cross,)  # a log slot emptied is emptied there too
         return parts
+
+    @property
+    def _numeric(self) -> LinearGaussianPart:
+        """The numeric part."""
+        return self._parts["gaussian"]  # type: ignore[return-value]
 
     def structure(self) -> Structure:
         """The current forest over every feature: ``.edges`` (parent, child) pairs, ``.weights``
@@ -253,40 +273,130 @@ class TANClassifier(TreeAugmentedNB):
         return self._structure.shared()
 
     def _choose_scales(self) -> frozenset:
-        return self._parts["gaussian"].choose_scales()  # type: ignore[attr-defined]
+        return self._numeric.choose_scales()
+
+    def _learn_trees(self, on_log: frozenset) -> dict:
+        """The forest over every feature (:func:`~streamnb.structure.forest.mixed_forest`), the
+        numeric features ``on_log`` on their log scale: the categorical part's edge weights, the
+        numeric part's and those of the numeric features given categorical ones, an edge in
+        place paying its price to stay only (:func:`~streamnb.structure.hysteresis.favour_incumbents`),
+        kept where the current forest stands unless it gains enough
+        (:func:`~streamnb.structure.hysteresis.hold`)."""
+        part, numeric, penalty = self._part, self._numeric, self.edge_penalty
+        now = self._structure.trees.get(None)
+        incumbents = penalty is not None and now is not None and bool(now.edges)
+        num_names: list = []
+        if numeric.features.keys:
+            num_names, w_num, price_num = numeric.pair_weights(penalty, on_log)
+        s, w, names, price = part.pair_weights(build=not (num_names or incumbents))
+        categorical = [True] * len(names)
+        if num_names and not names:
+            w, price, names = w_num, price_num, list(num_names)
+            categorical = [False] * len(num_names)
+        elif num_names:
+            cross, price_cross = self._children.cross_weights(part.pairs, numeric, names, num_names, penalty,
+                                                              on_log)
+            w = np.block([[w, cross], [cross.T, w_num]])
+            price = np.block([[price, price_cross], [np.swapaxes(price_cross, 1, 2), price_num]])
+            names = names + num_names
+            categorical += [False] * len(num_names)
+        with np.errstate(invalid="ignore"):  # no price where it is infinite (too few events)
+            raw = np.where(np.isfinite(price[0]), w + price[0], w)
+        if incumbents and now is not None:
+            w = favour_incumbents(w, price, names, now)  # an edge in place pays to stay only
+        if num_names:
+            s = mixed_forest(w, names, categorical, penalty is None)
+        elif incumbents:
+            s = forest_structure(w, names, class_parent=True)
+        assert s is not None
+        new = with_rest(s, part.pairs)
+        if self.swap_margin:
+            new = hold(Structure({}) if now is None else now, new, w, names, self.swap_margin, raw,
+                       self._class_counts.total())
+        return {None: new}
 
     def _hand_down(self) -> None:
         super()._hand_down()
         s = self._structure
-        self._parts["gaussian"].set_structure(s.shared(), s.on_log)  # type: ignore[attr-defined]
+        self._numeric.set_structure(s.shared(), s.on_log)
+        self._children.use(s.shared())
+        self._numbers_below()
+
+    def _numbers_below(self) -> None:
+        """Tell the categorical part whether numeric features hang from its features (see
+        :attr:`~streamnb.bn.tree_part.TreePart.numeric_below`)."""
+        self._part.numeric_below = bool(self._children.children_of_categories(self._numeric))
+
+    # -- one event: the parts, and the numeric features given categorical ones -----------------
+    def _learn_split(self, prepared: dict[str, Any], k: int, w: float) -> None:
+        super()._learn_split(prepared, k, w)
+        numbers, cells = prepared["gaussian"], prepared["categorical"][1]
+        if numbers[0] and cells:
+            get = self._part.cells.get
+            kept = [c for c in map(get, cells) if c >= 0]  # the cells the pair table registered
+            if kept:
+                numeric = self._numeric
+                keys, values = numeric.with_logs(numbers)
+                self._children.learn(k, kept, numeric.features.lookup(keys), values, w)
+
+    def _evidence(self, prepared: dict[str, Any]) -> tuple[dict, dict | None] | None:
+        """The terms of the numeric features whose parent is categorical and their evidence at
+        missing categorical parents (:meth:`NumericChildren.numeric_evidence
+        <streamnb.bn.numeric_children.NumericChildren.numeric_evidence>`), None if no numeric
+        feature has a categorical parent."""
+        numeric = self._numeric
+        if not self._children.children_of_categories(numeric):
+            return None
+        obs, m = self._part.observed(prepared["categorical"][1])
+        return self._children.numeric_evidence(obs, prepared["gaussian"], m, numeric)
+
+    def _joint_split(self, prepared: dict[str, Any]) -> list:
+        # the numeric part's terms, then the categorical part's with the numeric features below it
+        numbers, cells = prepared["gaussian"], prepared["categorical"][1]
+        evidence = self._evidence(prepared) if cells or numbers[0] else None
+        jll = [a + b for a, b in zip([0.0] * len(self._classes.keys), self._numeric.joint_one(numbers))]
+        return [a + b for a, b in zip(jll, self._part.joint_one(prepared["categorical"], evidence))]
+
+    def _terms_split(self, prepared: dict[str, Any]) -> list[tuple[list, np.ndarray]]:
+        return [self._numeric.log_likelihoods(prepared["gaussian"]),
+                self._part.log_likelihoods(prepared["categorical"], self._evidence(prepared))]
+
+    # -- statistics and state ----------------------------------------------------------------
+    def _stats(self) -> dict[str, Statistic]:
+        out = super()._stats()
+        out["categorical.cross"] = self._children.cross  # after the pairs: a merge registers the cells first
+        return out
+
+    def _complete_state(self, saved: dict[str, Any]) -> None:
+        super()._complete_state(saved)
+        self._children.complete_state("categorical", saved)
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self._numbers_below()  # the numeric features are loaded now
 
     def merge(self, other: BaseNB) -> BaseNB:
-        """As :meth:`TreeAugmentedNB.merge`; a log slot whose feature had a value below 0 on
-        either side ends empty, as one learner's does (:mod:`streamnb.bn.scales`)."""
+        """As :meth:`~streamnb.bn.base.TreeAugmentedNB.merge`; a log slot whose feature had a
+        value below 0 on either side ends empty, as one learner's does (:mod:`streamnb.bn.scales`)."""
         super().merge(other)
-        self._parts["gaussian"].settle()  # type: ignore[attr-defined]
+        self._numeric.settle()
+        self._numbers_below()
         return self
 
     def numeric_scales(self) -> dict:
         """``{numeric feature: "linear" | "log1p"}``: the scale each numeric feature stands on
         (see ``scales``; all linear before the first recompute and with ``scales="linear"``)."""
-        numeric = self._parts["gaussian"]
-        on = numeric.on_log  # type: ignore[attr-defined]
-        return {f: "log1p" if f in on else "linear" for f in numeric.user_features()}  # type: ignore[attr-defined]
+        numeric = self._numeric
+        on = numeric.on_log
+        return {f: "log1p" if f in on else "linear" for f in numeric.user_features()}
 
     def to_dot(self, class_name: str = "class") -> str:
         """The current network (class, features and tree) as Graphviz text."""
         s = self.structure()
-        names = list(self._part.features.keys) + [f for f in self._parts["gaussian"].user_features()  # type: ignore[attr-defined]
+        names = list(self._part.features.keys) + [f for f in self._numeric.user_features()
                                                    if f not in s.parents]
         parents = {**{f: None for f in names}, **s.parents}
         return Structure(parents, s.weights, True).to_dot(class_name)
-
-    # -- the whole event for the categorical part (its numeric children) --------------------
-    def _split(self, x: Mapping) -> dict[str, Any]:
-        out = super()._split(x)
-        out["categorical"] = (*out["categorical"], out["gaussian"])
-        return out
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: Any = 1.0, *, columns: Any = None) -> None:
         """As :meth:`~streamnb.naive_bayes.base.BaseNB.learn_many`. A batch with numeric
@@ -303,7 +413,7 @@ class TANClassifier(TreeAugmentedNB):
     def predict_proba_many(self, X: pd.DataFrame, *, columns: Any = None) -> pd.DataFrame:
         """As :meth:`~streamnb.naive_bayes.base.BaseNB.predict_proba_many`; row by row when
         a numeric feature has a categorical parent."""
-        if not self._part.joins_numbers() or not isinstance(X, pd.DataFrame):
+        if not self._children.children_of_categories(self._numeric) or not isinstance(X, pd.DataFrame):
             return super().predict_proba_many(X, columns=columns)
         rows, _, _ = self._batch_rows(X, None, 1.0)
         out = [self.predict_proba_one(x) for x in rows]
@@ -333,9 +443,6 @@ class TANClassifier(TreeAugmentedNB):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {}
-        yield {"alpha": 0.5, "relearn_every": 7, "max_tree_features": 3, "cmi_alpha": 0.1}
-        yield {"relearn_every": 5, "kinds": PHISHING_KINDS}
-        yield {"relearn_every": 5, "smoothing": "lidstone"}
+        yield from super()._unit_test_params()
         yield {"relearn_every": 20, "edge_penalty": None, "swap_margin": 0.0}
         yield {"relearn_every": 10, "scales": "linear"}

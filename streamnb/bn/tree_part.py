@@ -124,11 +124,12 @@ class TreePart(Part):
     def features(self) -> Index:
         return self.pairs.features
 
-    # -- structure -------------------------------------------------------------------------
-    def joins_numbers(self) -> bool:
-        """Whether some numeric feature has a categorical parent (its terms are computed here)."""
-        return False
+    #: Whether numeric features hang from some of these features in the learner's tree (the
+    #: learner says so with the structure): an event is then scored with their evidence, which
+    #: the learner hands to :meth:`joint_one` (no cells path).
+    numeric_below = False
 
+    # -- structure -------------------------------------------------------------------------
     def learn_structures(self, current: dict[Any, Structure], on_log: frozenset = frozenset()) -> dict[Any, Structure]:
         """The structures the statistics call for now, where ``current`` stands (each then
         kept or not by :meth:`held`), the numeric features ``on_log`` on their log scale:
@@ -160,7 +161,6 @@ class TreePart(Part):
                 kept = ids
             if kept:
                 self._add_ids(k, kept, w)
-                self.learn_with_numbers(kept, prepared, k, w)
 
     def _add_ids(self, k: int, ids: list, w: float) -> None:
         """Learn the registered cells ``ids`` of one event (:meth:`PairCells.learn_ids
@@ -196,7 +196,7 @@ class TreePart(Part):
         """:meth:`joint_one` of an event of known categories whose observed features have their
         parents observed (nothing to sum out), in one pass over the raw event; None otherwise."""
         if (not self.alpha > 0 or (self.fast_strings_only and type(next(iter(x.values()), "")) is not str)
-                or self.joins_numbers()):
+                or self.numeric_below):
             return None
         m = self.margins.current()
         _, parents, _ = self._tree(m)
@@ -241,10 +241,6 @@ class TreePart(Part):
         state.pop("_kernel", None)
         state.pop("_sum_kernel", None)
         return state
-
-    def learn_with_numbers(self, cells: list, prepared: tuple, k: int, w: float) -> None:
-        """What a learner that joins categorical and numeric features learns from the event's
-        registered ``cells`` and its numeric values (nothing here)."""
 
     learn = learn_one
 
@@ -329,19 +325,21 @@ class TreePart(Part):
                 obs[cf[c]] = c
         return obs
 
-    def numeric_evidence(self, obs: dict, prepared: tuple, m: Margins) -> tuple[dict, dict | None]:
-        """Terms of numeric features whose parent is categorical (``{key: [per class]}``, keys
-        other than feature ids) and their evidence at missing categorical parents (the
-        ``extra`` of :func:`~streamnb.bn.tree_inference.tree_terms_one`); none here."""
-        return {}, None
-
-    def terms_one(self, prepared: tuple) -> dict:
-        """``{feature id (or numeric key): [term per class]}`` of one event, plain floats."""
-        n_c = len(self.classes.keys)
-        cells = prepared[1]
+    def observed(self, cells: list) -> tuple[dict, Margins]:
+        """``({feature id: cell id}, margins)``: the event's known ``cells`` by feature (unseen
+        values are missing) and the margins they were read with."""
         m = self.margins.current()
-        obs = self._observed_one(cells, m) if cells else {}
-        more, extra = self.numeric_evidence(obs, prepared, m)
+        return (self._observed_one(cells, m) if cells else {}), m
+
+    def terms_one(self, prepared: tuple, evidence: tuple[dict, dict | None] | None = None) -> dict:
+        """``{feature id (or numeric key): [term per class]}`` of one event, plain floats.
+        ``evidence``: the terms of the numeric features whose parent is categorical (``{key:
+        [per class]}``, keys other than feature ids) and their evidence at missing categorical
+        parents (the ``extra`` of :func:`~streamnb.bn.tree_inference.tree_terms_one`), from the
+        learner (:meth:`~streamnb.bn.numeric_children.NumericChildren.numeric_evidence`)."""
+        n_c = len(self.classes.keys)
+        obs, m = self.observed(prepared[1])
+        more, extra = ({}, None) if evidence is None else evidence
         if not obs and not extra:
             return more
         shared, parents, children = self._tree(m)
@@ -358,14 +356,15 @@ class TreePart(Part):
         terms.update(more)
         return terms
 
-    def joint_one(self, prepared: tuple) -> list:
+    def joint_one(self, prepared: tuple, evidence: tuple[dict, dict | None] | None = None) -> list:
         """Summed log-likelihood per class of one event, in plain floats (see
-        :mod:`streamnb.bn.tree_inference`); a feature that rules out every class is dropped."""
+        :mod:`streamnb.bn.tree_inference`), with the numeric ``evidence`` (see
+        :meth:`terms_one`); a feature that rules out every class is dropped."""
         n_c = len(self.classes.keys)
         out = [0.0] * n_c
-        if not n_c or not (prepared[1] or len(prepared) > 2 and prepared[2][0]):
+        if not n_c or not (prepared[1] or evidence is not None):
             return out
-        terms = self.terms_one(prepared)
+        terms = self.terms_one(prepared, evidence)
         if not terms:
             return out
         if self.alpha > 0:  # every term finite
@@ -408,11 +407,14 @@ class TreePart(Part):
             tree_terms_rows(n, m, self.alpha, obs, parents[g], children[g], ks, out, present, self.prior)
         return out, present
 
-    def log_likelihoods(self, prepared: tuple) -> tuple[list, np.ndarray]:
+    def log_likelihoods(self, prepared: tuple,
+                        evidence: tuple[dict, dict | None] | None = None) -> tuple[list, np.ndarray]:
+        """As :meth:`Part.log_likelihoods <streamnb.naive_bayes.part.Part.log_likelihoods>`, with
+        the numeric ``evidence`` (see :meth:`terms_one`; then on the scalar path)."""
         n_c = len(self.classes)
         cells = prepared[1]
-        if self.joins_numbers():  # numeric children of categorical parents: the scalar path
-            scalar = self.terms_one(prepared) if n_c else {}
+        if evidence is not None:  # numeric children of categorical parents: the scalar path
+            scalar = self.terms_one(prepared, evidence) if n_c else {}
             keys = list(scalar)
             labels = [self.features.keys[j] if isinstance(j, int) else j[1] for j in keys]
             return labels, np.array([scalar[j] for j in keys]).reshape(len(keys), n_c)

@@ -120,11 +120,15 @@ class BaseNB(base.MiniBatchClassifier):
         if single is not None:
             single.learn_one(prepared, k, w)
         else:
-            for name, part in self._parts.items():
-                part.learn_one(prepared[name], k, w)
+            self._learn_split(prepared, k, w)
         self._log_prior_cache = None
         if getattr(self, "max_features", None) is not None:
             self._cap()
+
+    def _learn_split(self, prepared: dict[str, Any], k: int, w: float) -> None:
+        """Learn one event split by :meth:`_split` (class id ``k``, weight ``w > 0``), part by part."""
+        for name, part in self._parts.items():
+            part.learn_one(prepared[name], k, w)
 
     def predict_learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> dict:
         """``predict_proba_one(x)``, then ``learn_one(x, y, w)``: the probabilities of ``x``
@@ -264,11 +268,16 @@ class BaseNB(base.MiniBatchClassifier):
         if single is not None:
             jll = single.joint_one(single.prepare(x))
         else:
-            prepared = self._split(x)
-            jll = [0.0] * len(classes)
-            for name, part in self._parts.items():
-                jll = [a + b for a, b in zip(jll, part.joint_one(prepared[name]))]
+            jll = self._joint_split(self._split(x))
         return self._proba(jll)
+
+    def _joint_split(self, prepared: dict[str, Any]) -> list:
+        """The log-likelihood per class of one event split by :meth:`_split`: the sum of the
+        parts' (:meth:`Part.joint_one`), in their order."""
+        jll = [0.0] * len(self._classes.keys)
+        for name, part in self._parts.items():
+            jll = [a + b for a, b in zip(jll, part.joint_one(prepared[name]))]
+        return jll
 
     def _proba(self, jll: list) -> dict:
         """The posterior of one event's joint log-likelihoods ``jll`` (per class, without the
@@ -412,11 +421,15 @@ class BaseNB(base.MiniBatchClassifier):
         prepared = self._split(x)
         classes = self._classes.keys
         contributions: dict = {}
-        for name, part in self._parts.items():
-            features, ll = part.log_likelihoods(prepared[name])
+        for features, ll in self._terms_split(prepared):
             for f, row in zip(features, ll.tolist()):
                 contributions[f] = dict(zip(classes, row))
         return Explanation(dict(zip(classes, self._log_prior().tolist())), contributions)
+
+    def _terms_split(self, prepared: dict[str, Any]) -> list[tuple[list, np.ndarray]]:
+        """Each part's features and their log-likelihoods (:meth:`Part.log_likelihoods`) of
+        one event split by :meth:`_split`, in the parts' order."""
+        return [part.log_likelihoods(prepared[name]) for name, part in self._parts.items()]
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The learned parameters as readable tables (one DataFrame per statistic)."""
@@ -505,14 +518,19 @@ class BaseNB(base.MiniBatchClassifier):
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`_extra_state` saved (before the statistics are loaded)."""
 
+    def _complete_state(self, saved: dict[str, Any]) -> None:
+        """Add to ``saved`` (statistics' states by name) what a state written by an earlier
+        version lacks and can be derived: each part's (:meth:`Part.complete_state`)."""
+        for name, part in self._parts.items():
+            part.complete_state(name, saved)
+
     def load_state(self, state: dict[str, Any]) -> None:
         """Replace this model's state by ``state`` (from :meth:`to_state`); all or nothing."""
         fresh = self.clone()
         fresh._classes.load_state(state["classes"])
         fresh._load_extra_state(state)
         saved, stats = dict(state["stats"]), fresh._stats()
-        for name, part in fresh._parts.items():
-            part.complete_state(name, saved)
+        fresh._complete_state(saved)
         if set(saved) != set(stats):
             raise StateError(f"{type(self).__name__}: saved statistics {sorted(saved)} do not match")
         for name, stat in stats.items():

@@ -464,7 +464,7 @@ def test_numeric_features_past_max_numeric_are_leaves_and_take_no_memory(scales)
     wide.learn_one({f"w{i}": float(i % 7) for i in range(50_000)}, "a")
     wide.learn_one({f"w{i}": float(i % 5) for i in range(50_000)}, "b")
     assert wide._parts["gaussian"].co.shape == (2, 16 * slots, 16 * slots)
-    assert wide._parts["categorical"].cross.shape[2] == 16 * slots
+    assert wide._children.cross.shape[2] == 16 * slots
 
 
 @pytest.mark.parametrize("scales", ["auto", "linear"])

@@ -168,7 +168,8 @@ def test_late_labels_learn_the_pending_event_and_bad_ones_are_dead_letters():
     assert len(st.pending) == 0
 
 
-@pytest.mark.parametrize("make", [streamnb.CategoricalNB, streamnb.MixedNB, streamnb.TANClassifier])
+@pytest.mark.parametrize("make", [streamnb.CategoricalNB, streamnb.MixedNB, streamnb.TANClassifier,
+                                  streamnb.ChowLiuClassifier, streamnb.AODE])
 @pytest.mark.parametrize("weight", [None, 1.0, 0.25])
 def test_n_seen_in_each_message_is_the_models_before_the_event(make, weight):
     """The stepper counts n_seen where the learner says its class counts are whole numbers

@@ -156,7 +156,8 @@ def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float, ve
     if verdict is None:  # one dict display per event: the common cases
         if y is NO_LABEL:
             return encode_json({"prediction": pred, "proba": proba, "n_seen": n_seen, "source": source})
-        return encode_json({"prediction": pred, "proba": proba, "label": y, "n_seen": n_seen, "source": source})
+        return encode_json({"prediction": pred, "proba": proba, "label": y, "n_seen": n_seen,
+                            "source": source})
     # (three-way label, spamicity, the class it is delivered as[, reject])
     doc: dict[str, Any] = {"prediction": pred, "proba": proba, "verdict": verdict[0], "spamicity": verdict[1]}
     if len(verdict) > 3 and verdict[3]:  # spam at or above a pinned reject cut-off

@@ -152,13 +152,18 @@ def _message(record: Any, ex: Example, pred: Any, proba: dict, n_seen: float, ve
     """The JSON prediction message of one event (see :class:`Predictions`)."""
     source = {"topic": record.topic, "partition": record.partition, "offset": record.offset,
               "key": key_text(record.key)}
-    doc: dict[str, Any] = {"prediction": pred, "proba": proba}
-    if verdict is not None:  # (three-way label, spamicity, the class it is delivered as[, reject])
-        doc["verdict"], doc["spamicity"] = verdict[0], verdict[1]
-        if len(verdict) > 3 and verdict[3]:  # spam at or above a pinned reject cut-off
-            doc["reject"] = True
-    if ex.y is not NO_LABEL:
-        doc["label"] = ex.y
+    y = ex.y
+    if verdict is None:  # one dict display per event: the common cases
+        if y is NO_LABEL:
+            return encode_json({"prediction": pred, "proba": proba, "n_seen": n_seen, "source": source})
+        return encode_json({"prediction": pred, "proba": proba, "label": y, "n_seen": n_seen,
+                            "source": source})
+    # (three-way label, spamicity, the class it is delivered as[, reject])
+    doc: dict[str, Any] = {"prediction": pred, "proba": proba, "verdict": verdict[0], "spamicity": verdict[1]}
+    if len(verdict) > 3 and verdict[3]:  # spam at or above a pinned reject cut-off
+        doc["reject"] = True
+    if y is not NO_LABEL:
+        doc["label"] = y
     doc["n_seen"] = n_seen
     doc["source"] = source
     return encode_json(doc)

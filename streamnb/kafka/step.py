@@ -162,14 +162,22 @@ class Stepper:
         mode = self.mode
         learn = self._learner(model)
         predict = predictor.predict_proba_one
+        prequential = mode == "prequential"
         # capability: predict then learn in one call (one read of the event), for the same model
-        both = getattr(model, "predict_learn_one", None) if predictor is model and mode == "prequential" else None
+        both = getattr(model, "predict_learn_one", None) if predictor is model and prequential else None
         # capability: a three-way verdict (a spam filter's ham / unsure / spam), published with it
         classify = getattr(predictor, "classify_one", None)
+        # capability: n_seen grows by exactly 1.0 per event learned: counted, not read per event
+        counts = getattr(predictor, "n_seen_counts", None)
+        counted = (predictor is model and self.keyed is None and mode != "learn" and counts is not None
+                   and counts(len(items)))
+        n_seen: float = predictor.n_seen if counted else 0.0
         learned = late = 0
         done: list = []  # (record, example, proba, n_seen, verdict): published together after the poll
+        add = done.append
         for rec, ex in items:
-            if ex.x is None:  # a label event
+            x = ex.x
+            if x is None:  # a label event
                 if mode == "predict":
                     self.metrics.ignored.inc()
                     continue
@@ -179,39 +187,47 @@ class Stepper:
                         learn(rec, x, ex.y)
                         learned += 1
                         late += 1
+                        if counted:
+                            n_seen += 1.0
                     except InvalidEventError as exc:
                         self.reject(rec, "invalid_event", str(exc))
                 continue
+            y = ex.y
             if mode == "learn":
-                if ex.y is NO_LABEL:
+                if y is NO_LABEL:
                     self.reject(rec, "missing_label", f"no label field {self.label_field!r}")
                     continue
                 try:
-                    learn(rec, ex.x, ex.y)
+                    learn(rec, x, y)
                     learned += 1
                 except InvalidEventError as exc:
                     self.reject(rec, "invalid_event", str(exc))
                 continue
-            n_seen = predictor.n_seen
+            seen = n_seen if counted else predictor.n_seen
             verdict = None
             try:
                 if classify is not None:  # before learning: the verdict the proba is of
-                    three = classify(ex.x)
-                    verdict = (three.label, three.score, predictor.predict_one(ex.x), three.reject)
-                if both is not None and ex.y is not NO_LABEL:
-                    proba = both(ex.x, ex.y)
-                    learned += 1
+                    three = classify(x)
+                    verdict = (three.label, three.score, predictor.predict_one(x), three.reject)
+                if y is NO_LABEL:
+                    proba = predict(x)
+                    if prequential and rec.key is not None:
+                        pending.put(rec.key, x)
                 else:
-                    proba = predict(ex.x)
-                    if mode == "prequential" and ex.y is not NO_LABEL:
-                        learn(rec, ex.x, ex.y)
+                    if both is not None:
+                        proba = both(x, y)
+                    else:
+                        proba = predict(x)
+                        if prequential:
+                            learn(rec, x, y)
+                    if prequential:
                         learned += 1
+                        if counted:
+                            n_seen += 1.0
             except InvalidEventError as exc:
                 self.reject(rec, "invalid_event", str(exc))
                 continue
-            if mode == "prequential" and ex.y is NO_LABEL and rec.key is not None:
-                pending.put(rec.key, ex.x)
-            done.append((rec, ex, proba, n_seen, verdict))
+            add((rec, ex, proba, seen, verdict))
         if done:
             self.predictions.events(done)  # type: ignore[union-attr]
         self._learned(learned, late)

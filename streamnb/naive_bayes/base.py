@@ -89,6 +89,24 @@ class BaseNB(base.MiniBatchClassifier):
             return counts[0] + counts[step]
         return math.fsum([counts[c * step] for c in range(n)])
 
+    def n_seen_counts(self, events: int) -> bool:
+        """Capability: whether the next ``events`` events learned with weight 1 each add exactly
+        1.0 to :attr:`n_seen` (its class counts are whole numbers and stay below 2**53, where
+        sums of whole floats are exact), so that a caller may count them instead of reading
+        :attr:`n_seen` per event (the Kafka service's step). False after fractional weights or
+        a decay; ``O(classes)``."""
+        n = len(self._classes.keys)
+        if not n:
+            return events < 2.0**53
+        counts, (step,) = self.class_view()
+        total = 0.0
+        for c in range(n):
+            v = counts[c * step]
+            if not v.is_integer():
+                return False
+            total += v
+        return total + events < 2.0**53
+
     def learn_one(self, x: Mapping, y: Hashable, w: float = 1.0) -> None:
         """Learn one event with weight ``w``; a rejected event changes nothing.
 

@@ -168,6 +168,46 @@ def test_late_labels_learn_the_pending_event_and_bad_ones_are_dead_letters():
     assert len(st.pending) == 0
 
 
+@pytest.mark.parametrize("make", [streamnb.CategoricalNB, streamnb.MixedNB, streamnb.TANClassifier,
+                                  streamnb.ChowLiuClassifier, streamnb.AODE])
+@pytest.mark.parametrize("weight", [None, 1.0, 0.25])
+def test_n_seen_in_each_message_is_the_models_before_the_event(make, weight):
+    """The stepper counts n_seen where the learner says its class counts are whole numbers
+    (``n_seen_counts``), else reads it per event: the same messages either way, through late
+    labels, unlabelled, refused and label-only events and a new class mid-poll."""
+    rows = events(20)
+    rows[13] = (rows[13][0], "wait")  # a new class in the second poll
+    items = [(record(i, key=b"k%d" % i), Example(x, NO_LABEL if i % 4 == 1 else y))
+             for i, (x, y) in enumerate(rows)]
+    items.insert(7, (record(90, key=b"k1"), Example(None, rows[1][1])))  # labels offset 1
+    items.insert(11, (record(91), Example({"sky": ["sun"]}, "play")))  # refused
+    model, ref = make(), make()
+    if weight is not None:  # learned before the service: whole (1.0) or fractional class counts
+        for m in (model, ref):
+            m.learn_one(rows[0][0], rows[0][1], weight)
+    assert model.n_seen_counts(len(items)) is (weight != 0.25)
+    st = Stages("prequential")
+    st.step(items[:9], model)
+    st.step(items[9:], model)
+
+    expected, pending = [], {}
+    for rec, ex in items:
+        if ex.x is None:
+            ref.learn_one(pending.pop(rec.key), ex.y)
+            continue
+        if isinstance(ex.x["sky"], list):
+            continue
+        expected.append(ref.n_seen)
+        ref.predict_proba_one(ex.x)
+        if ex.y is NO_LABEL:
+            pending[rec.key] = ex.x
+        else:
+            ref.learn_one(ex.x, ex.y)
+    got = [p["n_seen"] for p in st.outbox.predictions()]
+    assert got == expected and len(got) == 20
+    assert dump(model) == dump(ref)
+
+
 def test_learn_mode_learns_labelled_events_and_dead_letters_unlabelled_ones():
     rows = events(9)
     items = [(record(i), Example(x, y if i != 4 else NO_LABEL)) for i, (x, y) in enumerate(rows)]

@@ -150,19 +150,8 @@ FORMULAS = [
         },
     ),
     Formula(
-        "welford", "Chan's update of (n, mean, M2): one event, a batch summary, a merge",
-        "streamnb/stats/welford.py", ("chan", "add_weight"), welford,
-        open={
-            "streamnb/stats/cells.py:welford_one": "the compiled scalar form (cdef inline), beside the "
-                "cells that call it; the same operations as chan",
-            "streamnb/stats/comoments.py:_combine": "Chan's merge with the co-moment: d * d * (n_a * frac), "
-                "not chan's (d * d * n_a) * frac, so not the same bits",
-            "streamnb/stats/comoments.py:CoMoments.update_ids":
-                "the co-moments of one event, from add_weight's "
-                "(n_a, frac, d), rounding as _combine",
-            "streamnb/stats/moment_cells.py:MomentCells.add_pairs": "compiled per-event loop over the pairs, "
-                "rounding as _combine",
-        },
+        "welford", "Chan's update of (n, mean, M2) and of the co-moments: one event, a batch summary, a merge",
+        "streamnb/stats/welford.py", ("chan", "add_weight", "welford_one", "comoment"), welford,
     ),
     Formula(
         "gaussian", "the normal log-density -0.5 (log 2 pi + log var + d^2 / var)",

@@ -24,6 +24,8 @@ from array import array
 from math import fsum
 from typing import Any
 
+from streamnb.stats.welford import welford_one
+
 __all__ = ["MAX_ABS", "ClassWeights", "CountCells", "Event", "WelfordCells", "number", "posterior",
            "split_strings"]
 
@@ -195,20 +197,6 @@ class Event:
             size += 1
         self.size, self.unknown = size, unknown
         return unknown
-
-
-def welford_one(n_a: float, mean: float, m2: float, x: float, w: float) -> tuple[float, float, float]:
-    """One cell's ``(n, mean, M2)`` after the value ``x`` with weight ``w > 0``: Chan's formula
-    for the summary ``(w, x, 0)`` (:func:`~streamnb.stats.welford.chan`), written out for one
-    cell in the same operations, so the bits are its own.
-
-    >>> welford_one(2.0, 1.0, 2.0, 4.0, 1.0)   # {0, 2} then {4}
-    (3.0, 2.0, 8.0)
-    """
-    n = n_a + w
-    frac = w / n
-    delta = x - mean
-    return n, mean + delta * frac, m2 + delta * delta * n_a * frac
 
 
 class WelfordCells(Event):

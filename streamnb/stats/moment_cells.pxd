@@ -1,8 +1,10 @@
 # The C types of moment_cells.py, for the compiled build (Cython's augmenting declarations). The
-# build's copy cimports WelfordCells from the compiled cells (see setup.py).
+# build's copy cimports WelfordCells from the compiled cells and comoment from the compiled welford
+# (see setup.py).
 cimport cython
 from libc cimport math
 from streamnb.stats.cells cimport WelfordCells
+from streamnb.stats.welford cimport comoment
 
 cdef double PRIOR, TINY, LOG_2PI
 

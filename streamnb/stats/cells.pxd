@@ -1,6 +1,7 @@
 # The C types of cells.py, for the compiled build (Cython's augmenting declarations).
 cimport cython
 from libc cimport math
+from streamnb.stats.lidstone cimport lidstone_log_count, lidstone_log_total
 from streamnb.stats.welford cimport welford_one
 
 cdef double MAX_ABS, _LOG_2PI, _NAN, _INF

@@ -24,6 +24,7 @@ from array import array
 from math import fsum
 from typing import Any
 
+from streamnb.stats.lidstone import lidstone_log_count, lidstone_log_total
 from streamnb.stats.welford import welford_one
 
 __all__ = ["MAX_ABS", "ClassWeights", "CountCells", "Event", "WelfordCells", "number", "posterior",
@@ -324,7 +325,8 @@ class CountCells(Event):
 
     def score(self, n_classes: int, alpha: float, n_tokens: int) -> list:
         """The log-likelihood per class of the event read: ``sum_t x_t log(n[c, t] + alpha) -
-        (sum_t x_t) log(N[c] + alpha V)`` over its known tokens (``alpha > 0``)."""
+        (sum_t x_t) log(N[c] + alpha V)`` over its known tokens (``alpha > 0``; the total's log
+        once per class: :func:`~streamnb.stats.lidstone.lidstone_log_count`)."""
         cv, tv, c0, c1, t0 = self.counts, self.totals, self.c0, self.c1, self.t0
         ev_ids, ev_xs = self.ids, self.xs
         out = self.zeroed(n_classes)
@@ -336,11 +338,10 @@ class CountCells(Event):
             mass += xv
             col = ev_ids[f] * c1
             for c in range(n_classes):
-                out[c] += xv * math.log(cv[c * c0 + col] + alpha)
+                out[c] += xv * lidstone_log_count(cv[c * c0 + col], alpha)
         if mass != 0.0:
-            a_v = alpha * n_tokens
             for c in range(n_classes):
-                out[c] -= mass * math.log(tv[c * t0] + a_v)
+                out[c] -= mass * lidstone_log_total(tv[c * t0], alpha, n_tokens)
         return [out[c] for c in range(n_classes)]
 
     def add(self, k: int, w: float) -> None:

@@ -133,36 +133,13 @@ class Formula:
 FORMULAS = [
     Formula(
         "lidstone", "log((n + alpha) / (N + alpha V)), and its limit alpha -> 0",
-        "streamnb/stats/lidstone.py", ("lidstone_one", "lidstone", "smoothed", "smoothed_rows"), lidstone,
-        via=("streamnb.naive_bayes.smoothing",),
-        open={
-            "streamnb/stats/cells.py:CountCells.score":
-                "MultinomialNB's compiled loop: sum_t x_t log(n + alpha) - (sum_t x_t) log(N + alpha V), "
-                "the log of the total taken once per class, not per token (not the bits of a sum of "
-                "lidstone_one)",
-            "streamnb/bn/aode.py:_AODEPart._joint_numpy":
-                "AODE's one event in numpy (alpha > 0): through lidstone (its errstate and zero-total "
-                "checks) the event measured 5-15% slower on a loaded machine; a cheaper lidstone for "
-                "alpha > 0 would let it call it",
-            "streamnb/naive_bayes/bernoulli.py:BernoulliPart.joint_one":
-                "log(n + alpha) - log(N - n + alpha) "
-                "per present feature, from the count histograms (its numpy form calls lidstone)",
-        },
+        "streamnb/stats/lidstone.py",
+        ("lidstone_one", "lidstone", "lidstone_log_count", "lidstone_positive", "smoothed", "smoothed_rows"),
+        lidstone, via=("streamnb.naive_bayes.smoothing",),
     ),
     Formula(
-        "welford", "Chan's update of (n, mean, M2): one event, a batch summary, a merge",
-        "streamnb/stats/welford.py", ("chan", "add_weight"), welford,
-        open={
-            "streamnb/stats/cells.py:welford_one": "the compiled scalar form (cdef inline), beside the "
-                "cells that call it; the same operations as chan",
-            "streamnb/stats/comoments.py:_combine": "Chan's merge with the co-moment: d * d * (n_a * frac), "
-                "not chan's (d * d * n_a) * frac, so not the same bits",
-            "streamnb/stats/comoments.py:CoMoments.update_ids":
-                "the co-moments of one event, from add_weight's "
-                "(n_a, frac, d), rounding as _combine",
-            "streamnb/stats/moment_cells.py:MomentCells.add_pairs": "compiled per-event loop over the pairs, "
-                "rounding as _combine",
-        },
+        "welford", "Chan's update of (n, mean, M2) and of the co-moments: one event, a batch summary, a merge",
+        "streamnb/stats/welford.py", ("chan", "add_weight", "welford_one", "comoment"), welford,
     ),
     Formula(
         "gaussian", "the normal log-density -0.5 (log 2 pi + log var + d^2 / var)",

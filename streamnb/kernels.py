@@ -1,7 +1,8 @@
 """The compiled per-event path, when it is built; the Python path otherwise.
 
 The per-event modules (``streamnb/stats/cells.py``, ``pair_cells.py``, ``moment_cells.py``,
-``lidstone.py``, ``gaussian_density.py``, ``normalize.py``, ``streamnb/text/words.py``) are plain Python, and the build also compiles each of them with
+``lidstone.py``, ``welford.py``, ``gaussian_density.py``, ``normalize.py``,
+``streamnb/text/words.py``) are plain Python, and the build also compiles each of them with
 Cython (the C types in the ``.pxd`` beside it) into ``<module>_compiled``. A part asks
 :func:`compiled` for the module it runs: the build, or the plain source itself. Both run the
 same floating-point operations in the same order: the same bits.

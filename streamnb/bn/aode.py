@@ -11,7 +11,7 @@ from streamnb.bn.margins import Margins
 from streamnb.bn.tree_inference import smoothing_prior
 from streamnb.bn.tree_part import MAX_CELLS, TreePart
 from streamnb.naive_bayes.base import Part
-from streamnb.naive_bayes.smoothing import lidstone, lidstone_one, smoothed, smoothed_rows
+from streamnb.naive_bayes.smoothing import lidstone, lidstone_one, lidstone_positive, smoothed, smoothed_rows
 from streamnb.stats import Counts, Index
 
 __all__ = ["AODE"]
@@ -108,12 +108,12 @@ class _AODEPart(TreePart):
             log_cond = smoothed_rows(both, den, n_i[:, :, None], m.T[:n_c, js][:, :, None], alpha, nv[:, None],
                                      self.prior)
         else:
-            log_cond = np.log(both + alpha) - np.log(den + alpha * nv[:, None])
+            log_cond = lidstone_positive(both, den, alpha, nv[:, None])
         log_cond[:, diag, diag] = 0.0
         parents = n_i.sum(axis=0) >= max(self.min_count, np.finfo(float).tiny)
         if not parents.any():  # naive Bayes over the observed features
-            return (np.log(n_i + alpha) - np.log(m.T[:n_c, js] + alpha * nv)).sum(axis=1).tolist()
-        log_joint = np.log(n_i + alpha) - np.log(m.T[:n_c, js].sum(axis=0) + alpha * n_c * nv)
+            return lidstone_positive(n_i, m.T[:n_c, js], alpha, nv).sum(axis=1).tolist()
+        log_joint = lidstone_positive(n_i, m.T[:n_c, js].sum(axis=0), alpha, n_c * nv)
         spo = (log_joint + log_cond.sum(axis=1))[:, parents]
         top = spo.max(axis=1)
         log_avg = top + np.log(np.exp(spo - top[:, None]).sum(axis=1)) - np.log(parents.sum())

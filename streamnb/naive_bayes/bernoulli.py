@@ -11,7 +11,13 @@ import pandas as pd
 from streamnb.exceptions import InvalidEventError
 from streamnb.naive_bayes.base import BaseNB, Part
 from streamnb.naive_bayes.part import ZeroWeights
-from streamnb.naive_bayes.smoothing import lidstone
+from streamnb.naive_bayes.smoothing import (
+    lidstone,
+    lidstone_log_count,
+    lidstone_log_odds,
+    lidstone_log_total,
+    lidstone_one,
+)
 from streamnb.naive_bayes.values import (
     first_seen_sparse,
     is_sparse_frame,
@@ -150,14 +156,14 @@ class BernoulliPart(ZeroWeights, Part):
         hist = self._histograms()
         absent = self._absent
         cv, (c0, c1), nv, (n0,) = self._scalar()
-        alpha, log, n_features = self.alpha, math.log, len(self.features.keys)
+        alpha, n_features = self.alpha, len(self.features.keys)
         n_classes = len(self.classes.keys)
         classes = [(c * c0, nv[c * n0]) for c in range(n_classes)]
         for c, (_, n_c) in enumerate(classes):
             if absent[c] is None:
-                absent[c] = math.fsum(times * log(n_c - m + alpha) for m, times in hist[c].items()) - (
-                    n_features * log(n_c + 2 * alpha)
-                )
+                absent[c] = math.fsum(
+                    times * lidstone_log_count(n_c - m, alpha) for m, times in hist[c].items()
+                ) - n_features * lidstone_log_total(n_c, alpha, 2)
         out = list(absent[:n_classes])
         ids, threshold = self.features.ids, self.true_threshold
         for key, x in zip(keys, values):
@@ -165,14 +171,13 @@ class BernoulliPart(ZeroWeights, Part):
             if j is not None and x > threshold:
                 col = j * c1
                 for c, (r, n_c) in enumerate(classes):
-                    n = cv[r + col]
-                    out[c] += log(n + alpha) - log(n_c - n + alpha)
+                    out[c] += lidstone_log_odds(cv[r + col], n_c, alpha)
         for key in missing:  # skipped: take their absence back out
             j = ids.get(key)
             if j is not None:
                 col = j * c1
                 for c, (r, n_c) in enumerate(classes):
-                    out[c] -= log(n_c - cv[r + col] + alpha) - log(n_c + 2 * alpha)
+                    out[c] -= lidstone_one(n_c - cv[r + col], n_c, alpha, 2)
         return out
 
     def _present_ids(self, prepared: tuple[list, list, list]) -> tuple[np.ndarray, np.ndarray]:

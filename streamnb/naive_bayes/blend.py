@@ -60,6 +60,19 @@ class BlendablePart(SmoothedPart):
     """A counting part whose blend (:meth:`joint_blend`) is its smoothing applied to the blended
     counts of the event's features, which :meth:`blend_features` gives."""
 
+    def joint_one(self, prepared: Any) -> list:
+        """:meth:`joint` of one event: 0 per class for an event without features, else
+        :meth:`joint_features`."""
+        n_classes = len(self.classes.keys)
+        if not prepared[0]:  # no feature
+            return [0.0] * n_classes
+        return self.joint_features(prepared, n_classes)
+
+    def joint_features(self, prepared: Any, n_classes: int) -> list:
+        """:meth:`joint_one` of an event with features (``prepared``), per class of the first
+        ``n_classes``: plain-float code whose cost is that of the event."""
+        raise NotImplementedError
+
     def joint_blend(self, prepared: Any, other: Part, weight: float, mine: list, theirs: list) -> list:
         assert isinstance(other, type(self))
         out = [0.0] * len(mine)

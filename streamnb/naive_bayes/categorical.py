@@ -139,12 +139,8 @@ class CategoricalPart(BlendablePart):
                                  len(self.classes.keys), self.alpha, self.unseen == "smooth",
                                  *self._fast_args())
 
-    def joint_one(self, prepared: tuple[list, list]) -> list:
+    def joint_features(self, prepared: tuple[list, list], n_classes: int) -> list:
         feats, cells = prepared
-        n_classes = len(self.classes.keys)
-        out = [0.0] * n_classes
-        if not feats:
-            return out
         cell_ids, feat_ids = self.cells.ids, self.features.ids
         nv = self._values_per_feature()
         alpha, epsilon, smooth = self.alpha, self.epsilon, self.unseen == "smooth"
@@ -155,6 +151,7 @@ class CategoricalPart(BlendablePart):
             got = event.score(nv, n_classes, alpha, smooth)
             assert got is not None, "|X_f| is counted"
             return got
+        out = [0.0] * n_classes
         cv, (c0, c1), tv, (t0, t1) = self._scalar()
         offsets = [(c * c0, c * t0) for c in range(n_classes)]
         for f, cell in zip(feats, cells):

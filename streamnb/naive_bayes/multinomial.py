@@ -102,18 +102,15 @@ class MultinomialPart(ZeroWeights, BlendablePart):
         return self._event_cells().joint(x, self.tokens.ids, len(self.classes.keys), self.alpha,
                                          len(self.tokens.keys), True)
 
-    def joint_one(self, prepared: tuple[list, list]) -> list:
+    def joint_features(self, prepared: tuple[list, list], n_classes: int) -> list:
         keys, values = prepared
-        n_classes = len(self.classes.keys)
-        out = [0.0] * n_classes
-        if not keys:
-            return out
         ids = self.tokens.ids
         if self._scored():  # every term finite
             got = self._event_cells().joint(dict(zip(keys, values)), ids, n_classes, self.alpha, len(self.tokens.keys),
                                             False)
             assert got is not None, "a prepared event is plain"
             return got
+        out = [0.0] * n_classes
         cv, (c0, c1), tv, (t0,), _, _ = self._scalar()
         rows = [c * c0 for c in range(n_classes)]
         totals = [tv[c * t0] for c in range(n_classes)]

@@ -15,11 +15,15 @@ from streamnb.naive_bayes.part import Part
 from streamnb.stats import Counts, Index
 from streamnb.stats import lidstone as source
 
-__all__ = ["UNSEEN_POLICIES", "SmoothedPart", "check_unseen", "lidstone", "lidstone_one", "smoothed",
+__all__ = ["UNSEEN_POLICIES", "SmoothedPart", "check_unseen", "lidstone", "lidstone_log_count",
+           "lidstone_log_odds", "lidstone_log_total", "lidstone_one", "lidstone_positive", "smoothed",
            "smoothed_rows"]
 
 _ops = kernels.compiled(source)
 lidstone, lidstone_one, smoothed, smoothed_rows = _ops.lidstone, _ops.lidstone_one, _ops.smoothed, _ops.smoothed_rows
+lidstone_log_count, lidstone_log_total, lidstone_log_odds = (_ops.lidstone_log_count, _ops.lidstone_log_total,
+                                                             _ops.lidstone_log_odds)
+lidstone_positive = _ops.lidstone_positive
 
 #: What an unseen category does at prediction time.
 UNSEEN_POLICIES = ("ignore", "smooth")

@@ -3,6 +3,8 @@ cimport cython
 from libc cimport math
 from streamnb.stats.gaussian_density cimport log_density_sum
 from streamnb.stats.normalize cimport exp_normalized
+from streamnb.stats.lidstone cimport lidstone_log_count, lidstone_log_total
+from streamnb.stats.welford cimport welford_one
 
 cdef double MAX_ABS, _NAN, _INF
 
@@ -24,10 +26,6 @@ cdef class Event:
     cdef Py_ssize_t size, unknown
     cpdef double[::1] zeroed(self, Py_ssize_t n_classes)
     cpdef Py_ssize_t read(self, dict x, dict ids, object exclude, bint raw, bint nonnegative) except -2
-
-@cython.locals(n=double, frac=double, delta=double)
-cdef inline (double, double, double) welford_one(double n_a, double mean, double m2, double x,
-                                                 double w) noexcept
 
 cdef class WelfordCells(Event):
     cdef double[::1] n, mean, m2, pn, pmean, pm2

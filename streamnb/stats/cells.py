@@ -26,6 +26,8 @@ from typing import Any
 
 from streamnb.stats.gaussian_density import log_density_sum
 from streamnb.stats.normalize import exp_normalized
+from streamnb.stats.lidstone import lidstone_log_count, lidstone_log_total
+from streamnb.stats.welford import welford_one
 
 __all__ = ["MAX_ABS", "ClassWeights", "CountCells", "Event", "WelfordCells", "number", "posterior",
            "split_strings"]
@@ -190,20 +192,6 @@ class Event:
         return unknown
 
 
-def welford_one(n_a: float, mean: float, m2: float, x: float, w: float) -> tuple[float, float, float]:
-    """One cell's ``(n, mean, M2)`` after the value ``x`` with weight ``w > 0``: Chan's formula
-    for the summary ``(w, x, 0)`` (:func:`~streamnb.stats.welford.chan`), written out for one
-    cell in the same operations, so the bits are its own.
-
-    >>> welford_one(2.0, 1.0, 2.0, 4.0, 1.0)   # {0, 2} then {4}
-    (3.0, 2.0, 8.0)
-    """
-    n = n_a + w
-    frac = w / n
-    delta = x - mean
-    return n, mean + delta * frac, m2 + delta * delta * n_a * frac
-
-
 class WelfordCells(Event):
     """The flat views of a :class:`~streamnb.stats.Welford` and of its pooled row: cell ``(c, j)``
     (class ``c``, feature ``j``) is ``n[c * n0 + j * n1]`` (and the same in ``mean`` and
@@ -329,7 +317,8 @@ class CountCells(Event):
 
     def score(self, n_classes: int, alpha: float, n_tokens: int) -> list:
         """The log-likelihood per class of the event read: ``sum_t x_t log(n[c, t] + alpha) -
-        (sum_t x_t) log(N[c] + alpha V)`` over its known tokens (``alpha > 0``)."""
+        (sum_t x_t) log(N[c] + alpha V)`` over its known tokens (``alpha > 0``; the total's log
+        once per class: :func:`~streamnb.stats.lidstone.lidstone_log_count`)."""
         cv, tv, c0, c1, t0 = self.counts, self.totals, self.c0, self.c1, self.t0
         ev_ids, ev_xs = self.ids, self.xs
         out = self.zeroed(n_classes)
@@ -341,11 +330,10 @@ class CountCells(Event):
             mass += xv
             col = ev_ids[f] * c1
             for c in range(n_classes):
-                out[c] += xv * math.log(cv[c * c0 + col] + alpha)
+                out[c] += xv * lidstone_log_count(cv[c * c0 + col], alpha)
         if mass != 0.0:
-            a_v = alpha * n_tokens
             for c in range(n_classes):
-                out[c] -= mass * math.log(tv[c * t0] + a_v)
+                out[c] -= mass * lidstone_log_total(tv[c * t0], alpha, n_tokens)
         return [out[c] for c in range(n_classes)]
 
     def add(self, k: int, w: float) -> None:

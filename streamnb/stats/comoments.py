@@ -50,7 +50,7 @@ import numpy as np
 
 from streamnb.stats.base import Statistic
 from streamnb.stats.index import Index
-from streamnb.stats.welford import Welford, add_weight
+from streamnb.stats.welford import Welford, add_weight, comoment
 
 __all__ = ["CoMoments", "CellMoments"]
 
@@ -66,7 +66,7 @@ def _combine(
     d_i = mean_b - mean_a
     d_j = np.swapaxes(d_i, -1, -2)
     k = n_a * frac
-    return n, mean_a + d_i * frac, m2_a + m2_b + d_i * d_i * k, c_a + c_b + d_i * d_j * k
+    return n, mean_a + d_i * frac, comoment(m2_a + m2_b, d_i, d_i, k), comoment(c_a + c_b, d_i, d_j, k)
 
 
 class CoMoments(Statistic):
@@ -101,8 +101,8 @@ class CoMoments(Statistic):
         N, M, S, C = (self._arrays[f].reshape(-1) for f in self.fields)
         n_a, frac, d_i = add_weight(N, M, idx, x[:, None], w)
         k_ = n_a * frac
-        S[idx] += d_i * d_i * k_
-        C[idx] += d_i * d_i.T * k_
+        S[idx] = comoment(S[idx], d_i, d_i, k_)
+        C[idx] = comoment(C[idx], d_i, d_i.T, k_)
 
     def update_matrix(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray, w: np.ndarray) -> None:
         """A batch: event ``r`` of class ``rows[r]`` has ``values[r, j]`` for feature ``cols[j]``

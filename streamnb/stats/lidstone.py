@@ -1,6 +1,9 @@
 """Lidstone smoothing of counted probabilities, written once: :func:`lidstone_one` for one cell
-(plain floats, the per-event path) and :func:`lidstone` for arrays (batches), side by side; and
-the trees' smoothing toward the marginal built on it, :func:`smoothed` and
+(plain floats, the per-event path) and :func:`lidstone` for arrays (batches), side by side; its
+parts for ``alpha > 0`` where a caller takes them apart (:func:`lidstone_log_count`,
+:func:`lidstone_log_total`: the multinomial event's factored sum; :func:`lidstone_log_odds`: a
+binary feature's present against absent; :func:`lidstone_positive`: :func:`lidstone` without
+its checks); and the trees' smoothing toward the marginal built on it, :func:`smoothed` and
 :func:`smoothed_rows`.
 
 ``log((n + alpha) / (N + alpha V))``, ``alpha = 1`` being Laplace, with its limit for
@@ -25,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["lidstone", "lidstone_one", "smoothed", "smoothed_rows"]
+__all__ = ["lidstone", "lidstone_log_count", "lidstone_log_odds", "lidstone_log_total", "lidstone_one",
+           "lidstone_positive", "smoothed", "smoothed_rows"]
 
 
 def lidstone_one(num: float, den: float, alpha: float, n_values: float, epsilon: float = 0.0) -> float:
@@ -80,6 +84,46 @@ def lidstone(num: Any, den: Any, alpha: float, n_values: Any, epsilon: float = 0
         out = np.where((num == 0) & (den > 0), math.log(epsilon), out)
     # nothing counted and no value known (an empty vocabulary): no information, log 1
     return np.where(np.asarray(total) > 0, out, 0.0) if np.any(np.asarray(total) == 0) else out
+
+
+def lidstone_log_count(num: float, alpha: float) -> float:
+    """``log(num + alpha)``, the log of one smoothed count (``alpha > 0``); less
+    :func:`lidstone_log_total`, :func:`lidstone_one`'s two logs. A multinomial event sums ``x_t
+    lidstone_log_count(n_t)`` over its tokens and takes the total's log once per class, ``(sum_t
+    x_t) lidstone_log_total(N)``: other bits than a sum of :func:`lidstone_one`.
+
+    >>> round(math.exp(lidstone_log_count(3.0, 1.0) - lidstone_log_total(4.0, 1.0, 3)), 12)
+    0.571428571429
+    """
+    return math.log(num + alpha)
+
+
+def lidstone_log_total(den: float, alpha: float, n_values: float) -> float:
+    """``log(den + alpha * n_values)``, the log of the smoothed total (``alpha > 0``): see
+    :func:`lidstone_log_count`."""
+    return math.log(den + alpha * n_values)
+
+
+def lidstone_log_odds(num: float, den: float, alpha: float) -> float:
+    """``log((num + alpha) / (den - num + alpha))`` (``alpha > 0``): a binary feature's
+    :func:`lidstone_one` of present (``num`` of ``den``) less that of absent (``den - num``),
+    their common total cancelled (so not the bits of that difference).
+
+    >>> round(math.exp(lidstone_log_odds(3.0, 4.0, 1.0)), 12)   # (3 + 1) / (1 + 1)
+    2.0
+    """
+    return lidstone_log_count(num, alpha) - lidstone_log_count(den - num, alpha)
+
+
+def lidstone_positive(num: Any, den: Any, alpha: float, n_values: Any) -> np.ndarray:
+    """:func:`lidstone` for ``alpha > 0`` where every total ``den + alpha * n_values`` is
+    positive, without its checks (no ``errstate``, no zero total to look for): the same
+    arithmetic, the same bits, for a caller that knows both (one event in numpy).
+
+    >>> np.exp(lidstone_positive(np.array([0.0, 3.0]), np.array([4.0, 4.0]), 1.0, 3)).round(12).tolist()
+    [0.142857142857, 0.571428571429]
+    """
+    return np.log(num + alpha) - np.log(den + alpha * n_values)
 
 
 def smoothed(num: float, den: float, nx: float, t: float, alpha: float, nv: float, prior: float) -> float:

@@ -1,9 +1,11 @@
 # The C types of moment_cells.py, for the compiled build (Cython's augmenting declarations). The
-# build's copy cimports WelfordCells from the compiled cells (see setup.py).
+# build's copy cimports WelfordCells from the compiled cells and comoment from the compiled welford
+# (see setup.py).
 cimport cython
 from libc cimport math
 from streamnb.stats.cells cimport WelfordCells
 from streamnb.stats.gaussian_density cimport log_density
+from streamnb.stats.welford cimport comoment
 
 cdef double PRIOR, TINY
 

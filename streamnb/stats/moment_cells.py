@@ -29,6 +29,7 @@ from typing import Any
 
 from streamnb.stats.cells import WelfordCells
 from streamnb.stats.gaussian_density import log_density
+from streamnb.stats.welford import comoment
 
 __all__ = ["PRIOR", "TINY", "MomentCells"]
 
@@ -136,7 +137,8 @@ class MomentCells(WelfordCells):
         """Chan's formula for one event on every pair ``(a, b)`` of the event read (cells
         checked) with ids below ``limit`` (the event is compacted to them): ``n += w``, ``mean
         += d_ab w / n``, ``m2 += d_ab**2 n_a w / n``, ``c += d_ab d_ba n_a w / n`` with ``d_ab
-        = x_a - mean[k, a, b]``, as :meth:`~streamnb.stats.CoMoments.update_ids`. A pair's two
+        = x_a - mean[k, a, b]`` (:func:`~streamnb.stats.welford.comoment`), as
+        :meth:`~streamnb.stats.CoMoments.update_ids`. A pair's two
         cells share the weight of ``(a, b)``."""
         ev_ids, ev_xs = self.ids, self.xs
         d = 0
@@ -167,8 +169,8 @@ class MomentCells(WelfordCells):
                 if g == f:
                     da = xa - M[ab]
                     M[ab] += da * frac
-                    S[ab] += da * da * kk
-                    C[ab] += da * da * kk
+                    S[ab] = comoment(S[ab], da, da, kk)
+                    C[ab] = comoment(C[ab], da, da, kk)
                     N[ab] = n
                 else:
                     ba = base + b * s1 + col
@@ -176,10 +178,10 @@ class MomentCells(WelfordCells):
                     dba = ev_xs[g] - M[ba]
                     M[ab] += dab * frac
                     M[ba] += dba * frac
-                    S[ab] += dab * dab * kk
-                    S[ba] += dba * dba * kk
-                    C[ab] += dab * dba * kk
-                    C[ba] += dba * dab * kk
+                    S[ab] = comoment(S[ab], dab, dab, kk)
+                    S[ba] = comoment(S[ba], dba, dba, kk)
+                    C[ab] = comoment(C[ab], dab, dba, kk)
+                    C[ba] = comoment(C[ba], dba, dab, kk)
                     N[ab] = n
                     N[ba] = n
 

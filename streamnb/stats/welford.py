@@ -1,4 +1,14 @@
-"""Weighted mean and variance per cell (Welford / West), merged with Chan et al.'s formula."""
+"""Weighted mean and variance per cell (Welford / West), merged with Chan et al.'s formula.
+
+Chan's update is written here once per form: :func:`welford_one` for one cell (plain floats,
+the per-event path), :func:`add_weight` for one event on arrays and :func:`chan` for a batch
+summary or a merge (numpy), side by side; and :func:`comoment`, the co-moments' step.
+
+Like :mod:`streamnb.stats.lidstone`, this plain-Python module is also compiled by the build
+(``welford.pxd``): the compiled cells cimport :func:`welford_one` and :func:`comoment` from that
+build (C calls, the same floating-point operations in the same order: the same bits). Its
+classes and numpy forms run as Python everywhere.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +18,7 @@ import numpy as np
 
 from streamnb.stats.base import Statistic
 
-__all__ = ["Welford", "add_weight", "chan"]
+__all__ = ["Welford", "add_weight", "chan", "comoment", "welford_one"]
 
 
 def chan(
@@ -30,6 +40,33 @@ def chan(
     mean = mean_a + delta * frac
     m2 = m2_a + m2_b + delta * delta * n_a * frac
     return n, mean, m2
+
+
+def welford_one(n_a: float, mean: float, m2: float, x: float, w: float) -> tuple[float, float, float]:
+    """One cell's ``(n, mean, M2)`` after the value ``x`` with weight ``w > 0``: :func:`chan`
+    for the summary ``(w, x, 0)`` in plain floats, the same operations (the same bits as
+    :func:`add_weight`).
+
+    >>> welford_one(2.0, 1.0, 2.0, 4.0, 1.0)   # {0, 2} then {4}
+    (3.0, 2.0, 8.0)
+    """
+    n = n_a + w
+    frac = w / n
+    delta = x - mean
+    return n, mean + delta * frac, m2 + delta * delta * n_a * frac
+
+
+def comoment(c: Any, d_i: Any, d_j: Any, k: Any) -> Any:
+    """``c + d_i d_j k``: Chan's update of a co-moment (or, with ``d_j = d_i``, of the
+    co-moments' ``M2``) by the deviations ``d_i, d_j`` of the means and the step ``k = n_a
+    n_b / n``, rounded once for every cell of an update (so ``d_i d_j (n_a frac)``, not
+    :func:`chan`'s ``(d d n_a) frac``: the co-moments' own bits). Plain floats compiled (the
+    per-event cells), floats or arrays in Python (:class:`~streamnb.stats.CoMoments`).
+
+    >>> comoment(1.0, 2.0, -1.0, 0.5)
+    0.0
+    """
+    return c + d_i * d_j * k
 
 
 def add_weight(n: np.ndarray, mean: np.ndarray, at: Any, x: Any, w: float,

@@ -1,6 +1,6 @@
 """Two builds of streamnb side by side: bench_prequential's predict-then-learn loop, timed in turn.
 
-    python benchmarks/prequential_builds.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3] [--events 3000]
+    python benchmarks/prequential_builds.py OLD_CHECKOUT NEW_CHECKOUT [--rounds 3] [--events 3000] [--only AODE]
 
 Each checkout is a built tree (``make setup`` in it: its ``.venv`` imports its own ``streamnb``).
 For each model of table 1 of ``bench_prequential.py`` (the same seeded streams, built by this
@@ -67,8 +67,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--events", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=3, help="runs per process (its best)")
+    parser.add_argument("--only", default="", help="the models whose name holds this text")
     args = parser.parse_args()
-    names = child(args.new, "list", 10, 1).splitlines()
+    names = [n for n in child(args.new, "list", 10, 1).splitlines() if args.only in n]
     print(f"{'model':34}{'old us':>10}{'new us':>10}{'new/old':>9}")
     for name in names:
         best = {"old": float("inf"), "new": float("inf")}

@@ -72,15 +72,16 @@ INPUTS = {
 
 
 def timings() -> dict[str, float]:
-    """Seconds to tokenize each input, as bytes and as str (the worse of the two)."""
+    """CPU seconds to tokenize each input, as bytes and as str (the worse of the two): the
+    process's own time, which other processes on a busy machine do not stretch."""
     tok, out = Tokenizer(), {}
     for name, build in INPUTS.items():
         raw = build()
         worst = 0.0
         for x in (raw, raw.decode("latin-1")):
-            start = time.perf_counter()
+            start = time.process_time()
             tok.transform_one(x)
-            worst = max(worst, time.perf_counter() - start)
+            worst = max(worst, time.process_time() - start)
         out[name] = worst
     return out
 
@@ -164,7 +165,7 @@ def test_regex_traps_are_linear(handed):
 
 
 def test_every_poison_input_is_fast_in_a_subprocess():
-    """Each input takes well under 0.1 s on an idle machine; 5 s allows for a loaded one."""
+    """Each input takes well under 0.1 s of CPU; 5 s would be work growing faster than the input."""
     out = subprocess.run([sys.executable, __file__], capture_output=True, text=True, timeout=300, check=True)
     seconds = json.loads(out.stdout)
     assert set(seconds) == set(INPUTS)
